@@ -1,0 +1,61 @@
+// MatMul's tuning problem (NPU_MODEL.md "MatMul / BatchMatMul / Gemm"): the shape
+// read from an op key, the TCubeTiling-like parameter space with CANN's capacity
+// constraints, and CANN's default tiling. Work decomposition shared with the timing
+// model: the output is cut into L1 blocks of (stepM*baseM) x (stepN*baseN) handed to
+// usedCores cores wave by wave; K is never split across cores.
+#pragma once
+
+#include <cstdint>
+
+#include "tunefleet/common/op_key.h"
+#include "tunefleet/common/search_space.h"
+#include "tunefleet/common/soc_spec.h"
+#include "tunefleet/common/status.h"
+
+namespace tunefleet {
+
+struct MatmulShape {
+  int64_t batch = 1;
+  int64_t m = 0, n = 0, k = 0;
+  DType in_dtype = DType::kFloat16;  // inputs; accumulation and output in fp32
+  bool transpose_a = false, transpose_b = false;
+  bool a_nz = false, b_nz = false;   // FRACTAL_NZ in GM (long bursts) vs ND
+};
+
+struct MatmulTiling {
+  int64_t base_m = 0, base_n = 0, base_k = 0;
+  int64_t step_m = 1, step_n = 1, step_ka = 1, step_kb = 1;
+  bool db_l0a = false, db_l0b = false, db_l0c = false;
+  int64_t iterate_order = 0;  // 0: M fastest over blocks, 1: N fastest
+  int64_t swizzle = 1;        // L2 swizzle group: blocks of this many rows walked together
+  int64_t used_cores = 1;
+};
+
+// Reads MatMul (A[M,K] x B[K,N], transpose_a/transpose_b attrs) from an op key.
+// kInvalidArgument naming the field when shapes disagree or the dtype is unsupported.
+Result<MatmulShape> MatmulShapeFromOpKey(const OpKey& key);
+
+// Parameter names, in space order.
+inline constexpr const char* kMatmulParams[] = {
+    "baseM", "baseN", "baseK", "stepM", "stepN", "stepKa", "stepKb",
+    "dbL0A", "dbL0B", "dbL0C", "iterateOrder", "swizzle", "usedCores"};
+
+Result<SearchSpace> MatmulTilingSpace(const MatmulShape& shape, const SocSpec& soc);
+// Requires a config of MatmulTilingSpace (any, valid or not).
+MatmulTiling MatmulTilingFromConfig(const Config& config);
+Config MatmulConfigFromTiling(const MatmulTiling& t);
+// CANN's heuristic: large square base blocks, all usable cores, double buffering on,
+// clamped to the shape so it is always valid.
+MatmulTiling MatmulDefaultTiling(const MatmulShape& shape, const SocSpec& soc);
+
+// Derived quantities, shared by constraints and the timing model.
+struct MatmulBlocking {
+  int64_t pad_m = 0, pad_n = 0, pad_k = 0;  // rounded up to 16
+  int64_t tiles_m = 0, tiles_n = 0;         // base tiles
+  int64_t blocks_m = 0, blocks_n = 0;       // L1 blocks of step*base
+  int64_t blocks = 0;                       // per batch
+  int64_t l1_bytes = 0, l0a_bytes = 0, l0b_bytes = 0, l0c_bytes = 0;
+};
+MatmulBlocking ComputeMatmulBlocking(const MatmulShape& shape, const MatmulTiling& t);
+
+}  // namespace tunefleet

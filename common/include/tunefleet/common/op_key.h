@@ -1,0 +1,69 @@
+// OpKey: the identity of one tuning problem (SoC, op type, input tensors, attributes,
+// simulator model version). Canonical() is the one serialisation that is hashed; the
+// 128-bit XXH3 hash of it keys the knowledge base. Plain copyable values.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tunefleet/common/status.h"
+
+namespace tunefleet {
+
+// Version of the simulator's timing model; part of every op key, so a model change
+// never serves stale tuning results.
+inline constexpr uint32_t kSimModelVersion = 1;
+
+enum class DType { kFloat16, kBFloat16, kFloat32, kInt8 };
+Result<DType> ParseDType(std::string_view name);
+std::string_view DTypeName(DType dtype);
+int DTypeBytes(DType dtype);
+
+struct TensorDesc {
+  std::vector<int64_t> shape;
+  std::string dtype = "float16";
+  std::string format = "ND";
+  bool operator==(const TensorDesc&) const = default;
+};
+
+struct OpKey {
+  std::string soc;
+  std::string op_type;
+  std::vector<TensorDesc> inputs;
+  std::map<std::string, std::string> attrs;  // sorted, so canonical order is free
+  uint32_t model_version = kSimModelVersion;
+
+  bool operator==(const OpKey&) const = default;
+
+  // "v1;soc=Ascend910B2;op=MatMul;in=float16:ND:1024x1024,float16:ND:1024x1024;attr=;mv=1"
+  std::string Canonical() const;
+  // A short human form: "MatMul[1024x1024,1024x1024]@Ascend910B2".
+  std::string Display() const;
+};
+
+struct OpKeyHash {
+  uint64_t high = 0;
+  uint64_t low = 0;
+  bool operator==(const OpKeyHash&) const = default;
+  auto operator<=>(const OpKeyHash&) const = default;
+  std::string Hex() const;                 // 32 lowercase hex digits
+  std::string Bytes() const;               // 16 big-endian bytes (RocksDB key)
+  static Result<OpKeyHash> FromHex(std::string_view hex);
+};
+
+// Stable across runs, processes and machines: XXH3-128 of Canonical().
+OpKeyHash HashOpKey(const OpKey& key);
+
+// JSON form used by examples and the CLI:
+// {"soc":"Ascend910B2","op":"MatMul","inputs":[{"shape":[64,64],"dtype":"float16"}],
+//  "attrs":{"transpose_a":"0"}}. Errors name the offending field.
+Result<OpKey> OpKeyFromJson(const nlohmann::json& j, std::string_view default_soc = "");
+nlohmann::json OpKeyToJson(const OpKey& key);
+
+}  // namespace tunefleet

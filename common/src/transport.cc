@@ -1,0 +1,86 @@
+#include "tunefleet/common/transport.h"
+
+#include <iterator>
+
+#include <zmq_addon.hpp>
+
+#include "tunefleet/common/protocol.h"
+
+namespace tunefleet::transport {
+namespace {
+
+Status FromZmq(const zmq::error_t& e, const std::string& what) {
+  if (e.num() == EADDRINUSE || e.num() == EAGAIN || e.num() == ETERM) {
+    return Unavailable(what + ": " + e.what());
+  }
+  return InvalidArgument(what + ": " + e.what());
+}
+
+}  // namespace
+
+zmq::socket_t MakeSocket(zmq::context_t& ctx, zmq::socket_type type) {
+  zmq::socket_t s(ctx, type);
+  s.set(zmq::sockopt::linger, 0);
+  s.set(zmq::sockopt::maxmsgsize, protocol::kMaxMessageBytes);
+  if (type == zmq::socket_type::router) s.set(zmq::sockopt::router_handover, 1);
+  return s;
+}
+
+Status Bind(zmq::socket_t& socket, const std::string& endpoint) {
+  try {
+    socket.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    return FromZmq(e, "cannot bind " + endpoint);
+  }
+  return Status::Ok();
+}
+
+Status Connect(zmq::socket_t& socket, const std::string& endpoint) {
+  try {
+    socket.connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    return FromZmq(e, "cannot connect to " + endpoint);
+  }
+  return Status::Ok();
+}
+
+std::string LastEndpoint(zmq::socket_t& socket) {
+  return socket.get(zmq::sockopt::last_endpoint);
+}
+
+Status Send(zmq::socket_t& socket, wire::Outgoing& msg) {
+  kj::Array<capnp::word> words = msg.Encode();
+  auto bytes = words.asBytes();
+  try {
+    socket.send(zmq::buffer(bytes.begin(), bytes.size()), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    return FromZmq(e, "send");
+  }
+  return Status::Ok();
+}
+
+Status SendTo(zmq::socket_t& socket, const std::string& identity, wire::Outgoing& msg) {
+  kj::Array<capnp::word> words = msg.Encode();
+  auto bytes = words.asBytes();
+  try {
+    socket.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+    socket.send(zmq::buffer(bytes.begin(), bytes.size()), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    return FromZmq(e, "send to peer");
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<std::vector<zmq::message_t>>> Receive(zmq::socket_t& socket, bool dontwait) {
+  std::vector<zmq::message_t> frames;
+  try {
+    auto n = zmq::recv_multipart(socket, std::back_inserter(frames),
+                                 dontwait ? zmq::recv_flags::dontwait : zmq::recv_flags::none);
+    if (!n) return std::optional<std::vector<zmq::message_t>>();
+  } catch (const zmq::error_t& e) {
+    return FromZmq(e, "receive");
+  }
+  return std::optional<std::vector<zmq::message_t>>(std::move(frames));
+}
+
+}  // namespace tunefleet::transport

@@ -1,0 +1,27 @@
+#include "tunefleet/common/tuning_problem.h"
+
+#include "tunefleet/common/matmul_space.h"
+
+namespace tunefleet {
+
+Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
+  if (key.soc != soc.name) {
+    return InvalidArgument("op key is for SoC '" + key.soc + "' but the spec is '" + soc.name + "'");
+  }
+  if (key.op_type == "MatMul") {
+    TF_ASSIGN_OR_RETURN(MatmulShape shape, MatmulShapeFromOpKey(key));
+    TF_ASSIGN_OR_RETURN(SearchSpace space, MatmulTilingSpace(shape, soc));
+    Config def = MatmulConfigFromTiling(MatmulDefaultTiling(shape, soc));
+    Status valid = space.Validate(def);
+    if (!valid.ok()) return Internal("default tiling is invalid (a bug): " + valid.message());
+    TF_ASSIGN_OR_RETURN(ConfigIndex def_index, space.Encode(def));
+    return TuningProblem{key, std::move(space), std::move(def), def_index};
+  }
+  std::string known;
+  for (const auto& t : TunableOpTypes()) known += (known.empty() ? "" : ", ") + t;
+  return InvalidArgument("op type '" + key.op_type + "' cannot be tuned yet (tunable: " + known + ")");
+}
+
+std::vector<std::string> TunableOpTypes() { return {"MatMul"}; }
+
+}  // namespace tunefleet

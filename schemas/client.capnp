@@ -1,0 +1,74 @@
+# Client <-> coordinator protocol (client DEALER/REQ, coordinator ROUTER).
+@0xce568f75bde36f0e;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("tunefleet::schema");
+using Common = import "common.capnp";
+using Kb = import "kb.capnp";
+
+struct SubmitRequest {
+  ops @0 :List(Common.OpKey);
+  strategy @1 :Text;           # "exhaustive", "random"
+  budget @2 :UInt64;           # evaluations per task; 0 = whole valid space
+  seed @3 :UInt64;
+  force @4 :Bool;              # re-tune keys already in the knowledge base
+  priority @5 :Int32;
+  jobSize @6 :UInt32;          # configs per job; 0 = coordinator default
+}
+
+struct SubmitReply {
+  submissionId @0 :UInt64;
+  taskIds @1 :List(UInt64);    # one per op, in request order
+  fromCache @2 :List(Bool);    # answered from the knowledge base
+}
+
+struct StatusRequest {
+  submissionId @0 :UInt64;
+}
+
+enum TaskState {
+  queued @0;
+  running @1;
+  done @2;
+  failed @3;
+  cancelled @4;
+}
+
+struct TaskStatus {
+  taskId @0 :UInt64;
+  opKeyHash @1 :Text;
+  state @2 :TaskState;
+  evaluated @3 :UInt64;
+  planned @4 :UInt64;
+  failedConfigs @5 :UInt64;
+  bestConfigIndex @6 :UInt64;
+  bestLatencyUs @7 :Float64;
+  baselineLatencyUs @8 :Float64;
+  bestConfig @9 :List(Common.ParamValue);
+  hasBest @10 :Bool;
+  opKey @11 :Common.OpKey;
+}
+
+struct StatusReply {
+  submissionId @0 :UInt64;
+  tasks @1 :List(TaskStatus);
+  done @2 :Bool;
+}
+
+struct LookupRequest {
+  keys @0 :List(Common.OpKey);
+}
+
+struct LookupEntry {
+  found @0 :Bool;
+  record @1 :Kb.KbRecord;
+}
+
+struct LookupReply {
+  entries @0 :List(LookupEntry);
+}
+
+struct ErrorReply {
+  code @0 :Common.StatusCode;
+  message @1 :Text;
+}

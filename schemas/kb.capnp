@@ -1,0 +1,44 @@
+# Records stored in RocksDB (DESIGN.md "Persistence").
+@0xfa93a4411e9d4b2a;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("tunefleet::schema");
+using Common = import "common.capnp";
+
+# Column family `kb`, key = 16-byte op-key hash.
+struct KbRecord {
+  opKey @0 :Common.OpKey;
+  bestConfigIndex @1 :UInt64;
+  bestConfig @2 :List(Common.ParamValue);
+  bestLatencyUs @3 :Float64;
+  baselineLatencyUs @4 :Float64;
+  improvement @5 :Float64;     # baseline / best
+  strategy @6 :Text;
+  evaluations @7 :UInt64;
+  jobId @8 :UInt64;
+  timestampUnixMs @9 :Int64;
+  soc @10 :Text;
+  modelVersion @11 :UInt32;
+}
+
+# Column family `tasks`, key = "t/" + big-endian task id.
+struct TaskRecord {
+  taskId @0 :UInt64;
+  submissionId @1 :UInt64;
+  opKey @2 :Common.OpKey;
+  strategy @3 :Text;
+  budget @4 :UInt64;
+  seed @5 :UInt64;
+  state @6 :UInt8;             # tunefleet::TaskState
+  jobSize @7 :UInt32;
+  force @8 :Bool;
+  createdUnixMs @9 :Int64;
+}
+
+# Column family `results`, key = big-endian task id + big-endian config index.
+struct ResultRecord {
+  ok @0 :Bool;
+  latencyUs @1 :Float64;
+  error @2 :Text;
+  jobId @3 :UInt64;
+}
