@@ -33,6 +33,22 @@ struct TaskRecord {
   jobSize @7 :UInt32;
   force @8 :Bool;
   createdUnixMs @9 :Int64;
+  # Outcome, written when the task ends (the task's results are then deleted).
+  evaluated @10 :UInt64;
+  failedConfigs @11 :UInt64;
+  hasBest @12 :Bool;
+  bestConfigIndex @13 :UInt64;
+  bestLatencyUs @14 :Float64;
+  baselineLatencyUs @15 :Float64;
+  fromCache @16 :Bool;         # answered from the knowledge base, never run
+  priority @17 :Int32;
+}
+
+# Column family `tasks`, key = "s/" + big-endian submission id.
+struct SubmissionRecord {
+  submissionId @0 :UInt64;
+  taskIds @1 :List(UInt64);    # one per submitted op, in request order
+  createdUnixMs @2 :Int64;
 }
 
 # Column family `results`, key = big-endian task id + big-endian config index.

@@ -1,0 +1,156 @@
+#include "cli/client.h"
+
+#include "tunefleet/common/transport.h"
+
+namespace tunefleet::client {
+namespace {
+
+NamedConfig ReadConfig(capnp::List<schema::ParamValue>::Reader list) {
+  NamedConfig out;
+  for (auto p : list) out.emplace_back(p.getName(), p.getValue());
+  return out;
+}
+
+const char* StateName(schema::TaskState s) {
+  switch (s) {
+    case schema::TaskState::QUEUED: return "queued";
+    case schema::TaskState::RUNNING: return "running";
+    case schema::TaskState::DONE: return "done";
+    case schema::TaskState::FAILED: return "failed";
+    case schema::TaskState::CANCELLED: return "cancelled";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+Client::Client(zmq::context_t& ctx, std::string endpoint, std::chrono::milliseconds timeout)
+    : ctx_(ctx),
+      endpoint_(std::move(endpoint)),
+      timeout_(timeout),
+      socket_(transport::MakeSocket(ctx, zmq::socket_type::dealer)) {}
+
+Result<std::unique_ptr<wire::Incoming>> Client::RoundTrip(wire::Outgoing& msg) {
+  if (!connected_) {
+    TF_RETURN_IF_ERROR(transport::Connect(socket_, endpoint_));
+    connected_ = true;
+  }
+  uint64_t id = next_request_id_++;
+  msg.Envelope().setRequestId(id);
+  TF_RETURN_IF_ERROR(transport::Send(socket_, msg));
+  auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      // A fresh socket, so a late reply cannot be mistaken for the next one's.
+      socket_ = transport::MakeSocket(ctx_, zmq::socket_type::dealer);
+      connected_ = false;
+      return Unavailable("no reply from the coordinator at " + endpoint_ + " within " +
+                         std::to_string(timeout_.count()) + " ms (is it running? check --coordinator)");
+    }
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, left);
+    if (!(item.revents & ZMQ_POLLIN)) continue;
+    TF_ASSIGN_OR_RETURN(auto frames, transport::Receive(socket_, true));
+    if (!frames) continue;
+    const zmq::message_t& payload = frames->back();
+    TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, wire::Decode(payload.data(), payload.size()));
+    if (in->Envelope().getRequestId() != id) continue;  // late answer to an abandoned request
+    Status err = wire::Guard("reply", [&]() -> tunefleet::Status {
+      if (in->Which() != schema::Envelope::Body::ERROR) return tunefleet::Status::Ok();
+      auto e = in->Envelope().getBody().getError();
+      return tunefleet::Status(static_cast<StatusCode>(e.getCode()), e.getMessage());
+    });
+    TF_RETURN_IF_ERROR(err);
+    return in;
+  }
+}
+
+Result<SubmitOutcome> Client::Submit(const SubmitSpec& spec) {
+  wire::Outgoing msg;
+  auto req = msg.Body().initSubmit();
+  auto ops = req.initOps(static_cast<unsigned>(spec.ops.size()));
+  for (unsigned i = 0; i < spec.ops.size(); ++i) wire::FillOpKey(ops[i], spec.ops[i]);
+  req.setStrategy(spec.strategy);
+  req.setBudget(spec.budget);
+  req.setSeed(spec.seed);
+  req.setForce(spec.force);
+  req.setPriority(spec.priority);
+  req.setJobSize(spec.job_size);
+  TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
+  SubmitOutcome out;
+  TF_RETURN_IF_ERROR(wire::Guard("submit reply", [&]() -> tunefleet::Status {
+    if (in->Which() != schema::Envelope::Body::SUBMIT_REPLY) return Internal("coordinator answered submit with another message kind");
+    auto r = in->Envelope().getBody().getSubmitReply();
+    out.submission_id = r.getSubmissionId();
+    for (uint64_t id : r.getTaskIds()) out.task_ids.push_back(id);
+    for (bool c : r.getFromCache()) out.from_cache.push_back(c);
+    return tunefleet::Status::Ok();
+  }));
+  return out;
+}
+
+Result<StatusView> Client::GetStatus(uint64_t submission_id) {
+  wire::Outgoing msg;
+  msg.Body().initStatus().setSubmissionId(submission_id);
+  TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
+  StatusView out;
+  TF_RETURN_IF_ERROR(wire::Guard("status reply", [&]() -> tunefleet::Status {
+    if (in->Which() != schema::Envelope::Body::STATUS_REPLY) return Internal("coordinator answered status with another message kind");
+    auto r = in->Envelope().getBody().getStatusReply();
+    out.submission_id = r.getSubmissionId();
+    out.done = r.getDone();
+    for (auto t : r.getTasks()) {
+      TaskView v;
+      v.task_id = t.getTaskId();
+      TF_ASSIGN_OR_RETURN(v.key, wire::ReadOpKey(t.getOpKey()));
+      v.op_key_hash = t.getOpKeyHash();
+      v.state = StateName(t.getState());
+      v.evaluated = t.getEvaluated();
+      v.planned = t.getPlanned();
+      v.failed_configs = t.getFailedConfigs();
+      v.has_best = t.getHasBest();
+      v.best_index = t.getBestConfigIndex();
+      v.best_latency_us = t.getBestLatencyUs();
+      v.baseline_latency_us = t.getBaselineLatencyUs();
+      v.best_config = ReadConfig(t.getBestConfig());
+      out.tasks.push_back(std::move(v));
+    }
+    return tunefleet::Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<std::optional<KbView>>> Client::Lookup(const std::vector<OpKey>& keys) {
+  wire::Outgoing msg;
+  auto list = msg.Body().initLookup().initKeys(static_cast<unsigned>(keys.size()));
+  for (unsigned i = 0; i < keys.size(); ++i) wire::FillOpKey(list[i], keys[i]);
+  TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
+  std::vector<std::optional<KbView>> out;
+  TF_RETURN_IF_ERROR(wire::Guard("lookup reply", [&]() -> tunefleet::Status {
+    if (in->Which() != schema::Envelope::Body::LOOKUP_REPLY) return Internal("coordinator answered lookup with another message kind");
+    for (auto e : in->Envelope().getBody().getLookupReply().getEntries()) {
+      if (!e.getFound()) {
+        out.emplace_back();
+        continue;
+      }
+      auto r = e.getRecord();
+      KbView v;
+      TF_ASSIGN_OR_RETURN(v.key, wire::ReadOpKey(r.getOpKey()));
+      v.best_index = r.getBestConfigIndex();
+      v.best_config = ReadConfig(r.getBestConfig());
+      v.best_latency_us = r.getBestLatencyUs();
+      v.baseline_latency_us = r.getBaselineLatencyUs();
+      v.improvement = r.getImprovement();
+      v.strategy = r.getStrategy();
+      v.evaluations = r.getEvaluations();
+      v.job_id = r.getJobId();
+      v.timestamp_ms = r.getTimestampUnixMs();
+      out.push_back(std::move(v));
+    }
+    return tunefleet::Status::Ok();
+  }));
+  return out;
+}
+
+}  // namespace tunefleet::client

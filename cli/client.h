@@ -1,0 +1,96 @@
+// Client: the client side of schemas/client.capnp over a DEALER socket, used by the
+// CLI and the integration tests. Requests carry an id; a reply with another id (a late
+// answer to a timed-out request) is discarded. One Client per thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "tunefleet/common/op_key.h"
+#include "tunefleet/common/search_space.h"
+#include "tunefleet/common/status.h"
+#include "tunefleet/common/wire.h"
+
+namespace tunefleet::client {
+
+struct SubmitSpec {
+  std::vector<OpKey> ops;
+  std::string strategy = "exhaustive";
+  uint64_t budget = 0;  // 0 = whole valid space
+  uint64_t seed = 1;
+  bool force = false;
+  int32_t priority = 0;
+  uint32_t job_size = 0;
+};
+
+struct SubmitOutcome {
+  uint64_t submission_id = 0;
+  std::vector<uint64_t> task_ids;
+  std::vector<bool> from_cache;
+};
+
+using NamedConfig = std::vector<std::pair<std::string, int64_t>>;
+
+struct TaskView {
+  uint64_t task_id = 0;
+  OpKey key;
+  std::string op_key_hash;
+  std::string state;  // queued, running, done, failed, cancelled
+  uint64_t evaluated = 0, planned = 0, failed_configs = 0;
+  bool has_best = false;
+  ConfigIndex best_index = 0;
+  double best_latency_us = 0, baseline_latency_us = 0;
+  NamedConfig best_config;
+};
+
+struct StatusView {
+  uint64_t submission_id = 0;
+  bool done = false;
+  std::vector<TaskView> tasks;
+};
+
+struct KbView {
+  OpKey key;
+  ConfigIndex best_index = 0;
+  NamedConfig best_config;
+  double best_latency_us = 0, baseline_latency_us = 0, improvement = 0;
+  std::string strategy;
+  uint64_t evaluations = 0;
+  uint64_t job_id = 0;
+  int64_t timestamp_ms = 0;
+};
+
+class Client {
+ public:
+  // Borrows ctx. Connecting is lazy in ZeroMQ: an absent coordinator shows up as a
+  // kUnavailable timeout on the first request.
+  Client(zmq::context_t& ctx, std::string endpoint,
+         std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  // Errors: the coordinator's own (kInvalidArgument with what to fix), or kUnavailable.
+  Result<SubmitOutcome> Submit(const SubmitSpec& spec);
+  Result<StatusView> GetStatus(uint64_t submission_id);
+  // One entry per key, nullopt where the knowledge base has none.
+  Result<std::vector<std::optional<KbView>>> Lookup(const std::vector<OpKey>& keys);
+
+ private:
+  zmq::context_t& ctx_;
+  std::string endpoint_;
+  std::chrono::milliseconds timeout_;
+  zmq::socket_t socket_;
+  uint64_t next_request_id_ = 1;
+  bool connected_ = false;
+
+  // Sends msg and waits for the reply with its request id; an ErrorReply becomes its
+  // Status.
+  Result<std::unique_ptr<wire::Incoming>> RoundTrip(wire::Outgoing& msg);
+};
+
+}  // namespace tunefleet::client

@@ -1,0 +1,273 @@
+// tunefleet: the user's command line. `tune` runs the embedded default (coordinator and
+// worker slots in this process over inproc://, RocksDB in a local folder); `submit`,
+// `status` and `lookup` talk to a running coordinator.
+// Exit codes: 0 ok, 1 operational failure (retry), 2 bad input (fix it), 3 lookup miss,
+// 4 a task ended without a successful config.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <prometheus/registry.h>
+
+#include "cli/client.h"
+#include "cli/ops_file.h"
+#include "cli/report.h"
+#include "coordinator/coordinator.h"
+#include "tunefleet/common/signals.h"
+#include "worker/worker.h"
+
+namespace tunefleet::cli {
+namespace {
+
+constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitMiss = 3, kExitTaskFailed = 4;
+
+int ExitFor(const Status& s) {
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? kExitBadInput : kExitFailure;
+}
+
+int Fail(const Status& s) {
+  fmt::print(stderr, "tunefleet: {}\n", s.ToString());
+  return ExitFor(s);
+}
+
+struct SubmitFlags {
+  std::string ops_file;
+  std::string soc;
+  std::string strategy = "exhaustive";
+  uint64_t budget = 0;
+  uint64_t seed = 1;
+  bool force = false;
+  uint32_t job_size = 0;
+  bool json = false;
+};
+
+void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
+  cmd->add_option("--soc", f.soc, "SoC for every op (overrides the file's)");
+  cmd->add_option("--strategy", f.strategy, "exhaustive or random")->capture_default_str();
+  cmd->add_option("--budget", f.budget, "evaluations per op; 0 = the whole valid space")->capture_default_str();
+  cmd->add_option("--seed", f.seed, "seed of the strategy and of measurement noise")->capture_default_str();
+  cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)");
+  cmd->add_flag("--force", f.force, "re-tune ops already in the knowledge base");
+  cmd->add_flag("--json", f.json, "print JSON instead of text");
+}
+
+Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& ops) {
+  TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc));
+  client::SubmitSpec spec;
+  for (const auto& op : ops) spec.ops.push_back(op.key);
+  spec.strategy = f.strategy;
+  spec.budget = f.budget;
+  spec.seed = f.seed;
+  spec.force = f.force;
+  spec.job_size = f.job_size;
+  return spec;
+}
+
+// Polls until every task has finished; shows progress on a terminal.
+Result<client::StatusView> Wait(client::Client& c, uint64_t submission, bool quiet) {
+  const bool tty = isatty(fileno(stderr)) && !quiet;
+  for (;;) {
+    TF_ASSIGN_OR_RETURN(client::StatusView st, c.GetStatus(submission));
+    if (tty) {
+      uint64_t evaluated = 0, planned = 0, done = 0;
+      for (const auto& t : st.tasks) {
+        evaluated += t.evaluated;
+        planned += t.planned;
+        done += t.state != "running" && t.state != "queued";
+      }
+      fmt::print(stderr, "\r  tasks {}/{}  evaluations {}/{}   ", done, st.tasks.size(), evaluated, planned);
+    }
+    if (st.done) {
+      if (tty) fmt::print(stderr, "\n");
+      return st;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
+                 const std::vector<bool>& from_cache, bool json, const SocCatalog& catalog) {
+  nlohmann::json out = nlohmann::json::array();
+  bool all_ok = true;
+  for (size_t i = 0; i < st.tasks.size(); ++i) {
+    const std::string& name = i < ops.size() ? ops[i].name : "op" + std::to_string(i);
+    bool cached = i < from_cache.size() && from_cache[i];
+    all_ok &= st.tasks[i].has_best;
+    if (json) out.push_back(TaskJson(name, st.tasks[i], cached));
+    else fmt::print("{}", TaskText(name, st.tasks[i], cached, catalog));
+  }
+  if (json) fmt::print("{}\n", nlohmann::json{{"submission_id", st.submission_id}, {"tasks", out}}.dump(2));
+  return all_ok ? kExitOk : kExitTaskFailed;
+}
+
+int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots) {
+  std::vector<NamedOp> ops;
+  auto spec = MakeSpec(f, ops);
+  if (!spec.ok()) return Fail(spec.status());
+  SocCatalog catalog = SocCatalog::Builtin();
+  auto store = coordinator::Store::Open(data_dir);
+  if (!store.ok()) return Fail(store.status());
+  prometheus::Registry registry;
+  zmq::context_t ctx(1);
+  SteadyClock clock;
+  coordinator::CoordinatorOptions copts;
+  copts.client_endpoint = "inproc://tunefleet-clients";
+  copts.worker_endpoint = "inproc://tunefleet-workers";
+  auto coord = coordinator::Coordinator::Create(copts, **store, catalog, clock, registry, ctx);
+  if (!coord.ok()) return Fail(coord.status());
+  auto evaluator = worker::MakeSimEvaluator(catalog);
+  worker::WorkerOptions wopts;
+  wopts.coordinator_endpoint = copts.worker_endpoint;
+  wopts.slots = slots;
+  wopts.worker_id = "embedded";
+  wopts.socs = catalog.Names();
+  worker::Worker w(wopts, *evaluator, clock, ctx);
+  Status coord_status, worker_status;
+  std::thread coord_thread([&] { coord_status = (*coord)->Run(); });
+  std::thread worker_thread([&] { worker_status = w.Run(); });
+  auto shutdown = [&] {
+    w.Stop();
+    worker_thread.join();
+    (*coord)->Stop();
+    coord_thread.join();
+  };
+  int rc = kExitOk;
+  {
+    TerminationWatcher watcher([&] { w.Stop(); (*coord)->Stop(); });
+    client::Client c(ctx, copts.client_endpoint);
+    auto sub = c.Submit(*spec);
+    if (!sub.ok()) {
+      shutdown();
+      return Fail(sub.status());
+    }
+    if (!f.json) {
+      fmt::print("tunefleet tune: {} ops on {} with {} worker slots, strategy {}, budget {}, data in {}\n",
+                 ops.size(), ops.front().key.soc, slots, f.strategy,
+                 f.budget ? std::to_string(f.budget) : "whole valid space", data_dir);
+      std::fflush(stdout);
+    }
+    auto st = Wait(c, sub->submission_id, f.json);
+    if (!st.ok()) {
+      shutdown();
+      return Fail(st.status());
+    }
+    rc = PrintOutcome(ops, *st, sub->from_cache, f.json, catalog);
+  }
+  shutdown();
+  if (!coord_status.ok()) return Fail(coord_status);
+  if (!worker_status.ok()) return Fail(worker_status);
+  return rc;
+}
+
+}  // namespace
+}  // namespace tunefleet::cli
+
+int main(int argc, char** argv) {
+  tunefleet::BlockTerminationSignals();
+  using namespace tunefleet;
+  using namespace tunefleet::cli;
+  CLI::App app{"tunefleet: operator auto-tuning for Ascend-style NPUs"};
+  app.require_subcommand(1);
+  std::string coordinator_ep = fmt::format("tcp://127.0.0.1:{}", protocol::kDefaultClientPort);
+  int timeout_ms = 10000;
+
+  SubmitFlags tune_flags;
+  std::string data_dir = "./tunefleet-data";
+  int slots = 2;
+  auto* tune = app.add_subcommand("tune", "tune ops locally: embedded coordinator + worker slots, RocksDB in --data-dir");
+  tune->add_option("OPS", tune_flags.ops_file, "JSON ops file (see examples/)")->required()->check(CLI::ExistingFile);
+  AddSubmitFlags(tune, tune_flags);
+  tune->add_option("--data-dir", data_dir, "knowledge-base folder")->capture_default_str();
+  tune->add_option("--slots", slots, "worker slots (threads)")->capture_default_str()->check(CLI::Range(1, 256));
+
+  SubmitFlags submit_flags;
+  bool submit_wait = false;
+  auto* submit = app.add_subcommand("submit", "submit ops to a running coordinator; prints the submission id");
+  submit->add_option("OPS", submit_flags.ops_file, "JSON ops file")->required()->check(CLI::ExistingFile);
+  AddSubmitFlags(submit, submit_flags);
+  submit->add_flag("--wait", submit_wait, "wait for the result and print it");
+
+  uint64_t status_id = 0;
+  bool status_wait = false, status_json = false;
+  auto* status = app.add_subcommand("status", "show a submission's tasks");
+  status->add_option("SUBMISSION", status_id, "submission id printed by submit")->required();
+  status->add_flag("--wait", status_wait, "wait until every task has finished");
+  status->add_flag("--json", status_json, "print JSON");
+
+  std::string lookup_file, lookup_soc;
+  bool lookup_json = false;
+  auto* lookup = app.add_subcommand("lookup", "look ops up in the knowledge base (exit 3 when any is missing)");
+  lookup->add_option("OPS", lookup_file, "JSON ops file")->required()->check(CLI::ExistingFile);
+  lookup->add_option("--soc", lookup_soc, "SoC for every op");
+  lookup->add_flag("--json", lookup_json, "print JSON");
+
+  for (auto* cmd : {submit, status, lookup}) {
+    cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
+    cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")->capture_default_str();
+  }
+  CLI11_PARSE(app, argc, argv);
+
+  SocCatalog catalog = SocCatalog::Builtin();
+  if (tune->parsed()) return RunTune(tune_flags, data_dir, slots);
+
+  zmq::context_t ctx(1);
+  client::Client c(ctx, coordinator_ep, std::chrono::milliseconds(timeout_ms));
+  if (submit->parsed()) {
+    std::vector<NamedOp> ops;
+    auto spec = MakeSpec(submit_flags, ops);
+    if (!spec.ok()) return Fail(spec.status());
+    auto sub = c.Submit(*spec);
+    if (!sub.ok()) return Fail(sub.status());
+    if (!submit_wait) {
+      if (submit_flags.json) {
+        fmt::print("{}\n", nlohmann::json{{"submission_id", sub->submission_id}, {"task_ids", sub->task_ids}}.dump());
+      } else {
+        fmt::print("submission {}\n", sub->submission_id);
+      }
+      return kExitOk;
+    }
+    auto st = Wait(c, sub->submission_id, submit_flags.json);
+    if (!st.ok()) return Fail(st.status());
+    return PrintOutcome(ops, *st, sub->from_cache, submit_flags.json, catalog);
+  }
+  if (status->parsed()) {
+    auto st = status_wait ? Wait(c, status_id, status_json) : c.GetStatus(status_id);
+    if (!st.ok()) return Fail(st.status());
+    if (!status_json && !st->done) fmt::print("submission {}: running\n", st->submission_id);
+    std::vector<NamedOp> none;
+    std::vector<bool> cached;
+    for (const auto& t : st->tasks) cached.push_back(t.state == "done" && t.evaluated == 0);
+    return PrintOutcome(none, *st, cached, status_json, catalog);
+  }
+  if (lookup->parsed()) {
+    auto ops = LoadOpsFile(lookup_file, lookup_soc);
+    if (!ops.ok()) return Fail(ops.status());
+    std::vector<OpKey> keys;
+    for (const auto& op : *ops) keys.push_back(op.key);
+    auto found = c.Lookup(keys);
+    if (!found.ok()) return Fail(found.status());
+    bool all = true;
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < found->size(); ++i) {
+      const auto& name = (*ops)[i].name;
+      const auto& e = (*found)[i];
+      all &= e.has_value();
+      if (lookup_json) {
+        out.push_back(e ? KbJson(name, *e) : nlohmann::json{{"name", name}, {"found", false}, {"op_key", OpKeyToJson(keys[i])}});
+      } else if (e) {
+        fmt::print("{}", KbText(name, *e));
+      } else {
+        fmt::print("{}  {}  [not in the knowledge base]\n", name, keys[i].Display());
+      }
+    }
+    if (lookup_json) fmt::print("{}\n", out.dump(2));
+    return all ? kExitOk : kExitMiss;
+  }
+  return kExitBadInput;
+}

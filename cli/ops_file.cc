@@ -1,0 +1,50 @@
+#include "cli/ops_file.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace tunefleet::cli {
+
+Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read ops file '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    return InvalidArgument(path + ": not valid JSON: " + e.what());
+  }
+  std::string soc = soc_override;
+  const nlohmann::json* ops = &j;
+  if (j.is_object()) {
+    if (soc.empty() && j.contains("soc")) {
+      if (!j["soc"].is_string()) return InvalidArgument(path + ": 'soc' must be a string");
+      soc = j["soc"].get<std::string>();
+    }
+    if (!j.contains("ops") || !j["ops"].is_array()) {
+      return InvalidArgument(path + ": expected an array of ops or an object with an 'ops' array");
+    }
+    ops = &j["ops"];
+  } else if (!j.is_array()) {
+    return InvalidArgument(path + ": expected an array of ops or an object with an 'ops' array");
+  }
+  if (ops->empty()) return InvalidArgument(path + ": the ops list is empty");
+  std::vector<NamedOp> out;
+  for (size_t i = 0; i < ops->size(); ++i) {
+    const nlohmann::json& op = (*ops)[i];
+    auto key = OpKeyFromJson(op, soc);
+    if (!key.ok()) return key.status().WithContext(path + ": op " + std::to_string(i));
+    if (!soc_override.empty()) key->soc = soc_override;
+    NamedOp named;
+    named.name = op.is_object() && op.contains("name") && op["name"].is_string()
+                     ? op["name"].get<std::string>()
+                     : "op" + std::to_string(i);
+    named.key = std::move(key).value();
+    out.push_back(std::move(named));
+  }
+  return out;
+}
+
+}  // namespace tunefleet::cli

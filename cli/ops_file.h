@@ -1,0 +1,22 @@
+// Reading the ops a user wants tuned or looked up: a JSON file holding either an array
+// of ops or {"soc": "...", "ops": [...]} (examples/*.json). Errors name the file, the
+// op's position and the field to fix.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tunefleet/common/op_key.h"
+#include "tunefleet/common/status.h"
+
+namespace tunefleet::cli {
+
+struct NamedOp {
+  std::string name;  // "name" field, or "op<i>"
+  OpKey key;
+};
+
+// soc_override, when non-empty, replaces every op's SoC.
+Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override);
+
+}  // namespace tunefleet::cli

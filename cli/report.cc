@@ -1,0 +1,97 @@
+#include "cli/report.h"
+
+#include <fmt/core.h>
+
+#include "tunefleet/common/tuning_problem.h"
+
+namespace tunefleet::cli {
+
+std::string DescribeConfig(const client::NamedConfig& config) {
+  std::string s;
+  for (const auto& [name, value] : config) s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  return s;
+}
+
+std::string DefaultConfigText(const OpKey& key, const SocCatalog& catalog) {
+  auto soc = catalog.Find(key.soc);
+  if (!soc.ok()) return "";
+  auto problem = MakeTuningProblem(key, **soc);
+  if (!problem.ok()) return "";
+  return problem->space.Describe(problem->default_config);
+}
+
+namespace {
+std::string Improvement(double baseline, double best) {
+  if (baseline <= 0 || best <= 0) return "n/a (baseline not measured)";
+  return fmt::format("{:.2f}x ({:.1f}% lower latency)", baseline / best, 100.0 * (1 - best / baseline));
+}
+}  // namespace
+
+std::string TaskText(const std::string& name, const client::TaskView& t, bool from_cache,
+                     const SocCatalog& catalog) {
+  std::string s = fmt::format("{}  {}  [{}{}]\n", name, t.key.Display(), t.state,
+                              from_cache ? ", from the knowledge base" : "");
+  if (!t.has_best) {
+    return s + fmt::format("  no config succeeded ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs);
+  }
+  s += fmt::format("  best config        {}\n", DescribeConfig(t.best_config));
+  s += fmt::format("  best latency       {:.3f} us\n", t.best_latency_us);
+  std::string def = DefaultConfigText(t.key, catalog);
+  s += fmt::format("  default latency    {:.3f} us{}\n", t.baseline_latency_us,
+                   def.empty() ? "" : "  (" + def + ")");
+  s += fmt::format("  improvement        {}\n", Improvement(t.baseline_latency_us, t.best_latency_us));
+  if (!from_cache) s += fmt::format("  evaluations        {} ({} failed)\n", t.evaluated, t.failed_configs);
+  return s;
+}
+
+nlohmann::json TaskJson(const std::string& name, const client::TaskView& t, bool from_cache) {
+  nlohmann::json j;
+  j["name"] = name;
+  j["task_id"] = t.task_id;
+  j["op_key"] = OpKeyToJson(t.key);
+  j["op_key_hash"] = t.op_key_hash;
+  j["state"] = t.state;
+  j["from_cache"] = from_cache;
+  j["evaluated"] = t.evaluated;
+  j["failed_configs"] = t.failed_configs;
+  if (t.has_best) {
+    j["best_config_index"] = t.best_index;
+    j["best_config"] = nlohmann::json::object();
+    for (const auto& [k, v] : t.best_config) j["best_config"][k] = v;
+    j["best_latency_us"] = t.best_latency_us;
+    j["baseline_latency_us"] = t.baseline_latency_us;
+    j["improvement"] = t.best_latency_us > 0 ? t.baseline_latency_us / t.best_latency_us : 0;
+  }
+  return j;
+}
+
+std::string KbText(const std::string& name, const client::KbView& e) {
+  std::string s = fmt::format("{}  {}  [found]\n", name, e.key.Display());
+  s += fmt::format("  best config        {}\n", DescribeConfig(e.best_config));
+  s += fmt::format("  best latency       {:.3f} us\n", e.best_latency_us);
+  s += fmt::format("  default latency    {:.3f} us\n", e.baseline_latency_us);
+  s += fmt::format("  improvement        {}\n", Improvement(e.baseline_latency_us, e.best_latency_us));
+  s += fmt::format("  tuned with         {} ({} evaluations, job {})\n", e.strategy, e.evaluations, e.job_id);
+  return s;
+}
+
+nlohmann::json KbJson(const std::string& name, const client::KbView& e) {
+  nlohmann::json j;
+  j["name"] = name;
+  j["found"] = true;
+  j["op_key"] = OpKeyToJson(e.key);
+  j["op_key_hash"] = HashOpKey(e.key).Hex();
+  j["best_config_index"] = e.best_index;
+  j["best_config"] = nlohmann::json::object();
+  for (const auto& [k, v] : e.best_config) j["best_config"][k] = v;
+  j["best_latency_us"] = e.best_latency_us;
+  j["baseline_latency_us"] = e.baseline_latency_us;
+  j["improvement"] = e.improvement;
+  j["strategy"] = e.strategy;
+  j["evaluations"] = e.evaluations;
+  j["job_id"] = e.job_id;
+  j["timestamp_unix_ms"] = e.timestamp_ms;
+  return j;
+}
+
+}  // namespace tunefleet::cli

@@ -1,0 +1,26 @@
+// How the CLI shows tuning outcomes: the text block a person reads and the JSON a
+// script reads, for a task's status or a knowledge-base entry. The default tiling is
+// recomputed here from common/ (the coordinator reports only its latency).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/client.h"
+#include "tunefleet/common/soc_spec.h"
+
+namespace tunefleet::cli {
+
+std::string DescribeConfig(const client::NamedConfig& config);
+// The default tiling of key by name, or "" when it cannot be built.
+std::string DefaultConfigText(const OpKey& key, const SocCatalog& catalog);
+
+std::string TaskText(const std::string& name, const client::TaskView& t, bool from_cache,
+                     const SocCatalog& catalog);
+nlohmann::json TaskJson(const std::string& name, const client::TaskView& t, bool from_cache);
+
+std::string KbText(const std::string& name, const client::KbView& e);
+nlohmann::json KbJson(const std::string& name, const client::KbView& e);
+
+}  // namespace tunefleet::cli

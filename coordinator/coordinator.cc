@@ -1,0 +1,827 @@
+#include "coordinator/coordinator.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/core.h>
+
+#include "coordinator/metrics.h"
+#include "coordinator/strategy.h"
+#include "tunefleet/common/transport.h"
+#include "tunefleet/common/tuning_problem.h"
+#include "tunefleet/common/wire.h"
+
+namespace tunefleet::coordinator {
+namespace {
+
+using TimePoint = Clock::TimePoint;
+
+struct WorkerEntry {
+  std::string identity;  // ZeroMQ routing id
+  std::string id;        // what the worker calls itself
+  std::set<std::string, std::less<>> socs;
+  uint32_t slots = 0;
+  uint32_t credits = 0;
+  TimePoint last_seen;
+  bool gone = false;  // said Disconnect: dropped at the next liveness check
+  std::set<uint64_t> jobs;
+};
+
+// What to run: the valid configs, and the compact range they came from if any.
+struct JobSpec {
+  uint32_t attempt = 1;
+  std::vector<ConfigIndex> configs;
+  bool is_range = false;
+  ConfigIndex begin = 0, end = 0;
+};
+
+struct Lease {
+  uint64_t job_id = 0;
+  uint64_t task_id = 0;
+  JobSpec spec;
+  std::string worker;  // identity
+  TimePoint dispatched;
+  TimePoint deadline;
+};
+
+struct Task {
+  TaskRecord rec;
+  std::optional<TuningProblem> problem;
+  std::unique_ptr<Strategy> strategy;
+  std::unordered_set<ConfigIndex> recorded;
+  std::unordered_set<ConfigIndex> planned;  // handed out: in flight, waiting, or recorded
+  std::deque<JobSpec> waiting;              // requeued jobs (and the baseline), sent first
+  size_t in_flight = 0;
+  bool strategy_done = false;
+  uint64_t best_job_id = 0;
+
+  uint64_t limit() const {
+    return rec.budget == 0 ? std::numeric_limits<uint64_t>::max() : rec.budget;
+  }
+};
+
+}  // namespace
+
+class Coordinator::Impl {
+ public:
+  Impl(CoordinatorOptions options, Store& store, const SocCatalog& catalog, Clock& clock,
+       prometheus::Registry& registry, zmq::context_t& ctx)
+      : options_(std::move(options)),
+        store_(store),
+        catalog_(catalog),
+        clock_(clock),
+        metrics_(registry),
+        client_(transport::MakeSocket(ctx, zmq::socket_type::router)),
+        workers_sock_(transport::MakeSocket(ctx, zmq::socket_type::router)) {}
+
+  Status Init() {
+    TF_RETURN_IF_ERROR(transport::Bind(client_, options_.client_endpoint));
+    TF_RETURN_IF_ERROR(transport::Bind(workers_sock_, options_.worker_endpoint));
+    client_endpoint_ = transport::LastEndpoint(client_);
+    worker_endpoint_ = transport::LastEndpoint(workers_sock_);
+    TF_ASSIGN_OR_RETURN(uint64_t epoch, store_.NextId("job-epoch"));
+    next_job_id_ = epoch << 32;
+    return Resume();
+  }
+
+  Status Run(const std::atomic<bool>& stop);
+
+  std::string client_endpoint_, worker_endpoint_;
+
+ private:
+  // --- lifecycle of tasks -------------------------------------------------------
+  Status Resume();
+  Status ActivateTask(Task& task, const std::vector<StoredResult>& recovered);
+  void RecordResults(Task& task, uint64_t job_id, schema::JobResult::Reader r);
+  void RecordFailure(Task& task, uint64_t job_id, const std::vector<ConfigIndex>& configs,
+                     const std::string& why);
+  void Record(Task& task, uint64_t job_id, ConfigIndex index, bool ok, double latency,
+              const std::string& error, std::vector<StoredResult>& out);
+  void MaybeFinish(Task& task);
+  void Requeue(Lease lease, const std::string& why);
+  std::optional<JobSpec> NextJob(Task& task);
+  void Dispatch();
+  void CheckLiveness();
+  void UpdateTaskGauges();
+
+  // --- messages -----------------------------------------------------------------
+  void OnWorkerMessage(std::vector<zmq::message_t>& frames);
+  void OnClientMessage(std::vector<zmq::message_t>& frames);
+  Status HandleSubmit(schema::SubmitRequest::Reader req, schema::Envelope::Body::Builder reply);
+  Status HandleStatus(schema::StatusRequest::Reader req, schema::Envelope::Body::Builder reply);
+  Status HandleLookup(schema::LookupRequest::Reader req, schema::Envelope::Body::Builder reply);
+  void FillTaskStatus(const Task& task, schema::TaskStatus::Builder b);
+  void SendToWorker(const std::string& identity, wire::Outgoing& msg);
+  void Log(const std::string& line) {
+    if (options_.verbose) fmt::print(stderr, "coordinator: {}\n", line);
+  }
+
+  CoordinatorOptions options_;
+  Store& store_;
+  const SocCatalog& catalog_;
+  Clock& clock_;
+  CoordinatorMetrics metrics_;
+  zmq::socket_t client_;
+  zmq::socket_t workers_sock_;
+
+  std::map<uint64_t, Task> tasks_;  // by id; ordered so dispatch is deterministic
+  std::map<uint64_t, SubmissionRecord> submissions_;
+  std::map<std::string, WorkerEntry> workers_;  // by identity
+  std::unordered_map<uint64_t, Lease> leases_;  // by job id
+  uint64_t next_job_id_ = 0;
+  uint64_t dispatch_cursor_ = 0;  // task id after which the next dispatch starts
+  TimePoint next_heartbeat_;
+};
+
+// ----------------------------------------------------------------------------------
+// Task lifecycle
+
+Status Coordinator::Impl::Resume() {
+  TF_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> subs, store_.LoadSubmissions());
+  for (auto& s : subs) submissions_[s.submission_id] = std::move(s);
+  TF_ASSIGN_OR_RETURN(std::vector<TaskRecord> records, store_.LoadTasks());
+  for (TaskRecord& rec : records) {
+    Task& task = tasks_[rec.task_id];
+    task.rec = std::move(rec);
+    if (IsFinished(task.rec.state)) continue;
+    TF_ASSIGN_OR_RETURN(std::vector<StoredResult> recovered, store_.LoadResults(task.rec.task_id));
+    Status s = ActivateTask(task, recovered);
+    if (!s.ok()) {
+      // The task can no longer run here (e.g. its SoC left the catalog): fail it, keep serving.
+      fmt::print(stderr, "coordinator: task {} cannot resume: {}\n", task.rec.task_id, s.ToString());
+      task.rec.state = TaskState::kFailed;
+      (void)store_.FinishTask(task.rec, std::nullopt);
+      continue;
+    }
+    Log(fmt::format("resumed task {} with {} recorded results", task.rec.task_id, recovered.size()));
+    MaybeFinish(task);
+  }
+  UpdateTaskGauges();
+  return Status::Ok();
+}
+
+Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResult>& recovered) {
+  TF_ASSIGN_OR_RETURN(const SocSpec* soc, catalog_.Find(task.rec.key.soc));
+  TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(task.rec.key, *soc));
+  task.problem.emplace(std::move(problem));
+  TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed));
+  task.rec.state = TaskState::kRunning;
+  task.rec.evaluated = 0;
+  task.rec.failed_configs = 0;
+  task.rec.has_best = false;
+  std::vector<StoredResult> ignored;
+  for (const StoredResult& r : recovered) {
+    task.planned.insert(r.index);
+    Record(task, r.job_id, r.index, r.ok, r.latency_us, r.error, ignored);
+  }
+  // The default tiling is measured first: it is the baseline improvements are quoted against.
+  ConfigIndex def = task.problem->default_index;
+  if (!task.planned.count(def) && task.planned.size() < task.limit()) {
+    task.planned.insert(def);
+    JobSpec baseline;
+    baseline.configs = {def};
+    task.waiting.push_back(std::move(baseline));
+  }
+  return Status::Ok();
+}
+
+void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, bool ok,
+                               double latency, const std::string& error,
+                               std::vector<StoredResult>& out) {
+  task.recorded.insert(index);
+  ++task.rec.evaluated;
+  metrics_.evaluations.Increment();
+  if (ok) {
+    if (!task.rec.has_best || latency < task.rec.best_latency_us ||
+        (latency == task.rec.best_latency_us && index < task.rec.best_index)) {
+      task.rec.has_best = true;
+      task.rec.best_index = index;
+      task.rec.best_latency_us = latency;
+      task.best_job_id = job_id;
+    }
+    if (task.problem && index == task.problem->default_index) task.rec.baseline_latency_us = latency;
+  } else {
+    ++task.rec.failed_configs;
+    metrics_.failed_evaluations.Increment();
+  }
+  if (task.strategy) task.strategy->Tell(index, ok ? std::optional<double>(latency) : std::nullopt);
+  out.push_back({index, ok, latency, error, job_id});
+}
+
+void Coordinator::Impl::RecordResults(Task& task, uint64_t job_id, schema::JobResult::Reader r) {
+  std::vector<StoredResult> stored;
+  for (auto e : r.getResults()) {
+    ConfigIndex index = e.getConfigIndex();
+    if (task.recorded.count(index)) {
+      metrics_.duplicate_results.Increment();
+      continue;
+    }
+    if (!task.planned.count(index)) continue;  // never asked for: ignore
+    Record(task, job_id, index, e.getOk(), e.getLatencyUs(), e.getError(), stored);
+  }
+  if (stored.empty()) return;
+  Status s = store_.PutResults(task.rec.task_id, stored);
+  if (!s.ok()) fmt::print(stderr, "coordinator: cannot persist results: {}\n", s.ToString());
+  if (task.rec.has_best && task.rec.baseline_latency_us > 0) {
+    metrics_.task_best_improvement.Add({{"task", std::to_string(task.rec.task_id)}})
+        .Set(task.rec.baseline_latency_us / task.rec.best_latency_us);
+  }
+}
+
+void Coordinator::Impl::RecordFailure(Task& task, uint64_t job_id,
+                                      const std::vector<ConfigIndex>& configs,
+                                      const std::string& why) {
+  std::vector<StoredResult> stored;
+  for (ConfigIndex i : configs) {
+    if (!task.recorded.count(i)) Record(task, job_id, i, false, 0, why, stored);
+  }
+  if (!stored.empty()) (void)store_.PutResults(task.rec.task_id, stored);
+}
+
+void Coordinator::Impl::MaybeFinish(Task& task) {
+  if (task.rec.state != TaskState::kRunning) return;
+  if (task.in_flight > 0 || !task.waiting.empty()) return;
+  if (!task.strategy_done && task.planned.size() < task.limit()) return;
+  task.rec.state = task.rec.has_best ? TaskState::kDone : TaskState::kFailed;
+  std::optional<KbEntry> entry;
+  if (task.rec.has_best) {
+    KbEntry e;
+    e.key = task.rec.key;
+    e.best_index = task.rec.best_index;
+    Config best = task.problem->space.Decode(task.rec.best_index);
+    for (size_t i = 0; i < best.size(); ++i) e.best_config.emplace_back(task.problem->space.params()[i].name, best[i]);
+    e.best_latency_us = task.rec.best_latency_us;
+    e.baseline_latency_us = task.rec.baseline_latency_us;
+    e.improvement = task.rec.baseline_latency_us > 0 ? task.rec.baseline_latency_us / task.rec.best_latency_us : 0;
+    e.strategy = task.rec.strategy;
+    e.evaluations = task.rec.evaluated;
+    e.job_id = task.best_job_id;
+    e.timestamp_ms = clock_.UnixMillis();
+    entry = std::move(e);
+  }
+  auto wrote = store_.FinishTask(task.rec, entry);
+  if (!wrote.ok()) fmt::print(stderr, "coordinator: cannot persist finished task: {}\n", wrote.status().ToString());
+  metrics_.task_best_improvement.Remove(&metrics_.task_best_improvement.Add({{"task", std::to_string(task.rec.task_id)}}));
+  metrics_.kb_entries.Set(static_cast<double>(store_.KbSizeEstimate()));
+  Log(fmt::format("task {} {}: {} evaluations, best {} at {:.3f} us", task.rec.task_id,
+                  TaskStateName(task.rec.state), task.rec.evaluated, task.rec.best_index,
+                  task.rec.best_latency_us));
+  task.strategy.reset();
+  task.planned.clear();
+  task.recorded.clear();
+  UpdateTaskGauges();
+}
+
+void Coordinator::Impl::Requeue(Lease lease, const std::string& why) {
+  auto it = tasks_.find(lease.task_id);
+  if (it == tasks_.end()) return;
+  Task& task = it->second;
+  if (task.in_flight > 0) --task.in_flight;
+  if (task.rec.state != TaskState::kRunning) return;
+  JobSpec spec = std::move(lease.spec);
+  std::vector<ConfigIndex> left;
+  for (ConfigIndex i : spec.configs) {
+    if (!task.recorded.count(i)) left.push_back(i);
+  }
+  if (!left.empty()) {
+    if (spec.attempt >= protocol::kMaxJobAttempts) {
+      // Failing on every attempt marks the configs failed, not the task.
+      RecordFailure(task, lease.job_id, left, "job failed on every attempt: " + why);
+    } else {
+      JobSpec again;
+      again.attempt = spec.attempt + 1;
+      again.configs = std::move(left);
+      task.waiting.push_back(std::move(again));
+      metrics_.jobs_requeued.Increment();
+      Log(fmt::format("requeued job {} of task {} (attempt {}): {}", lease.job_id, lease.task_id,
+                      spec.attempt + 1, why));
+    }
+  }
+  MaybeFinish(task);
+}
+
+std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task) {
+  if (task.rec.state != TaskState::kRunning) return std::nullopt;
+  if (!task.waiting.empty()) {
+    JobSpec spec = std::move(task.waiting.front());
+    task.waiting.pop_front();
+    return spec;
+  }
+  if (task.strategy_done || task.planned.size() >= task.limit()) return std::nullopt;
+  uint32_t job_size = task.rec.job_size ? task.rec.job_size : options_.default_job_size;
+  size_t max = std::min<uint64_t>(job_size, task.limit() - task.planned.size());
+  Batch batch = task.strategy->Ask(max, [&task](ConfigIndex i) { return task.planned.count(i) > 0; });
+  if (batch.configs.empty()) {
+    task.strategy_done = true;
+    MaybeFinish(task);
+    return std::nullopt;
+  }
+  for (ConfigIndex i : batch.configs) task.planned.insert(i);
+  JobSpec spec;
+  spec.configs = std::move(batch.configs);
+  spec.is_range = batch.is_range;
+  spec.begin = batch.begin;
+  spec.end = batch.end;
+  return spec;
+}
+
+void Coordinator::Impl::Dispatch() {
+  for (auto& [identity, worker] : workers_) {
+    while (worker.credits > 0) {
+      // Round-robin over running tasks, starting after the last one served.
+      Task* chosen = nullptr;
+      std::optional<JobSpec> spec;
+      auto try_task = [&](Task& task) {
+        if (task.rec.state != TaskState::kRunning) return false;
+        if (!worker.socs.count(task.rec.key.soc)) return false;
+        spec = NextJob(task);
+        if (!spec) return false;
+        chosen = &task;
+        return true;
+      };
+      for (auto it = tasks_.upper_bound(dispatch_cursor_); it != tasks_.end() && !chosen; ++it) try_task(it->second);
+      for (auto it = tasks_.begin(); it != tasks_.end() && !chosen && it->first <= dispatch_cursor_; ++it) try_task(it->second);
+      if (!chosen) break;
+      dispatch_cursor_ = chosen->rec.task_id;
+
+      Lease lease;
+      lease.job_id = ++next_job_id_;
+      lease.task_id = chosen->rec.task_id;
+      lease.spec = std::move(*spec);
+      lease.worker = identity;
+      lease.dispatched = clock_.Now();
+      lease.deadline = lease.dispatched + protocol::kLeaseFloor +
+                       protocol::kLeasePerConfig * static_cast<int64_t>(lease.spec.configs.size());
+
+      wire::Outgoing msg;
+      auto a = msg.Body().initJobAssignment();
+      a.setTaskId(lease.task_id);
+      a.setJobId(lease.job_id);
+      a.setAttempt(lease.spec.attempt);
+      wire::FillOpKey(a.initOpKey(), chosen->rec.key);
+      a.setEvaluator("sim");
+      a.setMeasurementSeed(chosen->rec.seed);
+      if (lease.spec.is_range) {
+        auto range = a.initConfigs().initRange();
+        range.setBegin(lease.spec.begin);
+        range.setEnd(lease.spec.end);
+      } else {
+        auto list = a.initConfigs().initIndices(static_cast<unsigned>(lease.spec.configs.size()));
+        for (unsigned i = 0; i < lease.spec.configs.size(); ++i) list.set(i, lease.spec.configs[i]);
+      }
+      SendToWorker(identity, msg);
+      --worker.credits;
+      worker.jobs.insert(lease.job_id);
+      ++chosen->in_flight;
+      metrics_.jobs_dispatched.Increment();
+      leases_.emplace(lease.job_id, std::move(lease));
+    }
+  }
+  metrics_.jobs_in_flight.Set(static_cast<double>(leases_.size()));
+}
+
+void Coordinator::Impl::CheckLiveness() {
+  TimePoint now = clock_.Now();
+  const auto expiry = options_.heartbeat_interval * options_.liveness;
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (!it->second.gone && now - it->second.last_seen <= expiry) {
+      ++it;
+      continue;
+    }
+    Log(fmt::format("worker {} {}: requeueing its {} jobs", it->second.id,
+                    it->second.gone ? "left" : "missed its heartbeats", it->second.jobs.size()));
+    for (uint64_t job_id : it->second.jobs) {
+      auto lease = leases_.find(job_id);
+      if (lease == leases_.end()) continue;
+      Lease l = std::move(lease->second);
+      leases_.erase(lease);
+      Requeue(std::move(l), "worker " + it->second.id + " stopped heartbeating");
+    }
+    it = workers_.erase(it);
+  }
+  for (auto it = leases_.begin(); it != leases_.end();) {
+    if (now < it->second.deadline) {
+      ++it;
+      continue;
+    }
+    Lease l = std::move(it->second);
+    it = leases_.erase(it);
+    if (auto w = workers_.find(l.worker); w != workers_.end()) w->second.jobs.erase(l.job_id);
+    Requeue(std::move(l), "lease expired");
+  }
+  double slots = 0;
+  for (const auto& [id, w] : workers_) slots += w.slots;
+  metrics_.workers_connected.Set(static_cast<double>(workers_.size()));
+  metrics_.worker_slots.Set(slots);
+}
+
+void Coordinator::Impl::UpdateTaskGauges() {
+  double queued = 0, running = 0, done = 0, failed = 0;
+  for (const auto& [id, t] : tasks_) {
+    switch (t.rec.state) {
+      case TaskState::kQueued: ++queued; break;
+      case TaskState::kRunning: ++running; break;
+      case TaskState::kDone: ++done; break;
+      default: ++failed; break;
+    }
+  }
+  metrics_.tasks_queued.Set(queued);
+  metrics_.tasks_running.Set(running);
+  metrics_.tasks_done.Set(done);
+  metrics_.tasks_failed.Set(failed);
+}
+
+// ----------------------------------------------------------------------------------
+// Worker protocol
+
+void Coordinator::Impl::SendToWorker(const std::string& identity, wire::Outgoing& msg) {
+  Status s = transport::SendTo(workers_sock_, identity, msg);
+  if (!s.ok()) Log("send to worker failed: " + s.ToString());
+}
+
+void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
+  if (frames.size() < 2) return;
+  std::string identity = frames.front().to_string();
+  const zmq::message_t& payload = frames.back();
+  auto in = wire::Decode(payload.data(), payload.size());
+  if (!in.ok()) {
+    Log("dropped a worker message: " + in.status().ToString());
+    return;
+  }
+  Status s = wire::Guard("worker message", [&]() -> Status {
+    auto body = (*in)->Envelope().getBody();
+    auto known = workers_.find(identity);
+    if (known != workers_.end()) known->second.last_seen = clock_.Now();
+    switch (body.which()) {
+      case schema::Envelope::Body::WORKER_READY: {
+        auto r = body.getWorkerReady();
+        if (known != workers_.end()) {
+          // Re-registration replaces the old entry; its leases are requeued.
+          for (uint64_t job_id : known->second.jobs) {
+            auto lease = leases_.find(job_id);
+            if (lease == leases_.end()) continue;
+            Lease l = std::move(lease->second);
+            leases_.erase(lease);
+            Requeue(std::move(l), "worker re-registered");
+          }
+          workers_.erase(known);
+        }
+        WorkerEntry w;
+        w.identity = identity;
+        w.id = r.getWorkerId();
+        for (auto soc : r.getSocs()) w.socs.insert(std::string(soc.cStr()));
+        w.slots = std::min<uint32_t>(r.getSlots(), 1024);
+        w.credits = w.slots;
+        w.last_seen = clock_.Now();
+        Log(fmt::format("worker {} ready with {} slots", w.id, w.slots));
+        workers_[identity] = std::move(w);
+        return Status::Ok();
+      }
+      case schema::Envelope::Body::HEARTBEAT:
+        if (known == workers_.end()) {
+          wire::Outgoing msg;
+          msg.Body().initDisconnect().setReason("unknown worker: send WorkerReady");
+          SendToWorker(identity, msg);
+        }
+        return Status::Ok();
+      case schema::Envelope::Body::JOB_RESULT: {
+        auto r = body.getJobResult();
+        auto task_it = tasks_.find(r.getTaskId());
+        Task* task = task_it == tasks_.end() ? nullptr : &task_it->second;
+        if (task && task->rec.state == TaskState::kRunning) RecordResults(*task, r.getJobId(), r);
+        else metrics_.duplicate_results.Increment(r.getResults().size());
+        auto lease_it = leases_.find(r.getJobId());
+        bool current = lease_it != leases_.end() && lease_it->second.spec.attempt == r.getAttempt() &&
+                       lease_it->second.worker == identity;
+        if (current) {
+          lease_it->second.deadline = clock_.Now() + protocol::kLeaseFloor;
+        }
+        if (r.getFinal()) {
+          if (known != workers_.end()) {
+            known->second.credits = std::min(known->second.credits + 1, known->second.slots);
+            known->second.jobs.erase(r.getJobId());
+          }
+          if (current) {
+            Lease l = std::move(lease_it->second);
+            leases_.erase(lease_it);
+            metrics_.jobs_completed.Increment();
+            metrics_.job_duration.Observe(
+                std::chrono::duration<double>(clock_.Now() - l.dispatched).count());
+            std::string job_error = r.getJobError();
+            // Anything the job should have measured but did not report goes round again.
+            Requeue(std::move(l), job_error.empty() ? "configs missing from the job's results" : job_error);
+          }
+        }
+        if (known == workers_.end()) {
+          wire::Outgoing msg;
+          msg.Body().initDisconnect().setReason("unknown worker: send WorkerReady");
+          SendToWorker(identity, msg);
+        }
+        return Status::Ok();
+      }
+      case schema::Envelope::Body::DISCONNECT: {
+        if (known != workers_.end()) {
+          known->second.gone = true;
+          Log("worker " + known->second.id + " disconnected");
+        }
+        return Status::Ok();
+      }
+      default:
+        return InvalidArgument("unexpected message kind on the worker socket");
+    }
+  });
+  if (!s.ok()) Log("worker message rejected: " + s.ToString());
+}
+
+// ----------------------------------------------------------------------------------
+// Client protocol
+
+void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
+  if (frames.size() < 2) return;
+  const zmq::message_t& payload = frames.back();
+  wire::Outgoing reply;
+  std::string kind = "invalid";
+  Status s = [&]() -> Status {
+    TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, wire::Decode(payload.data(), payload.size()));
+    reply.Envelope().setRequestId(in->Envelope().getRequestId());
+    return wire::Guard("client request", [&]() -> Status {
+      auto body = in->Envelope().getBody();
+      switch (body.which()) {
+        case schema::Envelope::Body::SUBMIT: kind = "submit"; return HandleSubmit(body.getSubmit(), reply.Body());
+        case schema::Envelope::Body::STATUS: kind = "status"; return HandleStatus(body.getStatus(), reply.Body());
+        case schema::Envelope::Body::LOOKUP: kind = "lookup"; return HandleLookup(body.getLookup(), reply.Body());
+        default: return InvalidArgument("unexpected message kind on the client socket (send submit, status or lookup)");
+      }
+    });
+  }();
+  metrics_.client_requests.Add({{"kind", kind}, {"code", std::string(StatusCodeName(s.code()))}}).Increment();
+  if (!s.ok()) {
+    auto err = reply.Body().initError();
+    err.setCode(static_cast<schema::StatusCode>(s.code()));
+    err.setMessage(s.message());
+  }
+  // Reply along the same route: every frame before the payload (identity, and the
+  // empty delimiter a REQ socket adds).
+  kj::Array<capnp::word> words = reply.Encode();
+  auto bytes = words.asBytes();
+  try {
+    for (size_t i = 0; i + 1 < frames.size(); ++i) client_.send(frames[i], zmq::send_flags::sndmore);
+    client_.send(zmq::buffer(bytes.begin(), bytes.size()), zmq::send_flags::none);
+  } catch (const zmq::error_t& e) {
+    Log(std::string("client reply failed: ") + e.what());
+  }
+}
+
+Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
+                                       schema::Envelope::Body::Builder reply) {
+  auto ops = req.getOps();
+  if (ops.size() == 0) return InvalidArgument("submission has no ops");
+  std::string strategy = req.getStrategy();
+  if (strategy.empty()) strategy = "exhaustive";
+  TF_RETURN_IF_ERROR(CheckStrategyName(strategy));
+
+  // Validate everything before accepting anything.
+  std::vector<OpKey> keys;
+  for (unsigned i = 0; i < ops.size(); ++i) {
+    auto key = wire::ReadOpKey(ops[i]);
+    if (!key.ok()) return key.status().WithContext("op " + std::to_string(i));
+    auto soc = catalog_.Find(key->soc);
+    if (!soc.ok()) return soc.status().WithContext("op " + std::to_string(i));
+    auto problem = MakeTuningProblem(*key, **soc);
+    if (!problem.ok()) return problem.status().WithContext("op " + std::to_string(i) + " (" + key->Display() + ")");
+    keys.push_back(std::move(key).value());
+  }
+
+  SubmissionRecord sub;
+  TF_ASSIGN_OR_RETURN(sub.submission_id, store_.NextId("submission"));
+  sub.created_ms = clock_.UnixMillis();
+  std::vector<TaskRecord> new_tasks;
+  std::map<OpKeyHash, uint64_t> in_this_submission;
+  std::vector<bool> from_cache;
+  for (const OpKey& key : keys) {
+    OpKeyHash hash = HashOpKey(key);
+    if (auto it = in_this_submission.find(hash); it != in_this_submission.end()) {
+      sub.task_ids.push_back(it->second);  // identical op keys are tuned once
+      from_cache.push_back(false);
+      continue;
+    }
+    // An identical key already being tuned: share that task.
+    uint64_t running = 0;
+    for (const auto& [id, t] : tasks_) {
+      if (t.rec.state == TaskState::kRunning && t.rec.key == key) running = id;
+    }
+    if (running && !req.getForce()) {
+      sub.task_ids.push_back(running);
+      in_this_submission[hash] = running;
+      from_cache.push_back(false);
+      continue;
+    }
+    TaskRecord rec;
+    TF_ASSIGN_OR_RETURN(rec.task_id, store_.NextId("task"));
+    rec.submission_id = sub.submission_id;
+    rec.key = key;
+    rec.strategy = strategy;
+    rec.budget = req.getBudget();
+    rec.seed = req.getSeed();
+    rec.job_size = req.getJobSize();
+    rec.force = req.getForce();
+    rec.priority = req.getPriority();
+    rec.created_ms = clock_.UnixMillis();
+    rec.state = TaskState::kQueued;
+    bool cached = false;
+    if (!req.getForce()) {
+      TF_ASSIGN_OR_RETURN(std::optional<KbEntry> hit, store_.GetKb(hash));
+      if (hit) {
+        cached = true;
+        rec.from_cache = true;
+        rec.state = TaskState::kDone;
+        rec.has_best = true;
+        rec.best_index = hit->best_index;
+        rec.best_latency_us = hit->best_latency_us;
+        rec.baseline_latency_us = hit->baseline_latency_us;
+        rec.evaluated = 0;
+        metrics_.lookup_hits.Increment();
+      }
+    }
+    from_cache.push_back(cached);
+    in_this_submission[hash] = rec.task_id;
+    sub.task_ids.push_back(rec.task_id);
+    new_tasks.push_back(rec);
+  }
+  TF_RETURN_IF_ERROR(store_.PutSubmission(sub, new_tasks));
+  for (TaskRecord& rec : new_tasks) {
+    Task& task = tasks_[rec.task_id];
+    task.rec = std::move(rec);
+    if (!task.rec.from_cache) {
+      Status s = ActivateTask(task, {});
+      if (!s.ok()) return Internal("validated op failed to activate: " + s.message());
+      TF_RETURN_IF_ERROR(store_.PutTask(task.rec));
+    }
+  }
+  submissions_[sub.submission_id] = sub;
+  metrics_.submissions.Increment();
+  UpdateTaskGauges();
+  Log(fmt::format("submission {}: {} ops, {} new tasks", sub.submission_id, keys.size(), new_tasks.size()));
+
+  auto out = reply.initSubmitReply();
+  out.setSubmissionId(sub.submission_id);
+  auto ids = out.initTaskIds(static_cast<unsigned>(sub.task_ids.size()));
+  auto cache = out.initFromCache(static_cast<unsigned>(from_cache.size()));
+  for (unsigned i = 0; i < sub.task_ids.size(); ++i) {
+    ids.set(i, sub.task_ids[i]);
+    cache.set(i, from_cache[i]);
+  }
+  return Status::Ok();
+}
+
+void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Builder b) {
+  static const schema::TaskState kStates[] = {schema::TaskState::QUEUED, schema::TaskState::RUNNING,
+                                              schema::TaskState::DONE, schema::TaskState::FAILED,
+                                              schema::TaskState::CANCELLED};
+  b.setTaskId(task.rec.task_id);
+  b.setOpKeyHash(HashOpKey(task.rec.key).Hex());
+  b.setState(kStates[static_cast<int>(task.rec.state)]);
+  b.setEvaluated(task.rec.evaluated);
+  b.setPlanned(IsFinished(task.rec.state) ? task.rec.evaluated : task.planned.size());
+  b.setFailedConfigs(task.rec.failed_configs);
+  b.setHasBest(task.rec.has_best);
+  b.setBestConfigIndex(task.rec.best_index);
+  b.setBestLatencyUs(task.rec.best_latency_us);
+  b.setBaselineLatencyUs(task.rec.baseline_latency_us);
+  wire::FillOpKey(b.initOpKey(), task.rec.key);
+  if (!task.rec.has_best) return;
+  // The best config by name: decode through the op's space (cheap to rebuild).
+  std::optional<TuningProblem> rebuilt;
+  const TuningProblem* problem = task.problem ? &*task.problem : nullptr;
+  if (!problem) {
+    auto soc = catalog_.Find(task.rec.key.soc);
+    if (!soc.ok()) return;
+    auto p = MakeTuningProblem(task.rec.key, **soc);
+    if (!p.ok()) return;
+    rebuilt.emplace(std::move(p).value());
+    problem = &*rebuilt;
+  }
+  if (task.rec.best_index >= problem->space.size()) return;
+  Config best = problem->space.Decode(task.rec.best_index);
+  wire::FillConfig(b.initBestConfig(static_cast<unsigned>(best.size())), problem->space, best);
+}
+
+Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
+                                       schema::Envelope::Body::Builder reply) {
+  auto it = submissions_.find(req.getSubmissionId());
+  if (it == submissions_.end()) {
+    return NotFound("no submission " + std::to_string(req.getSubmissionId()) +
+                    " (submit first; ids are printed by `tunefleet submit`)");
+  }
+  const SubmissionRecord& sub = it->second;
+  auto out = reply.initStatusReply();
+  out.setSubmissionId(sub.submission_id);
+  auto list = out.initTasks(static_cast<unsigned>(sub.task_ids.size()));
+  bool done = true;
+  for (unsigned i = 0; i < sub.task_ids.size(); ++i) {
+    auto t = tasks_.find(sub.task_ids[i]);
+    if (t == tasks_.end()) continue;
+    FillTaskStatus(t->second, list[i]);
+    done &= IsFinished(t->second.rec.state);
+  }
+  out.setDone(done);
+  return Status::Ok();
+}
+
+Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
+                                       schema::Envelope::Body::Builder reply) {
+  auto keys = req.getKeys();
+  std::vector<std::optional<KbEntry>> found;
+  for (unsigned i = 0; i < keys.size(); ++i) {
+    auto key = wire::ReadOpKey(keys[i]);
+    if (!key.ok()) return key.status().WithContext("key " + std::to_string(i));
+    TF_ASSIGN_OR_RETURN(std::optional<KbEntry> e, store_.GetKb(HashOpKey(*key)));
+    (e ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
+    found.push_back(std::move(e));
+  }
+  auto list = reply.initLookupReply().initEntries(static_cast<unsigned>(found.size()));
+  for (unsigned i = 0; i < found.size(); ++i) {
+    list[i].setFound(found[i].has_value());
+    if (!found[i]) continue;
+    const KbEntry& e = *found[i];
+    auto r = list[i].initRecord();
+    wire::FillOpKey(r.initOpKey(), e.key);
+    r.setBestConfigIndex(e.best_index);
+    auto cfg = r.initBestConfig(static_cast<unsigned>(e.best_config.size()));
+    for (unsigned c = 0; c < e.best_config.size(); ++c) {
+      cfg[c].setName(e.best_config[c].first);
+      cfg[c].setValue(e.best_config[c].second);
+    }
+    r.setBestLatencyUs(e.best_latency_us);
+    r.setBaselineLatencyUs(e.baseline_latency_us);
+    r.setImprovement(e.improvement);
+    r.setStrategy(e.strategy);
+    r.setEvaluations(e.evaluations);
+    r.setJobId(e.job_id);
+    r.setTimestampUnixMs(e.timestamp_ms);
+    r.setSoc(e.key.soc);
+    r.setModelVersion(e.key.model_version);
+  }
+  return Status::Ok();
+}
+
+// ----------------------------------------------------------------------------------
+// The loop
+
+Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
+  next_heartbeat_ = clock_.Now();
+  metrics_.kb_entries.Set(static_cast<double>(store_.KbSizeEstimate()));
+  while (!stop.load()) {
+    zmq::pollitem_t items[] = {{workers_sock_.handle(), 0, ZMQ_POLLIN, 0},
+                               {client_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(20));
+    // Bounded batches per socket per turn, so neither side can starve the other.
+    for (int n = 0; n < 256 && (items[0].revents & ZMQ_POLLIN); ++n) {
+      auto frames = transport::Receive(workers_sock_, true);
+      if (!frames.ok() || !frames->has_value()) break;
+      OnWorkerMessage(**frames);
+    }
+    for (int n = 0; n < 64 && (items[1].revents & ZMQ_POLLIN); ++n) {
+      auto frames = transport::Receive(client_, true);
+      if (!frames.ok() || !frames->has_value()) break;
+      OnClientMessage(**frames);
+    }
+    TimePoint now = clock_.Now();
+    if (now >= next_heartbeat_) {
+      for (const auto& [identity, w] : workers_) {
+        wire::Outgoing hb;
+        hb.Body().initHeartbeat().setInFlightJobs(static_cast<uint32_t>(w.jobs.size()));
+        SendToWorker(identity, hb);
+      }
+      next_heartbeat_ = now + options_.heartbeat_interval;
+    }
+    CheckLiveness();
+    Dispatch();
+  }
+  return Status::Ok();
+}
+
+// ----------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions options, Store& store,
+                                                         const SocCatalog& catalog, Clock& clock,
+                                                         prometheus::Registry& registry,
+                                                         zmq::context_t& ctx) {
+  auto impl = std::make_unique<Impl>(std::move(options), store, catalog, clock, registry, ctx);
+  TF_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Coordinator>(new Coordinator(std::move(impl)));
+}
+
+Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Coordinator::~Coordinator() = default;
+const std::string& Coordinator::client_endpoint() const { return impl_->client_endpoint_; }
+const std::string& Coordinator::worker_endpoint() const { return impl_->worker_endpoint_; }
+Status Coordinator::Run() { return impl_->Run(stop_); }
+
+}  // namespace tunefleet::coordinator

@@ -1,0 +1,58 @@
+// Coordinator: the tunefleet-coordinator engine. One thread (the one in Run()) owns
+// all scheduling state: tasks, the job queue with its leases, the worker table, and
+// the sockets (client ROUTER, worker ROUTER). Other threads only call Stop(). Create()
+// binds the sockets and resumes every unfinished task recorded in the Store.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <prometheus/registry.h>
+#include <zmq.hpp>
+
+#include "coordinator/store.h"
+#include "tunefleet/common/clock.h"
+#include "tunefleet/common/protocol.h"
+#include "tunefleet/common/soc_spec.h"
+#include "tunefleet/common/status.h"
+
+namespace tunefleet::coordinator {
+
+struct CoordinatorOptions {
+  std::string client_endpoint = "tcp://127.0.0.1:5555";  // "tcp://127.0.0.1:*" picks a port
+  std::string worker_endpoint = "tcp://127.0.0.1:5556";
+  std::chrono::milliseconds heartbeat_interval = protocol::kHeartbeatInterval;
+  int liveness = protocol::kHeartbeatLiveness;
+  uint32_t default_job_size = protocol::kDefaultJobSize;
+  bool verbose = false;
+};
+
+class Coordinator {
+ public:
+  // Borrows store, catalog, clock, registry and context; all must outlive it.
+  static Result<std::unique_ptr<Coordinator>> Create(CoordinatorOptions options, Store& store,
+                                                     const SocCatalog& catalog, Clock& clock,
+                                                     prometheus::Registry& registry,
+                                                     zmq::context_t& ctx);
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // The endpoints actually bound (ports resolved).
+  const std::string& client_endpoint() const;
+  const std::string& worker_endpoint() const;
+
+  // Serves until Stop(); returns OK on a clean stop.
+  Status Run();
+  void Stop() { stop_.store(true); }
+
+ private:
+  class Impl;
+  explicit Coordinator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace tunefleet::coordinator

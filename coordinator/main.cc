@@ -1,0 +1,84 @@
+// tunefleet-coordinator: binds the client and worker sockets, serves /metrics, and
+// runs the scheduling loop until SIGINT/SIGTERM.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+
+#include "coordinator/coordinator.h"
+#include "tunefleet/common/signals.h"
+
+int main(int argc, char** argv) {
+  tunefleet::BlockTerminationSignals();
+  using namespace tunefleet;
+  CLI::App app{"tunefleet-coordinator: splits tuning tasks into jobs for workers and keeps the knowledge base"};
+  coordinator::CoordinatorOptions options;
+  options.client_endpoint = fmt::format("tcp://0.0.0.0:{}", protocol::kDefaultClientPort);
+  options.worker_endpoint = fmt::format("tcp://0.0.0.0:{}", protocol::kDefaultWorkerPort);
+  std::string data_dir = "./tunefleet-data";
+  std::string metrics_address = "0.0.0.0";
+  int metrics_port = protocol::kDefaultMetricsPort;
+  std::string soc_dir;
+  int heartbeat_ms = static_cast<int>(protocol::kHeartbeatInterval.count());
+  bool no_sync = false;
+  app.add_option("--client-bind", options.client_endpoint, "ZeroMQ endpoint for clients (tcp://HOST:PORT, port * = any)")->capture_default_str();
+  app.add_option("--worker-bind", options.worker_endpoint, "ZeroMQ endpoint for workers")->capture_default_str();
+  app.add_option("--data-dir", data_dir, "RocksDB folder (knowledge base, tasks, results)")->capture_default_str();
+  app.add_option("--metrics-address", metrics_address, "address for the /metrics HTTP endpoint")->capture_default_str();
+  app.add_option("--metrics-port", metrics_port, "port for /metrics; 0 picks one, -1 disables")->capture_default_str();
+  app.add_option("--soc-dir", soc_dir, "folder of extra SoC spec .ini files (override the built-in ones)");
+  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval; a worker silent for 3 intervals is dead")->capture_default_str()->check(CLI::Range(10, 60000));
+  app.add_option("--job-size", options.default_job_size, "configs per job unless a submission says otherwise")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  app.add_flag("--no-sync", no_sync, "do not fsync state changes (faster, loses the last changes on a crash)");
+  app.add_flag("-v,--verbose", options.verbose, "log scheduling decisions to stderr");
+  CLI11_PARSE(app, argc, argv);
+  options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+
+  SocCatalog catalog = SocCatalog::Builtin();
+  if (!soc_dir.empty()) {
+    if (Status s = catalog.LoadDirectory(soc_dir); !s.ok()) {
+      fmt::print(stderr, "tunefleet-coordinator: {}\n", s.ToString());
+      return 2;
+    }
+  }
+  auto store = coordinator::Store::Open(data_dir, !no_sync);
+  if (!store.ok()) {
+    fmt::print(stderr, "tunefleet-coordinator: {}\n", store.status().ToString());
+    return 1;
+  }
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::string metrics = "off";
+  if (metrics_port >= 0) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(fmt::format("{}:{}", metrics_address, metrics_port));
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "tunefleet-coordinator: cannot serve /metrics on {}:{}: {}\n", metrics_address, metrics_port, e.what());
+      return 1;
+    }
+    exposer->RegisterCollectable(registry);
+    metrics = fmt::format("{}:{}", metrics_address, exposer->GetListeningPorts().at(0));
+  }
+  zmq::context_t ctx(1);
+  SteadyClock clock;
+  auto coord = coordinator::Coordinator::Create(options, **store, catalog, clock, *registry, ctx);
+  if (!coord.ok()) {
+    fmt::print(stderr, "tunefleet-coordinator: {}\n", coord.status().ToString());
+    return 1;
+  }
+  TerminationWatcher watcher([&] { (*coord)->Stop(); });
+  // One machine-readable line: tests and scripts read the resolved endpoints from it.
+  fmt::print("tunefleet-coordinator ready client={} worker={} metrics={} data={}\n",
+             (*coord)->client_endpoint(), (*coord)->worker_endpoint(), metrics, data_dir);
+  std::fflush(stdout);
+  Status s = (*coord)->Run();
+  if (!s.ok()) {
+    fmt::print(stderr, "tunefleet-coordinator: {}\n", s.ToString());
+    return 1;
+  }
+  return 0;
+}

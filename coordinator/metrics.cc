@@ -1,0 +1,34 @@
+#include "coordinator/metrics.h"
+
+namespace tunefleet::coordinator {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
+    : tasks(BuildGauge().Name("tunefleet_tasks").Help("Tasks by state").Register(r)),
+      tasks_queued(tasks.Add({{"state", "queued"}})),
+      tasks_running(tasks.Add({{"state", "running"}})),
+      tasks_done(tasks.Add({{"state", "done"}})),
+      tasks_failed(tasks.Add({{"state", "failed"}})),
+      submissions(BuildCounter().Name("tunefleet_submissions_total").Help("Accepted submissions").Register(r).Add({})),
+      jobs_dispatched(BuildCounter().Name("tunefleet_jobs_dispatched_total").Help("Jobs sent to worker slots").Register(r).Add({})),
+      jobs_completed(BuildCounter().Name("tunefleet_jobs_completed_total").Help("Jobs whose final result arrived").Register(r).Add({})),
+      jobs_requeued(BuildCounter().Name("tunefleet_jobs_requeued_total").Help("Jobs requeued after a lost worker, expired lease or failure").Register(r).Add({})),
+      evaluations(BuildCounter().Name("tunefleet_evaluations_total").Help("Config evaluations recorded").Register(r).Add({})),
+      failed_evaluations(BuildCounter().Name("tunefleet_failed_evaluations_total").Help("Config evaluations that failed").Register(r).Add({})),
+      duplicate_results(BuildCounter().Name("tunefleet_duplicate_results_total").Help("Results dropped because (task, config) was already recorded").Register(r).Add({})),
+      workers_connected(BuildGauge().Name("tunefleet_workers_connected").Help("Registered, live workers").Register(r).Add({})),
+      worker_slots(BuildGauge().Name("tunefleet_worker_slots").Help("Evaluation slots of live workers").Register(r).Add({})),
+      jobs_in_flight(BuildGauge().Name("tunefleet_jobs_in_flight").Help("Jobs leased to workers").Register(r).Add({})),
+      kb_entries(BuildGauge().Name("tunefleet_kb_entries").Help("Knowledge-base entries (RocksDB estimate)").Register(r).Add({})),
+      lookups(BuildCounter().Name("tunefleet_lookups_total").Help("Knowledge-base lookups by result").Register(r)),
+      lookup_hits(lookups.Add({{"result", "hit"}})),
+      lookup_misses(lookups.Add({{"result", "miss"}})),
+      client_requests(BuildCounter().Name("tunefleet_client_requests_total").Help("Client requests by kind and status code").Register(r)),
+      job_duration(BuildHistogram().Name("tunefleet_job_duration_seconds").Help("Dispatch to final result of a job").Register(r).Add(
+          {}, prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60})),
+      task_best_improvement(BuildGauge().Name("tunefleet_task_best_improvement_ratio").Help("Baseline over best latency of each running task").Register(r)) {}
+
+}  // namespace tunefleet::coordinator

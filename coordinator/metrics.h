@@ -1,0 +1,42 @@
+// CoordinatorMetrics: the coordinator's Prometheus families (DESIGN.md
+// "Observability"), registered on a registry passed in from main(). Names are
+// tunefleet_<noun>_<unit>[_total]. prometheus-cpp metrics are thread-safe; the loop
+// thread updates them, the exposer thread reads them.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace tunefleet::coordinator {
+
+struct CoordinatorMetrics {
+  explicit CoordinatorMetrics(prometheus::Registry& registry);
+
+  prometheus::Family<prometheus::Gauge>& tasks;  // {state}
+  prometheus::Gauge& tasks_queued;
+  prometheus::Gauge& tasks_running;
+  prometheus::Gauge& tasks_done;
+  prometheus::Gauge& tasks_failed;
+  prometheus::Counter& submissions;
+  prometheus::Counter& jobs_dispatched;
+  prometheus::Counter& jobs_completed;
+  prometheus::Counter& jobs_requeued;
+  prometheus::Counter& evaluations;
+  prometheus::Counter& failed_evaluations;
+  prometheus::Counter& duplicate_results;
+  prometheus::Gauge& workers_connected;
+  prometheus::Gauge& worker_slots;
+  prometheus::Gauge& jobs_in_flight;
+  prometheus::Gauge& kb_entries;
+  prometheus::Family<prometheus::Counter>& lookups;  // {result=hit|miss}
+  prometheus::Counter& lookup_hits;
+  prometheus::Counter& lookup_misses;
+  prometheus::Family<prometheus::Counter>& client_requests;  // {kind, code}
+  prometheus::Histogram& job_duration;
+  prometheus::Family<prometheus::Gauge>& task_best_improvement;  // {task}
+};
+
+}  // namespace tunefleet::coordinator

@@ -1,0 +1,69 @@
+// Plain values the coordinator persists: knowledge-base entries, task specs and
+// outcomes, submissions and per-config results. Store (store.h) encodes them as the
+// Cap'n Proto records of schemas/kb.capnp; nothing else knows the encoding.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tunefleet/common/op_key.h"
+#include "tunefleet/common/search_space.h"
+
+namespace tunefleet::coordinator {
+
+enum class TaskState : uint8_t { kQueued = 0, kRunning = 1, kDone = 2, kFailed = 3, kCancelled = 4 };
+const char* TaskStateName(TaskState s);
+inline bool IsFinished(TaskState s) { return s == TaskState::kDone || s == TaskState::kFailed || s == TaskState::kCancelled; }
+
+struct KbEntry {
+  OpKey key;
+  ConfigIndex best_index = 0;
+  std::vector<std::pair<std::string, int64_t>> best_config;
+  double best_latency_us = 0;
+  double baseline_latency_us = 0;
+  double improvement = 0;  // baseline / best
+  std::string strategy;
+  uint64_t evaluations = 0;
+  uint64_t job_id = 0;
+  int64_t timestamp_ms = 0;
+};
+
+struct TaskRecord {
+  uint64_t task_id = 0;
+  uint64_t submission_id = 0;
+  OpKey key;
+  std::string strategy;
+  uint64_t budget = 0;  // 0 = the whole valid space
+  uint64_t seed = 0;
+  uint32_t job_size = 0;
+  bool force = false;
+  int32_t priority = 0;
+  int64_t created_ms = 0;
+  TaskState state = TaskState::kQueued;
+  // Outcome (final once the task has finished).
+  uint64_t evaluated = 0;
+  uint64_t failed_configs = 0;
+  bool has_best = false;
+  ConfigIndex best_index = 0;
+  double best_latency_us = 0;
+  double baseline_latency_us = 0;
+  bool from_cache = false;
+};
+
+struct SubmissionRecord {
+  uint64_t submission_id = 0;
+  std::vector<uint64_t> task_ids;
+  int64_t created_ms = 0;
+};
+
+struct StoredResult {
+  ConfigIndex index = 0;
+  bool ok = false;
+  double latency_us = 0;
+  std::string error;
+  uint64_t job_id = 0;
+};
+
+}  // namespace tunefleet::coordinator

@@ -1,0 +1,377 @@
+#include "coordinator/store.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <cstring>
+
+#include "tunefleet/common/wire.h"
+#include "tunefleet/schemas/kb.capnp.h"
+
+namespace tunefleet::coordinator {
+
+const char* TaskStateName(TaskState s) {
+  switch (s) {
+    case TaskState::kQueued: return "queued";
+    case TaskState::kRunning: return "running";
+    case TaskState::kDone: return "done";
+    case TaskState::kFailed: return "failed";
+    case TaskState::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr const char* kCfKb = "kb";
+constexpr const char* kCfTasks = "tasks";
+constexpr const char* kCfResults = "results";
+constexpr const char* kCfMeta = "meta";
+
+Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::Ok();
+  if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
+    return Unavailable(what + ": the data folder is in use by another process (" + s.ToString() + ")");
+  }
+  if (s.IsBusy() || s.IsTryAgain() || s.IsTimedOut()) return Unavailable(what + ": " + s.ToString());
+  if (s.IsCorruption()) return FailedPrecondition(what + ": database corrupt: " + s.ToString());
+  if (s.IsNotFound()) return NotFound(what + ": " + s.ToString());
+  return FailedPrecondition(what + ": " + s.ToString());
+}
+
+void PutBe64(std::string& out, uint64_t v) {
+  for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+uint64_t GetBe64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+std::string TaskKey(uint64_t id) {
+  std::string k = "t/";
+  PutBe64(k, id);
+  return k;
+}
+std::string SubmissionKey(uint64_t id) {
+  std::string k = "s/";
+  PutBe64(k, id);
+  return k;
+}
+std::string ResultKey(uint64_t task, ConfigIndex index) {
+  std::string k;
+  PutBe64(k, task);
+  PutBe64(k, index);
+  return k;
+}
+
+std::string ToBytes(capnp::MessageBuilder& b) {
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(b);
+  auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+// Stored values are our own, but are decoded with the same bounds and throw guard as
+// network input: a corrupt record yields an error, never a crash.
+template <typename T, typename Fn>
+Status FromBytes(const std::string& bytes, Fn&& fn) {
+  if (bytes.size() % sizeof(capnp::word) != 0) return FailedPrecondition("stored record is truncated");
+  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  return wire::Guard("stored record", [&]() -> Status {
+    capnp::FlatArrayMessageReader reader(words.asPtr());
+    return fn(reader.getRoot<T>());
+  });
+}
+
+std::string EncodeKb(const KbEntry& e) {
+  capnp::MallocMessageBuilder b;
+  auto r = b.initRoot<schema::KbRecord>();
+  wire::FillOpKey(r.initOpKey(), e.key);
+  r.setBestConfigIndex(e.best_index);
+  auto cfg = r.initBestConfig(static_cast<unsigned>(e.best_config.size()));
+  for (unsigned i = 0; i < e.best_config.size(); ++i) {
+    cfg[i].setName(e.best_config[i].first);
+    cfg[i].setValue(e.best_config[i].second);
+  }
+  r.setBestLatencyUs(e.best_latency_us);
+  r.setBaselineLatencyUs(e.baseline_latency_us);
+  r.setImprovement(e.improvement);
+  r.setStrategy(e.strategy);
+  r.setEvaluations(e.evaluations);
+  r.setJobId(e.job_id);
+  r.setTimestampUnixMs(e.timestamp_ms);
+  r.setSoc(e.key.soc);
+  r.setModelVersion(e.key.model_version);
+  return ToBytes(b);
+}
+
+Result<KbEntry> DecodeKb(const std::string& bytes) {
+  KbEntry e;
+  Status s = FromBytes<schema::KbRecord>(bytes, [&](schema::KbRecord::Reader r) -> Status {
+    TF_ASSIGN_OR_RETURN(e.key, wire::ReadOpKey(r.getOpKey()));
+    e.best_index = r.getBestConfigIndex();
+    for (auto p : r.getBestConfig()) e.best_config.emplace_back(p.getName(), p.getValue());
+    e.best_latency_us = r.getBestLatencyUs();
+    e.baseline_latency_us = r.getBaselineLatencyUs();
+    e.improvement = r.getImprovement();
+    e.strategy = r.getStrategy();
+    e.evaluations = r.getEvaluations();
+    e.job_id = r.getJobId();
+    e.timestamp_ms = r.getTimestampUnixMs();
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return e;
+}
+
+std::string EncodeTask(const TaskRecord& t) {
+  capnp::MallocMessageBuilder b;
+  auto r = b.initRoot<schema::TaskRecord>();
+  r.setTaskId(t.task_id);
+  r.setSubmissionId(t.submission_id);
+  wire::FillOpKey(r.initOpKey(), t.key);
+  r.setStrategy(t.strategy);
+  r.setBudget(t.budget);
+  r.setSeed(t.seed);
+  r.setState(static_cast<uint8_t>(t.state));
+  r.setJobSize(t.job_size);
+  r.setForce(t.force);
+  r.setCreatedUnixMs(t.created_ms);
+  r.setEvaluated(t.evaluated);
+  r.setFailedConfigs(t.failed_configs);
+  r.setHasBest(t.has_best);
+  r.setBestConfigIndex(t.best_index);
+  r.setBestLatencyUs(t.best_latency_us);
+  r.setBaselineLatencyUs(t.baseline_latency_us);
+  r.setFromCache(t.from_cache);
+  r.setPriority(t.priority);
+  return ToBytes(b);
+}
+
+Result<TaskRecord> DecodeTask(const std::string& bytes) {
+  TaskRecord t;
+  Status s = FromBytes<schema::TaskRecord>(bytes, [&](schema::TaskRecord::Reader r) -> Status {
+    t.task_id = r.getTaskId();
+    t.submission_id = r.getSubmissionId();
+    TF_ASSIGN_OR_RETURN(t.key, wire::ReadOpKey(r.getOpKey()));
+    t.strategy = r.getStrategy();
+    t.budget = r.getBudget();
+    t.seed = r.getSeed();
+    if (r.getState() > static_cast<uint8_t>(TaskState::kCancelled)) {
+      return FailedPrecondition("stored task has an unknown state");
+    }
+    t.state = static_cast<TaskState>(r.getState());
+    t.job_size = r.getJobSize();
+    t.force = r.getForce();
+    t.created_ms = r.getCreatedUnixMs();
+    t.evaluated = r.getEvaluated();
+    t.failed_configs = r.getFailedConfigs();
+    t.has_best = r.getHasBest();
+    t.best_index = r.getBestConfigIndex();
+    t.best_latency_us = r.getBestLatencyUs();
+    t.baseline_latency_us = r.getBaselineLatencyUs();
+    t.from_cache = r.getFromCache();
+    t.priority = r.getPriority();
+    return Status::Ok();
+  });
+  if (!s.ok()) return s;
+  return t;
+}
+
+std::string EncodeSubmission(const SubmissionRecord& sub) {
+  capnp::MallocMessageBuilder b;
+  auto r = b.initRoot<schema::SubmissionRecord>();
+  r.setSubmissionId(sub.submission_id);
+  auto ids = r.initTaskIds(static_cast<unsigned>(sub.task_ids.size()));
+  for (unsigned i = 0; i < sub.task_ids.size(); ++i) ids.set(i, sub.task_ids[i]);
+  r.setCreatedUnixMs(sub.created_ms);
+  return ToBytes(b);
+}
+
+std::string EncodeResult(const StoredResult& res) {
+  capnp::MallocMessageBuilder b;
+  auto r = b.initRoot<schema::ResultRecord>();
+  r.setOk(res.ok);
+  r.setLatencyUs(res.latency_us);
+  r.setError(res.error);
+  r.setJobId(res.job_id);
+  return ToBytes(b);
+}
+
+}  // namespace
+
+struct Store::Impl {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;  // owned; destroyed before db
+  rocksdb::ColumnFamilyHandle* kb = nullptr;
+  rocksdb::ColumnFamilyHandle* tasks = nullptr;
+  rocksdb::ColumnFamilyHandle* results = nullptr;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  rocksdb::WriteOptions synced;
+  rocksdb::WriteOptions results_write;
+
+  ~Impl() {
+    for (auto* h : handles) {
+      if (db) (void)db->DestroyColumnFamilyHandle(h);
+    }
+  }
+
+  Status Write(rocksdb::WriteBatch& batch, const char* what, bool sync = true) {
+    return FromRocks(db->Write(sync ? synced : results_write, &batch), what);
+  }
+};
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync_writes) {
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.max_background_jobs = 2;
+  rocksdb::ColumnFamilyOptions cf_options;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, cf_options},
+      {kCfKb, cf_options},
+      {kCfTasks, cf_options},
+      {kCfResults, cf_options},
+      {kCfMeta, cf_options}};
+  auto impl = std::make_unique<Impl>();
+  rocksdb::DB* raw = nullptr;
+  TF_RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_options, dir, cfs, &impl->handles, &raw),
+                               "open database at '" + dir + "'"));
+  impl->db.reset(raw);
+  impl->kb = impl->handles[1];
+  impl->tasks = impl->handles[2];
+  impl->results = impl->handles[3];
+  impl->meta = impl->handles[4];
+  impl->synced.sync = sync_writes;
+  // Results are re-derivable by re-running their configs, so they are written without
+  // fsync; the WAL still orders them before the synced task state that follows.
+  impl->results_write.sync = false;
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
+Result<std::optional<KbEntry>> Store::GetKb(const OpKeyHash& hash) const {
+  std::string value;
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->kb, hash.Bytes(), &value);
+  if (s.IsNotFound()) return std::optional<KbEntry>();
+  TF_RETURN_IF_ERROR(FromRocks(s, "read knowledge base"));
+  TF_ASSIGN_OR_RETURN(KbEntry e, DecodeKb(value));
+  return std::optional<KbEntry>(std::move(e));
+}
+
+uint64_t Store::KbSizeEstimate() const {
+  uint64_t n = 0;
+  impl_->db->GetIntProperty(impl_->kb, "rocksdb.estimate-num-keys", &n);
+  return n;
+}
+
+Result<uint64_t> Store::NextId(const std::string& counter) {
+  std::string key = "next/" + counter;
+  std::string value;
+  uint64_t next = 1;
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->meta, key, &value);
+  if (s.ok() && value.size() == 8) next = GetBe64(value.data());
+  else if (!s.IsNotFound()) TF_RETURN_IF_ERROR(FromRocks(s, "read id counter"));
+  std::string out;
+  PutBe64(out, next + 1);
+  rocksdb::WriteBatch batch;
+  batch.Put(impl_->meta, key, out);
+  TF_RETURN_IF_ERROR(impl_->Write(batch, "allocate id"));
+  return next;
+}
+
+Status Store::PutSubmission(const SubmissionRecord& sub, const std::vector<TaskRecord>& new_tasks) {
+  rocksdb::WriteBatch batch;
+  batch.Put(impl_->tasks, SubmissionKey(sub.submission_id), EncodeSubmission(sub));
+  for (const TaskRecord& t : new_tasks) batch.Put(impl_->tasks, TaskKey(t.task_id), EncodeTask(t));
+  return impl_->Write(batch, "write submission");
+}
+
+Status Store::PutTask(const TaskRecord& task) {
+  rocksdb::WriteBatch batch;
+  batch.Put(impl_->tasks, TaskKey(task.task_id), EncodeTask(task));
+  return impl_->Write(batch, "write task");
+}
+
+Status Store::PutResults(uint64_t task_id, const std::vector<StoredResult>& results) {
+  rocksdb::WriteBatch batch;
+  for (const StoredResult& r : results) batch.Put(impl_->results, ResultKey(task_id, r.index), EncodeResult(r));
+  return impl_->Write(batch, "write results", /*sync=*/false);
+}
+
+Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEntry>& entry) {
+  rocksdb::WriteBatch batch;
+  batch.Put(impl_->tasks, TaskKey(task.task_id), EncodeTask(task));
+  bool wrote_kb = false;
+  if (entry) {
+    OpKeyHash hash = HashOpKey(entry->key);
+    TF_ASSIGN_OR_RETURN(std::optional<KbEntry> old, GetKb(hash));
+    if (!old || entry->best_latency_us < old->best_latency_us) {
+      batch.Put(impl_->kb, hash.Bytes(), EncodeKb(*entry));
+      wrote_kb = true;
+    }
+  }
+  batch.DeleteRange(impl_->results, ResultKey(task.task_id, 0), ResultKey(task.task_id + 1, 0));
+  TF_RETURN_IF_ERROR(impl_->Write(batch, "finish task"));
+  return wrote_kb;
+}
+
+Result<std::vector<TaskRecord>> Store::LoadTasks() const {
+  std::vector<TaskRecord> out;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->tasks));
+  for (it->Seek("t/"); it->Valid() && it->key().starts_with("t/"); it->Next()) {
+    TF_ASSIGN_OR_RETURN(TaskRecord t, DecodeTask(it->value().ToString()));
+    out.push_back(std::move(t));
+  }
+  TF_RETURN_IF_ERROR(FromRocks(it->status(), "load tasks"));
+  return out;
+}
+
+Result<std::vector<SubmissionRecord>> Store::LoadSubmissions() const {
+  std::vector<SubmissionRecord> out;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->tasks));
+  for (it->Seek("s/"); it->Valid() && it->key().starts_with("s/"); it->Next()) {
+    SubmissionRecord sub;
+    TF_RETURN_IF_ERROR(FromBytes<schema::SubmissionRecord>(
+        it->value().ToString(), [&](schema::SubmissionRecord::Reader r) -> Status {
+          sub.submission_id = r.getSubmissionId();
+          for (uint64_t id : r.getTaskIds()) sub.task_ids.push_back(id);
+          sub.created_ms = r.getCreatedUnixMs();
+          return Status::Ok();
+        }));
+    out.push_back(std::move(sub));
+  }
+  TF_RETURN_IF_ERROR(FromRocks(it->status(), "load submissions"));
+  return out;
+}
+
+Result<std::vector<StoredResult>> Store::LoadResults(uint64_t task_id) const {
+  std::vector<StoredResult> out;
+  std::string prefix;
+  PutBe64(prefix, task_id);
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->results));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    if (it->key().size() != 16) return FailedPrecondition("stored result key has the wrong size");
+    StoredResult res;
+    res.index = GetBe64(it->key().data() + 8);
+    TF_RETURN_IF_ERROR(FromBytes<schema::ResultRecord>(
+        it->value().ToString(), [&](schema::ResultRecord::Reader r) -> Status {
+          res.ok = r.getOk();
+          res.latency_us = r.getLatencyUs();
+          res.error = r.getError();
+          res.job_id = r.getJobId();
+          return Status::Ok();
+        }));
+    out.push_back(std::move(res));
+  }
+  TF_RETURN_IF_ERROR(FromRocks(it->status(), "load results"));
+  return out;
+}
+
+}  // namespace tunefleet::coordinator

@@ -1,0 +1,54 @@
+// Store: the coordinator's RocksDB database with the column families of DESIGN.md
+// "Persistence": kb (knowledge base, keyed by op-key hash), tasks (task and submission
+// records), results (every evaluation of unfinished tasks), meta (id counters). The one
+// place RocksDB errors become Status. Every state change that must survive a crash is
+// one WriteBatch written with sync=true. Not thread-safe for writers: the coordinator's
+// loop thread owns it; reads (Get*) may come from any thread.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/records.h"
+#include "tunefleet/common/status.h"
+
+namespace tunefleet::coordinator {
+
+class Store {
+ public:
+  // Creates the database and its column families if missing. kUnavailable when the
+  // folder is locked by another process, kFailedPrecondition when it is unusable.
+  static Result<std::unique_ptr<Store>> Open(const std::string& dir, bool sync_writes = true);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  Result<std::optional<KbEntry>> GetKb(const OpKeyHash& hash) const;
+  uint64_t KbSizeEstimate() const;
+
+  // Allocates the next id of a named counter ("task", "submission"), durably.
+  Result<uint64_t> NextId(const std::string& counter);
+
+  // A new submission with its tasks, in one synced batch.
+  Status PutSubmission(const SubmissionRecord& sub, const std::vector<TaskRecord>& new_tasks);
+  Status PutTask(const TaskRecord& task);
+  // Appends results of a running task (one batch).
+  Status PutResults(uint64_t task_id, const std::vector<StoredResult>& results);
+  // Ends a task: its final record, the knowledge-base entry when it improves on the
+  // stored one (kept only if better), and deletion of its results, in one synced batch.
+  // Returns whether the kb entry was written.
+  Result<bool> FinishTask(const TaskRecord& task, const std::optional<KbEntry>& entry);
+
+  Result<std::vector<TaskRecord>> LoadTasks() const;
+  Result<std::vector<SubmissionRecord>> LoadSubmissions() const;
+  Result<std::vector<StoredResult>> LoadResults(uint64_t task_id) const;
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tunefleet::coordinator

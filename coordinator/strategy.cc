@@ -1,0 +1,123 @@
+#include "coordinator/strategy.h"
+
+#include <algorithm>
+#include <random>
+#include <unordered_set>
+
+namespace tunefleet::coordinator {
+namespace {
+
+class ExhaustiveStrategy final : public Strategy {
+ public:
+  explicit ExhaustiveStrategy(const SearchSpace& space) : space_(space) {}
+
+  Batch Ask(size_t max_configs, const Taken& taken) override {
+    Batch b;
+    b.is_range = true;
+    b.begin = cursor_;
+    bool hole = false;  // a taken valid config inside the range: must send a list
+    while (cursor_ < space_.size() && b.configs.size() < max_configs) {
+      ConfigIndex i = cursor_++;
+      space_.DecodeInto(i, config_);
+      if (!space_.Validate(config_).ok()) continue;
+      if (taken && taken(i)) {
+        hole = true;
+        continue;
+      }
+      b.configs.push_back(i);
+    }
+    b.end = cursor_;
+    if (hole) b.is_range = false;
+    if (b.configs.empty()) b.is_range = false;
+    return b;
+  }
+  void Tell(ConfigIndex, std::optional<double>) override {}
+
+ private:
+  const SearchSpace& space_;
+  ConfigIndex cursor_ = 0;
+  Config config_;
+};
+
+// Rejection sampling over the product while valid configs are plentiful; once draws
+// mostly miss, it enumerates what is left and shuffles it, so it always terminates.
+class RandomStrategy final : public Strategy {
+ public:
+  RandomStrategy(const SearchSpace& space, uint64_t seed) : space_(space), rng_(seed) {}
+
+  Batch Ask(size_t max_configs, const Taken& taken) override {
+    Batch b;
+    while (b.configs.size() < max_configs) {
+      std::optional<ConfigIndex> next = Next(taken);
+      if (!next) break;
+      b.configs.push_back(*next);
+    }
+    return b;
+  }
+  void Tell(ConfigIndex, std::optional<double>) override {}
+
+ private:
+  std::optional<ConfigIndex> Next(const Taken& taken) {
+    auto usable = [&](ConfigIndex i) {
+      if (proposed_.count(i) || (taken && taken(i))) return false;
+      space_.DecodeInto(i, config_);
+      return space_.Validate(config_).ok();
+    };
+    if (!enumerated_) {
+      std::uniform_int_distribution<ConfigIndex> dist(0, space_.size() - 1);
+      for (int attempt = 0; attempt < kMaxRejections; ++attempt) {
+        ConfigIndex i = dist(rng_);
+        if (usable(i)) {
+          proposed_.insert(i);
+          return i;
+        }
+      }
+      enumerated_ = true;
+      space_.ForEachValid([&](ConfigIndex i) {
+        if (!proposed_.count(i)) rest_.push_back(i);
+        return true;
+      });
+      std::shuffle(rest_.begin(), rest_.end(), rng_);
+      std::reverse(rest_.begin(), rest_.end());  // pop_back yields the shuffled order
+    }
+    while (!rest_.empty()) {
+      ConfigIndex i = rest_.back();
+      rest_.pop_back();
+      if (!taken || !taken(i)) {
+        proposed_.insert(i);
+        return i;
+      }
+    }
+    return std::nullopt;
+  }
+
+  static constexpr int kMaxRejections = 256;
+  const SearchSpace& space_;
+  std::mt19937_64 rng_;
+  std::unordered_set<ConfigIndex> proposed_;
+  bool enumerated_ = false;
+  std::vector<ConfigIndex> rest_;
+  Config config_;
+};
+
+}  // namespace
+
+Status CheckStrategyName(const std::string& name) {
+  for (const auto& n : StrategyNames()) {
+    if (n == name) return Status::Ok();
+  }
+  std::string known;
+  for (const auto& n : StrategyNames()) known += (known.empty() ? "" : ", ") + n;
+  return InvalidArgument("unknown strategy '" + name + "' (known: " + known + ")");
+}
+
+Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const SearchSpace& space,
+                                               uint64_t seed) {
+  if (name == "exhaustive") return std::unique_ptr<Strategy>(std::make_unique<ExhaustiveStrategy>(space));
+  if (name == "random") return std::unique_ptr<Strategy>(std::make_unique<RandomStrategy>(space, seed));
+  return CheckStrategyName(name);
+}
+
+std::vector<std::string> StrategyNames() { return {"exhaustive", "random"}; }
+
+}  // namespace tunefleet::coordinator

@@ -1,0 +1,267 @@
+// Multi-process tests: real tunefleet-coordinator and tunefleet-worker processes on
+// 127.0.0.1 (ports picked by the kernel), real ZeroMQ, a real RocksDB folder, a real
+// /metrics endpoint, and real SIGKILLs.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/client.h"
+#include "process.h"
+#include "tunefleet/common/tuning_problem.h"
+#include "worker/sim/simulator.h"
+
+namespace tunefleet {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Binary;
+using testing::Field;
+using testing::Process;
+
+OpKey Matmul(int64_t m, int64_t n, int64_t k) {
+  OpKey key;
+  key.soc = "Ascend910B2";
+  key.op_type = "MatMul";
+  key.inputs = {{{m, k}, "float16", "ND"}, {{k, n}, "float16", "ND"}};
+  return key;
+}
+
+struct Optimum {
+  ConfigIndex index = 0;
+  double latency_us = 0;
+  size_t valid = 0;
+};
+
+// The answer computed directly from the simulator: lowest latency, ties to the lowest
+// index (the coordinator's rule).
+Optimum DirectOptimum(const OpKey& key) {
+  SocCatalog catalog = SocCatalog::Builtin();
+  const SocSpec& soc = *catalog.Find(key.soc).value();
+  TuningProblem p = MakeTuningProblem(key, soc).value();
+  Optimum best;
+  best.latency_us = 1e300;
+  p.space.ForEachValid([&](ConfigIndex i) {
+    ++best.valid;
+    auto est = sim::Simulate(p, p.space.Decode(i), soc);
+    if (est.ok() && est->latency_us < best.latency_us) {
+      best.latency_us = est->latency_us;
+      best.index = i;
+    }
+    return true;
+  });
+  return best;
+}
+
+class Cluster {
+ public:
+  explicit Cluster(std::string data_dir) : data_dir_(std::move(data_dir)) {}
+
+  ::testing::AssertionResult StartCoordinator() {
+    coordinator_ = std::make_unique<Process>(std::vector<std::string>{
+        Binary("coordinator/tunefleet-coordinator"), "--client-bind", "tcp://127.0.0.1:*",
+        "--worker-bind", "tcp://127.0.0.1:*", "--metrics-address", "127.0.0.1", "--metrics-port", "0",
+        "--heartbeat-ms", "100", "--data-dir", data_dir_});
+    auto line = coordinator_->WaitForLine("tunefleet-coordinator ready", 20s);
+    if (!line) return ::testing::AssertionFailure() << "coordinator printed no ready line";
+    client_ep_ = Field(*line, "client");
+    worker_ep_ = Field(*line, "worker");
+    metrics_port_ = std::stoi(Field(*line, "metrics").substr(Field(*line, "metrics").rfind(':') + 1));
+    return ::testing::AssertionSuccess();
+  }
+
+  void StartWorker(int slots, int min_eval_us = 0) {
+    workers_.push_back(std::make_unique<Process>(std::vector<std::string>{
+        Binary("worker/tunefleet-worker"), "--coordinator", worker_ep_, "--slots",
+        std::to_string(slots), "--heartbeat-ms", "100", "--min-eval-us",
+        std::to_string(min_eval_us), "--id", "w" + std::to_string(workers_.size())}));
+    ASSERT_TRUE(workers_.back()->WaitForLine("connecting", 10s));
+  }
+
+  void StopCoordinator() {
+    coordinator_->Terminate();
+    EXPECT_EQ(coordinator_->Wait(20s), 0) << "coordinator did not exit cleanly on SIGTERM";
+    coordinator_.reset();
+  }
+
+  // Polls status until done; fails the test after `limit`.
+  client::StatusView WaitDone(client::Client& c, uint64_t submission, std::chrono::seconds limit,
+                              const std::function<void(const client::StatusView&)>& on_poll = {}) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      auto st = c.GetStatus(submission);
+      EXPECT_TRUE(st.ok()) << st.status().ToString();
+      if (!st.ok()) return {};
+      if (on_poll) on_poll(*st);
+      if (st->done) return *st;
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "submission " << submission << " not done within " << limit.count() << " s";
+        return *st;
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+
+  const std::string& client_endpoint() const { return client_ep_; }
+  int metrics_port() const { return metrics_port_; }
+  Process& worker(size_t i) { return *workers_[i]; }
+
+ private:
+  std::string data_dir_;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> workers_;
+  std::string client_ep_, worker_ep_;
+  int metrics_port_ = 0;
+};
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tunefleet-it-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string data_dir() const { return (dir_ / "db").string(); }
+  std::filesystem::path dir_;
+  zmq::context_t ctx_{1};
+};
+
+TEST_F(ClusterTest, ExhaustiveMatmulFindsTheSimulatorOptimumAndSurvivesARestart) {
+  const OpKey key = Matmul(256, 256, 128);
+  const Optimum expected = DirectOptimum(key);
+  ASSERT_GT(expected.valid, 100u);
+
+  Cluster cluster(data_dir());
+  ASSERT_TRUE(cluster.StartCoordinator());
+  cluster.StartWorker(1);
+  cluster.StartWorker(1);
+  client::Client c(ctx_, cluster.client_endpoint());
+  client::SubmitSpec spec;
+  spec.ops = {key};
+  spec.strategy = "exhaustive";
+  spec.job_size = 256;
+  auto sub = c.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  client::StatusView st = cluster.WaitDone(c, sub->submission_id, 120s);
+  ASSERT_EQ(st.tasks.size(), 1u);
+  const client::TaskView& t = st.tasks[0];
+  EXPECT_EQ(t.state, "done");
+  EXPECT_EQ(t.evaluated, expected.valid) << "exhaustive must measure every valid config once";
+  EXPECT_EQ(t.best_index, expected.index);
+  EXPECT_DOUBLE_EQ(t.best_latency_us, expected.latency_us);
+  EXPECT_GT(t.baseline_latency_us, t.best_latency_us);
+
+  std::string metrics = testing::HttpGet(cluster.metrics_port(), "/metrics");
+  EXPECT_EQ(testing::MetricValue(metrics, "tunefleet_evaluations_total"), static_cast<double>(expected.valid));
+  EXPECT_EQ(testing::MetricValue(metrics, "tunefleet_workers_connected"), 2.0);
+  EXPECT_GT(testing::MetricValue(metrics, "tunefleet_jobs_completed_total"), 1.0);
+
+  // Restart on the same folder: `tunefleet lookup` still answers from RocksDB.
+  cluster.StopCoordinator();
+  ASSERT_TRUE(cluster.StartCoordinator());
+  std::filesystem::path ops = dir_ / "ops.json";
+  {
+    std::ofstream f(ops);
+    f << nlohmann::json{{"ops", {OpKeyToJson(key)}}}.dump();
+  }
+  Process lookup({Binary("cli/tunefleet"), "lookup", ops.string(), "--coordinator",
+                  cluster.client_endpoint(), "--json"});
+  std::string out = lookup.ReadAll(30s);
+  ASSERT_EQ(lookup.Wait(30s), 0) << out;
+  auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_TRUE(j[0]["found"].get<bool>());
+  EXPECT_EQ(j[0]["best_config_index"].get<uint64_t>(), expected.index);
+  EXPECT_DOUBLE_EQ(j[0]["best_latency_us"].get<double>(), expected.latency_us);
+}
+
+TEST_F(ClusterTest, KillingOneOfTwoWorkersMidTaskLosesNothingAndFindsTheSameBest) {
+  const OpKey key = Matmul(32, 64, 32);
+  const Optimum expected = DirectOptimum(key);
+  ASSERT_GT(expected.valid, 1000u);
+
+  Cluster cluster(data_dir());
+  ASSERT_TRUE(cluster.StartCoordinator());
+  // Paced evaluations keep both slots busy, so the victim dies holding a leased job.
+  cluster.StartWorker(1, 500);
+  cluster.StartWorker(1, 500);
+  client::Client c(ctx_, cluster.client_endpoint());
+  client::SubmitSpec spec;
+  spec.ops = {key};
+  spec.strategy = "exhaustive";
+  spec.job_size = 64;
+  auto sub = c.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+
+  bool killed = false;
+  uint64_t evaluated_at_kill = 0;
+  client::StatusView st = cluster.WaitDone(c, sub->submission_id, 120s, [&](const client::StatusView& s) {
+    if (!killed && !s.tasks.empty() && s.tasks[0].evaluated >= expected.valid / 4) {
+      cluster.worker(0).Kill();
+      EXPECT_EQ(cluster.worker(0).Wait(10s), 128 + SIGKILL);
+      killed = true;
+      evaluated_at_kill = s.tasks[0].evaluated;
+    }
+  });
+  ASSERT_TRUE(killed) << "the task finished before a worker could be killed";
+  EXPECT_LT(evaluated_at_kill, expected.valid) << "kill must land mid-task";
+  ASSERT_EQ(st.tasks.size(), 1u);
+  EXPECT_EQ(st.tasks[0].state, "done");
+  EXPECT_EQ(st.tasks[0].evaluated, expected.valid) << "every valid config recorded exactly once";
+  EXPECT_EQ(st.tasks[0].best_index, expected.index);
+  EXPECT_DOUBLE_EQ(st.tasks[0].best_latency_us, expected.latency_us);
+
+  std::string metrics = testing::HttpGet(cluster.metrics_port(), "/metrics");
+  EXPECT_GE(testing::MetricValue(metrics, "tunefleet_jobs_requeued_total"), 1.0)
+      << "the killed worker's leased job must have been requeued";
+  EXPECT_EQ(testing::MetricValue(metrics, "tunefleet_workers_connected"), 1.0);
+}
+
+TEST_F(ClusterTest, BadSubmissionGetsAnErrorThatSaysWhatToFixAndTheCoordinatorKeepsServing) {
+  Cluster cluster(data_dir());
+  ASSERT_TRUE(cluster.StartCoordinator());
+  client::Client c(ctx_, cluster.client_endpoint());
+  client::SubmitSpec spec;
+  OpKey bad = Matmul(64, 64, 64);
+  bad.inputs[1].shape = {32, 64};  // K mismatch
+  spec.ops = {bad};
+  auto r = c.Submit(spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("inner dimensions"), std::string::npos) << r.status().message();
+
+  spec.ops = {Matmul(64, 64, 64)};
+  spec.strategy = "simulated-annealing-2000";
+  r = c.Submit(spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("known: exhaustive, random"), std::string::npos) << r.status().message();
+
+  // Raw garbage on the client socket: an error reply, and the next request still works.
+  zmq::socket_t raw(ctx_, zmq::socket_type::dealer);
+  raw.connect(cluster.client_endpoint());
+  raw.send(zmq::str_buffer("not a capnp message"), zmq::send_flags::none);
+  zmq::pollitem_t item{raw.handle(), 0, ZMQ_POLLIN, 0};
+  ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(5000)), 1);
+  zmq::message_t reply;
+  ASSERT_TRUE(raw.recv(reply));
+  auto in = wire::Decode(reply.data(), reply.size());
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ((*in)->Which(), schema::Envelope::Body::ERROR);
+
+  spec.strategy = "random";
+  spec.budget = 5;
+  auto ok = c.Submit(spec);
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
+}  // namespace
+}  // namespace tunefleet

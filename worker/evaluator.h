@@ -1,0 +1,48 @@
+// Evaluator: how a worker slot turns (op key, config index) into a latency. One
+// interface, several back ends: `sim` (the simulated NPU), `fixed` (a given latency,
+// for load tests); `replay` (a measured Kernel Tuner cache) comes with issue 4.
+// Evaluators are immutable and shared by all slots; a ProblemEvaluator belongs to one
+// slot for one job.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tunefleet/common/op_key.h"
+#include "tunefleet/common/search_space.h"
+#include "tunefleet/common/soc_spec.h"
+#include "tunefleet/common/status.h"
+
+namespace tunefleet::worker {
+
+struct Evaluation {
+  ConfigIndex index = 0;
+  bool ok = false;
+  bool rejected = false;  // violates a known constraint: never measured
+  double latency_us = 0;
+  std::string error;      // why, when !ok
+};
+
+class ProblemEvaluator {
+ public:
+  virtual ~ProblemEvaluator() = default;
+  // Pure function of (op key, config, SoC spec, measurement seed, repetition).
+  virtual Evaluation Evaluate(ConfigIndex index) = 0;
+};
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  virtual std::string_view name() const = 0;
+  // kInvalidArgument when the op key cannot be evaluated here (unknown SoC or op).
+  virtual Result<std::unique_ptr<ProblemEvaluator>> Prepare(const OpKey& key,
+                                                            uint64_t measurement_seed) const = 0;
+};
+
+// The simulated NPU; borrows the catalog, which must outlive it.
+std::unique_ptr<Evaluator> MakeSimEvaluator(const SocCatalog& catalog);
+// Every valid config takes latency_us (load tests).
+std::unique_ptr<Evaluator> MakeFixedEvaluator(const SocCatalog& catalog, double latency_us);
+
+}  // namespace tunefleet::worker

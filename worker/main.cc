@@ -1,0 +1,66 @@
+// tunefleet-worker: connects to a coordinator and evaluates jobs in N slots until
+// SIGINT/SIGTERM.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "tunefleet/common/signals.h"
+#include "worker/worker.h"
+
+int main(int argc, char** argv) {
+  tunefleet::BlockTerminationSignals();
+  using namespace tunefleet;
+  CLI::App app{"tunefleet-worker: evaluates tiling configs on the simulated NPU for a coordinator"};
+  worker::WorkerOptions options;
+  options.coordinator_endpoint = fmt::format("tcp://127.0.0.1:{}", protocol::kDefaultWorkerPort);
+  options.slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string evaluator_name = "sim";
+  double fixed_us = 10;
+  std::string soc_dir;
+  int heartbeat_ms = static_cast<int>(protocol::kHeartbeatInterval.count());
+  char host[256] = "worker";
+  gethostname(host, sizeof host - 1);
+  options.worker_id = fmt::format("{}-{}", host, getpid());
+  app.add_option("--coordinator", options.coordinator_endpoint, "the coordinator's worker endpoint")->capture_default_str();
+  app.add_option("--slots", options.slots, "evaluation slots (threads)")->capture_default_str()->check(CLI::Range(1, 1024));
+  app.add_option("--id", options.worker_id, "name in the coordinator's worker table")->capture_default_str();
+  app.add_option("--evaluator", evaluator_name, "sim (simulated NPU) or fixed (constant latency, for load tests)")->capture_default_str()->check(CLI::IsMember({"sim", "fixed"}));
+  app.add_option("--fixed-us", fixed_us, "latency reported by the fixed evaluator")->capture_default_str();
+  app.add_option("--soc-dir", soc_dir, "folder of extra SoC spec .ini files");
+  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval")->capture_default_str()->check(CLI::Range(10, 60000));
+  int64_t min_eval_us = 0;
+  app.add_option("--min-eval-us", min_eval_us, "make every evaluation take at least this long (fault and load tests)")->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
+  app.add_flag("-v,--verbose", options.verbose, "log jobs to stderr");
+  CLI11_PARSE(app, argc, argv);
+  options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+  options.min_eval_time = std::chrono::microseconds(min_eval_us);
+
+  SocCatalog catalog = SocCatalog::Builtin();
+  if (!soc_dir.empty()) {
+    if (Status s = catalog.LoadDirectory(soc_dir); !s.ok()) {
+      fmt::print(stderr, "tunefleet-worker: {}\n", s.ToString());
+      return 2;
+    }
+  }
+  options.socs = catalog.Names();
+  auto evaluator = evaluator_name == "fixed" ? worker::MakeFixedEvaluator(catalog, fixed_us)
+                                             : worker::MakeSimEvaluator(catalog);
+  zmq::context_t ctx(1);
+  SteadyClock clock;
+  worker::Worker w(options, *evaluator, clock, ctx);
+  TerminationWatcher watcher([&] { w.Stop(); });
+  fmt::print("tunefleet-worker {} connecting to {} with {} slots\n", options.worker_id,
+             options.coordinator_endpoint, options.slots);
+  std::fflush(stdout);
+  Status s = w.Run();
+  if (!s.ok()) {
+    fmt::print(stderr, "tunefleet-worker: {}\n", s.ToString());
+    return 1;
+  }
+  return 0;
+}

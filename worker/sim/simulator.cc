@@ -1,0 +1,49 @@
+#include "worker/sim/simulator.h"
+
+#include <algorithm>
+#include <string>
+
+#include "worker/sim/matmul_model.h"
+
+namespace tunefleet::sim {
+
+Result<PreparedProblem> Prepare(const TuningProblem& problem, const SocSpec& soc) {
+  if (problem.key.soc != soc.name) {
+    return InvalidArgument("op key is for SoC '" + problem.key.soc + "' but the spec is '" +
+                           soc.name + "'");
+  }
+  PreparedProblem prepared;
+  prepared.problem = &problem;
+  if (problem.key.op_type == "MatMul") {
+    TF_ASSIGN_OR_RETURN(prepared.matmul, MatmulShapeFromOpKey(problem.key));
+    prepared.op = PreparedProblem::Op::kMatmul;
+    return prepared;
+  }
+  return InvalidArgument("op type '" + problem.key.op_type + "' has no timing model in the simulator");
+}
+
+Result<KernelEstimate> Simulate(const PreparedProblem& prepared, const Config& config,
+                                const SocSpec& soc) {
+  TF_RETURN_IF_ERROR(prepared.problem->space.Validate(config));
+  switch (prepared.op) {
+    case PreparedProblem::Op::kMatmul:
+      return EstimateMatmul(prepared.matmul, MatmulTilingFromConfig(config), soc);
+  }
+  return Internal("unhandled op in Simulate");
+}
+
+Result<KernelEstimate> Simulate(const TuningProblem& problem, const Config& config,
+                                const SocSpec& soc) {
+  TF_ASSIGN_OR_RETURN(PreparedProblem prepared, Prepare(problem, soc));
+  return Simulate(prepared, config, soc);
+}
+
+double RooflineUs(const KernelEstimate& estimate, const SocSpec& soc) {
+  const double roof = estimate.compute_roof_flops > 0 ? estimate.compute_roof_flops
+                                                      : soc.CubePeakFlops();
+  const double compute_us = estimate.flops / roof * 1e6;
+  const double memory_us = estimate.compulsory_bytes / (soc.hbm_bandwidth_gbps * 1e3);
+  return std::max(compute_us, memory_us);
+}
+
+}  // namespace tunefleet::sim
