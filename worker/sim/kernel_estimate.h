@@ -18,28 +18,35 @@ inline constexpr int kPipeCount = 7;
 // msprof's column stem for a pipe's ratio: "aic_mac_ratio" for kCube etc.
 constexpr std::string_view PipeRatioName(Pipe pipe) {
   switch (pipe) {
-    case Pipe::kMte2: return "aic_mte2_ratio";
-    case Pipe::kMte1: return "aic_mte1_ratio";
-    case Pipe::kCube: return "aic_mac_ratio";
-    case Pipe::kFixpipe: return "aic_fixpipe_ratio";
-    case Pipe::kScalar: return "aic_scalar_ratio";
-    case Pipe::kVector: return "aiv_vec_ratio";
-    case Pipe::kMte3: return "aiv_mte3_ratio";
+    case Pipe::kMte2:
+      return "aic_mte2_ratio";
+    case Pipe::kMte1:
+      return "aic_mte1_ratio";
+    case Pipe::kCube:
+      return "aic_mac_ratio";
+    case Pipe::kFixpipe:
+      return "aic_fixpipe_ratio";
+    case Pipe::kScalar:
+      return "aic_scalar_ratio";
+    case Pipe::kVector:
+      return "aiv_vec_ratio";
+    case Pipe::kMte3:
+      return "aiv_mte3_ratio";
   }
   return "";
 }
 
 struct KernelEstimate {
-  double latency_us = 0;    // launch_us + duration_us: what a tuner compares
-  double duration_us = 0;   // on-device time of the critical core (msprof "Task Duration")
-  double launch_us = 0;     // kernel launch overhead (SocSpec::kernel_launch_us)
+  double latency_us = 0;   // launch_us + duration_us: what a tuner compares
+  double duration_us = 0;  // on-device time of the critical core (msprof "Task Duration")
+  double launch_us = 0;    // kernel launch overhead (SocSpec::kernel_launch_us)
   // Busy time of each pipe on the critical core, indexed by Pipe.
   std::array<double, kPipeCount> busy_us{};
-  int64_t block_dim = 0;    // cores used
-  double hbm_bytes = 0;     // HBM traffic: reads that miss L2 plus every output byte written
-  double l2_bytes = 0;      // input bytes served by L2 hits (re-reads of panels)
-  double compulsory_bytes = 0;  // inputs read once + outputs written once: the roofline's bytes
-  double flops = 0;         // useful work (2*M*N*K*batch for MatMul); padding is not counted
+  int64_t block_dim = 0;          // cores used
+  double hbm_bytes = 0;           // HBM traffic: reads that miss L2 plus every output byte written
+  double l2_bytes = 0;            // input bytes served by L2 hits (re-reads of panels)
+  double compulsory_bytes = 0;    // inputs read once + outputs written once: the roofline's bytes
+  double flops = 0;               // useful work (2*M*N*K*batch for MatMul); padding is not counted
   double compute_roof_flops = 0;  // whole-chip peak FLOP/s of the unit and dtype the op runs on
 
   double BusyUs(Pipe pipe) const { return busy_us[static_cast<size_t>(pipe)]; }
@@ -53,8 +60,8 @@ struct KernelEstimate {
   }
   // msprof's memory_bound = mte2_ratio / max(mac_ratio, vec_ratio) (DESIGN.md step 3).
   double MemoryBound() const {
-    double compute = Ratio(Pipe::kCube) > Ratio(Pipe::kVector) ? Ratio(Pipe::kCube)
-                                                               : Ratio(Pipe::kVector);
+    double compute =
+        Ratio(Pipe::kCube) > Ratio(Pipe::kVector) ? Ratio(Pipe::kCube) : Ratio(Pipe::kVector);
     return compute > 0 ? Ratio(Pipe::kMte2) / compute : 0;
   }
 };

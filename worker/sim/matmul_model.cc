@@ -23,13 +23,15 @@ constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // One kind of L1 block: interior, or in the last block row / column of the output
 // (fewer base tiles and fewer real rows). At most four kinds exist.
 struct BlockKind {
-  int64_t count = 0;         // blocks of this kind in the launch, all batches
+  int64_t count = 0;  // blocks of this kind in the launch, all batches
   int64_t tiles_m = 0, tiles_n = 0;
   int64_t tiles = 0;
-  double mte2_eq = 0;        // MTE2 bytes-equivalent for the block (bursts, stride, reloads)
-  double raw_reads = 0;      // input bytes the block's MTE2 reads, reloads included
-  double first_chunk_eq = 0; // bytes-equivalent of the first L1 chunk pair (the fill)
-  double fix_eq = 0;         // FIXPIPE bytes-equivalent of the block's output
+  double mte2_eq = 0;         // MTE2 bytes-equivalent for the block (bursts, stride, reloads)
+  double raw_reads = 0;       // input bytes the block's MTE2 reads, reloads included
+  double first_chunk_eq = 0;  // bytes-equivalent of the first L1 chunk pair (the fill)
+  double fix_eq = 0;          // FIXPIPE bytes-equivalent of the block's output
+  double cycles = 0;          // time of one such block on its core
+  std::array<double, kPipeCount> busy{};  // per-pipe busy cycles of one such block
 };
 
 // Bytes-equivalent of one GM transfer (NPU_MODEL.md "Memory", "Data formats"): every
@@ -44,36 +46,43 @@ double HitFraction(double working_set, double capacity) {
   return working_set <= capacity ? 1.0 : capacity / working_set;
 }
 
+// One batch's operands as the block walk sees them: totals and the full (interior)
+// panel each block reads. Edge panels are smaller; the working sets use full ones.
+struct PanelWalk {
+  double a_total = 0, b_total = 0, c_total = 0;
+  double a_panel = 0, b_panel = 0, c_block = 0;
+  int64_t blocks_m = 0, blocks_n = 0;
+};
+
 // HBM bytes one batch's MTE2 reads at block granularity: the compulsory A and B plus
 // the re-reads of panels that L2 no longer holds. Blocks are walked in bands of
 // `swizzle` panels of the slow operand; within a band the fast operand's panel is
 // re-read `swizzle` times in a row (hits), and again only one band later, after the
 // whole fast operand streamed by. iterateOrder 0 walks M fastest, so A is the fast
 // operand and consecutive blocks share a B panel.
-double MissBytesPerBatch(double a_total, double b_total, double c_total, int64_t blocks_m,
-                         int64_t blocks_n, int64_t iterate_order, int64_t swizzle,
+double MissBytesPerBatch(const PanelWalk& w, int64_t iterate_order, int64_t swizzle,
                          double capacity) {
   const bool m_fast = iterate_order == 0;
-  const double fast_total = m_fast ? a_total : b_total;
-  const double slow_total = m_fast ? b_total : a_total;
-  const int64_t fast_panels = m_fast ? blocks_m : blocks_n;
-  const int64_t slow_panels = m_fast ? blocks_n : blocks_m;
+  const double fast_total = m_fast ? w.a_total : w.b_total;
+  const double slow_total = m_fast ? w.b_total : w.a_total;
+  const double fast_panel = m_fast ? w.a_panel : w.b_panel;
+  const double slow_panel = m_fast ? w.b_panel : w.a_panel;
+  const int64_t fast_panels = m_fast ? w.blocks_m : w.blocks_n;
+  const int64_t slow_panels = m_fast ? w.blocks_n : w.blocks_m;
   const int64_t group = std::clamp<int64_t>(swizzle, 1, slow_panels);
   const int64_t bands = CeilDiv(slow_panels, group);
-  const double fast_panel = fast_total / static_cast<double>(fast_panels);
-  const double slow_panel = slow_total / static_cast<double>(slow_panels);
-  const double c_block = c_total / static_cast<double>(blocks_m * blocks_n);
   const double g = static_cast<double>(group);
 
-  const double ws_in_band = g * (fast_panel + slow_panel + c_block);
-  const double ws_cross = fast_total + g * slow_panel + c_block * g * static_cast<double>(fast_panels);
-  const double ws_slow = g * slow_panel + fast_panel + g * c_block;
+  const double ws_in_band = g * (fast_panel + slow_panel + w.c_block);
+  const double ws_cross =
+      fast_total + g * slow_panel + w.c_block * g * static_cast<double>(fast_panels);
+  const double ws_slow = g * slow_panel + fast_panel + g * w.c_block;
   const double fast_in_band = fast_total * static_cast<double>(slow_panels - bands) *
                               (1 - HitFraction(ws_in_band, capacity));
   const double fast_cross =
       fast_total * static_cast<double>(bands - 1) * (1 - HitFraction(ws_cross, capacity));
-  const double slow_re = slow_total * static_cast<double>(fast_panels - 1) *
-                         (1 - HitFraction(ws_slow, capacity));
+  const double slow_re =
+      slow_total * static_cast<double>(fast_panels - 1) * (1 - HitFraction(ws_slow, capacity));
   return fast_total + slow_total + fast_in_band + fast_cross + slow_re;
 }
 
@@ -108,18 +117,21 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
   const int64_t blocks_m = CeilDiv(tiles_m, t.step_m);
   const int64_t blocks_n = CeilDiv(tiles_n, t.step_n);
   const int64_t total_blocks = blocks_m * blocks_n * shape.batch;
-  const int64_t cores = std::min({t.used_cores, total_blocks, static_cast<int64_t>(soc.ai_core_cnt)});
+  const int64_t cores =
+      std::min({t.used_cores, total_blocks, static_cast<int64_t>(soc.ai_core_cnt)});
   const int64_t waves = CeilDiv(total_blocks, cores);  // blocks of the busiest core
 
   // Per base-K step of one base tile. CUBE: one 16x16xk0 fractal per cycle, always on
   // whole base tiles (edge tiles are padded: wasted work); int8 packs k0 = 32.
   const int64_t cube_k0 = soc.cube_k_size * 2 / in_bytes;
-  const double cube_step = static_cast<double>(CeilDiv(t.base_m, soc.cube_m_size) *
-                                               CeilDiv(t.base_n, soc.cube_n_size) *
-                                               CeilDiv(t.base_k, cube_k0));
+  const double cube_step =
+      static_cast<double>(CeilDiv(t.base_m, soc.cube_m_size) * CeilDiv(t.base_n, soc.cube_n_size) *
+                          CeilDiv(t.base_k, cube_k0));
   // MTE1: L1 -> L0A / L0B, one pipe, whole base tiles (CANN's 256 / 128 B per cycle).
-  const double mte1_a = static_cast<double>(t.base_m * t.base_k) * in / soc.mte1_l0a_bytes_per_cycle;
-  const double mte1_b = static_cast<double>(t.base_k * t.base_n) * in / soc.mte1_l0b_bytes_per_cycle;
+  const double mte1_a =
+      static_cast<double>(t.base_m * t.base_k) * in / soc.mte1_l0a_bytes_per_cycle;
+  const double mte1_b =
+      static_cast<double>(t.base_k * t.base_n) * in / soc.mte1_l0b_bytes_per_cycle;
   // A ping-ponged L0 buffer lets its load overlap the cube; a single one serialises it.
   const double mte1_overlapped = (t.db_l0a ? mte1_a : 0) + (t.db_l0b ? mte1_b : 0);
   const double mte1_serial = mte1_a + mte1_b - mte1_overlapped;
@@ -135,8 +147,10 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
   // tile of the block; otherwise it streams again for each tile that needs it.
   const bool a_resident = kt <= t.step_ka;
   const bool b_resident = kt <= t.step_kb;
-  const double a_first_share = static_cast<double>(std::min(t.step_ka, kt)) / static_cast<double>(kt);
-  const double b_first_share = static_cast<double>(std::min(t.step_kb, kt)) / static_cast<double>(kt);
+  const double a_first_share =
+      static_cast<double>(std::min(t.step_ka, kt)) / static_cast<double>(kt);
+  const double b_first_share =
+      static_cast<double>(std::min(t.step_kb, kt)) / static_cast<double>(kt);
   const bool a_misaligned =
       !shape.a_nz && Misaligned((shape.transpose_a ? shape.m : shape.k) * in_bytes, soc);
   const bool b_misaligned =
@@ -170,17 +184,21 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
       double b_bursts = 0;
       if (shape.a_nz) {
         a_bursts = shape.transpose_a
-                       ? static_cast<double>(CeilDiv(rows_of[i] * in_bytes, kC0Bytes) * CeilDiv(kt, t.step_ka))
+                       ? static_cast<double>(CeilDiv(rows_of[i] * in_bytes, kC0Bytes) *
+                                             CeilDiv(kt, t.step_ka))
                        : static_cast<double>(CeilDiv(shape.k * in_bytes, kC0Bytes));
       } else {
-        a_bursts = shape.transpose_a ? k * static_cast<double>(b.tiles_m) : rows * static_cast<double>(kt);
+        a_bursts =
+            shape.transpose_a ? k * static_cast<double>(b.tiles_m) : rows * static_cast<double>(kt);
       }
       if (shape.b_nz) {
         b_bursts = shape.transpose_b
                        ? static_cast<double>(CeilDiv(shape.k * in_bytes, kC0Bytes))
-                       : static_cast<double>(CeilDiv(cols_of[j] * in_bytes, kC0Bytes) * CeilDiv(kt, t.step_kb));
+                       : static_cast<double>(CeilDiv(cols_of[j] * in_bytes, kC0Bytes) *
+                                             CeilDiv(kt, t.step_kb));
       } else {
-        b_bursts = shape.transpose_b ? cols * static_cast<double>(kt) : k * static_cast<double>(b.tiles_n);
+        b_bursts =
+            shape.transpose_b ? cols * static_cast<double>(kt) : k * static_cast<double>(b.tiles_n);
       }
       const double a_raw = rows * k * in;
       const double b_raw = k * cols * in;
@@ -197,30 +215,35 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
     }
   }
 
-  // The busiest core runs `waves` blocks; bound it by the largest ones (round-robin
-  // hands every core a similar mix, and the first core gets the most).
+  // The busiest core runs `waves` blocks. Its share of the fabric is sized from the
+  // largest blocks (round-robin hands the first core the most and a similar mix).
   std::sort(kinds.begin(), kinds.end(), [](const BlockKind& x, const BlockKind& y) {
     return x.tiles != y.tiles ? x.tiles > y.tiles : x.mte2_eq > y.mte2_eq;
   });
-  std::array<int64_t, 4> taken{};
   double crit_mte2_eq = 0;
-  int64_t left = waves;
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    taken[i] = std::min(left, kinds[i].count);
-    left -= taken[i];
-    crit_mte2_eq += static_cast<double>(taken[i]) * kinds[i].mte2_eq;
+  for (int64_t i = 0, left = waves; i < 4; ++i) {
+    const int64_t take = std::min(left, kinds[static_cast<size_t>(i)].count);
+    left -= take;
+    crit_mte2_eq += static_cast<double>(take) * kinds[static_cast<size_t>(i)].mte2_eq;
   }
 
   // L2 / HBM (NPU_MODEL.md "Memory"): compulsory and missed re-reads come from HBM,
   // the rest (including a block's own reloads) hits L2.
-  const double a_total = m * k * in;
-  const double b_total = k * n * in;
-  const double c_total = m * n * kOutBytes;
+  PanelWalk walk;
+  walk.a_total = m * k * in;
+  walk.b_total = k * n * in;
+  walk.c_total = m * n * kOutBytes;
+  walk.a_panel = static_cast<double>(std::min(shape.m, block_rows)) * k * in;
+  walk.b_panel = k * static_cast<double>(std::min(shape.n, block_cols)) * in;
+  walk.c_block =
+      static_cast<double>(std::min(shape.m, block_rows) * std::min(shape.n, block_cols)) *
+      kOutBytes;
+  walk.blocks_m = blocks_m;
+  walk.blocks_n = blocks_n;
   const double miss_reads =
-      batch * MissBytesPerBatch(a_total, b_total, c_total, blocks_m, blocks_n, t.iterate_order,
-                                t.swizzle,
+      batch * MissBytesPerBatch(walk, t.iterate_order, t.swizzle,
                                 static_cast<double>(soc.l2_size) * kL2UsableFraction);
-  const double hbm_bytes = miss_reads + batch * c_total;
+  const double hbm_bytes = miss_reads + batch * walk.c_total;
 
   // MTE2 cycles per bytes-equivalent on the busiest core: its own DMA rate, unless the
   // active cores together ask for more than the shared fabric gives. Every byte crosses
@@ -230,17 +253,14 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
   const double l2_bytes_per_cycle = soc.l2_bandwidth_gbps * 1e3 / cycles_per_us;
   const double hbm_bytes_per_cycle = soc.hbm_bandwidth_gbps * 1e3 / cycles_per_us;
   const double p = static_cast<double>(cores);
-  const double mte2_tau = std::max(1.0 / soc.mte2_bytes_per_cycle,
-                                   p / l2_bytes_per_cycle + miss_reads / (hbm_bytes_per_cycle * crit_mte2_eq));
+  const double mte2_tau =
+      std::max(1.0 / soc.mte2_bytes_per_cycle,
+               p / l2_bytes_per_cycle + miss_reads / (hbm_bytes_per_cycle * crit_mte2_eq));
   const double fix_tau = std::max(1.0 / soc.fixpipe_bytes_per_cycle, p / l2_bytes_per_cycle);
 
-  KernelEstimate est;
-  double cycles = 0;
   const double step_k_min = static_cast<double>(std::min({t.step_ka, t.step_kb, kt}));
   const double kt_d = static_cast<double>(kt);
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    if (taken[i] == 0) continue;
-    const BlockKind& b = kinds[i];
+  for (BlockKind& b : kinds) {
     const double tiles = static_cast<double>(b.tiles);
     const double steps = tiles * kt_d;
     // L1 is always ping-ponged, so MTE2 overlaps the rest: the steady state of a K
@@ -254,17 +274,31 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
     // FIXPIPE drains L0C after a tile's K loop; a single L0C stalls the cube meanwhile,
     // a ping-ponged one overlaps it with the next tile and leaves only the last drain.
     const double fix_tile = b.fix_eq * fix_tau / tiles;
-    const double fix_part = t.db_l0c ? fix_tile + (tiles - 1) * std::max(0.0, fix_tile - kt_d * steady)
-                                     : tiles * fix_tile;
-    const double block = soc.scalar_cycles_per_tile * tiles + fill + steps * steady + fix_part;
-    const double n_blocks = static_cast<double>(taken[i]);
-    cycles += n_blocks * block;
-    est.BusyUs(Pipe::kMte2) += n_blocks * b.mte2_eq * mte2_tau;
-    est.BusyUs(Pipe::kMte1) += n_blocks * steps * (mte1_a + mte1_b);
-    est.BusyUs(Pipe::kCube) += n_blocks * steps * cube_step;
-    est.BusyUs(Pipe::kFixpipe) += n_blocks * tiles * fix_tile;
-    est.BusyUs(Pipe::kScalar) +=
-        n_blocks * (steps * soc.scalar_cycles_per_iteration + tiles * soc.scalar_cycles_per_tile);
+    const double fix_part = t.db_l0c
+                                ? fix_tile + (tiles - 1) * std::max(0.0, fix_tile - kt_d * steady)
+                                : tiles * fix_tile;
+    b.cycles = soc.scalar_cycles_per_tile * tiles + fill + steps * steady + fix_part;
+    b.busy[static_cast<size_t>(Pipe::kMte2)] = b.mte2_eq * mte2_tau;
+    b.busy[static_cast<size_t>(Pipe::kMte1)] = steps * (mte1_a + mte1_b);
+    b.busy[static_cast<size_t>(Pipe::kCube)] = steps * cube_step;
+    b.busy[static_cast<size_t>(Pipe::kFixpipe)] = tiles * fix_tile;
+    b.busy[static_cast<size_t>(Pipe::kScalar)] =
+        steps * soc.scalar_cycles_per_iteration + tiles * soc.scalar_cycles_per_tile;
+  }
+
+  // The busiest core's time: its `waves` blocks, the slowest ones first.
+  std::sort(kinds.begin(), kinds.end(),
+            [](const BlockKind& x, const BlockKind& y) { return x.cycles > y.cycles; });
+  KernelEstimate est;
+  double cycles = 0;
+  for (int64_t i = 0, left = waves; i < 4 && left > 0; ++i) {
+    const BlockKind& b = kinds[static_cast<size_t>(i)];
+    const int64_t take = std::min(left, b.count);
+    left -= take;
+    cycles += static_cast<double>(take) * b.cycles;
+    for (size_t pipe = 0; pipe < b.busy.size(); ++pipe) {
+      est.busy_us[pipe] += static_cast<double>(take) * b.busy[pipe];
+    }
   }
   for (double& busy : est.busy_us) busy /= cycles_per_us;
 
@@ -276,7 +310,7 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
   est.block_dim = cores;
   est.hbm_bytes = hbm_bytes;
   est.l2_bytes = std::max(0.0, total_raw_reads - miss_reads);
-  est.compulsory_bytes = batch * (a_total + b_total + c_total);
+  est.compulsory_bytes = batch * (walk.a_total + walk.b_total + walk.c_total);
   est.flops = 2.0 * m * n * k * batch;
   est.compute_roof_flops = soc.CubePeakFlops() * static_cast<double>(cube_k0) / soc.cube_k_size;
   return est;

@@ -19,7 +19,8 @@ Result<PreparedProblem> Prepare(const TuningProblem& problem, const SocSpec& soc
     prepared.op = PreparedProblem::Op::kMatmul;
     return prepared;
   }
-  return InvalidArgument("op type '" + problem.key.op_type + "' has no timing model in the simulator");
+  return InvalidArgument("op type '" + problem.key.op_type +
+                         "' has no timing model in the simulator");
 }
 
 Result<KernelEstimate> Simulate(const PreparedProblem& prepared, const Config& config,
@@ -39,8 +40,8 @@ Result<KernelEstimate> Simulate(const TuningProblem& problem, const Config& conf
 }
 
 double RooflineUs(const KernelEstimate& estimate, const SocSpec& soc) {
-  const double roof = estimate.compute_roof_flops > 0 ? estimate.compute_roof_flops
-                                                      : soc.CubePeakFlops();
+  const double roof =
+      estimate.compute_roof_flops > 0 ? estimate.compute_roof_flops : soc.CubePeakFlops();
   const double compute_us = estimate.flops / roof * 1e6;
   const double memory_us = estimate.compulsory_bytes / (soc.hbm_bandwidth_gbps * 1e3);
   return std::max(compute_us, memory_us);

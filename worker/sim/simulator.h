@@ -21,7 +21,7 @@ struct PreparedProblem {
   enum class Op { kMatmul };
   const TuningProblem* problem = nullptr;  // borrowed
   Op op = Op::kMatmul;
-  MatmulShape matmul;                      // when op == kMatmul
+  MatmulShape matmul;  // when op == kMatmul
 };
 
 // kInvalidArgument when the op key's type has no timing model or its inputs do not
