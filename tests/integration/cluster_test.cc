@@ -63,10 +63,13 @@ class Cluster {
  public:
   explicit Cluster(std::string data_dir) : data_dir_(std::move(data_dir)) {}
 
-  ::testing::AssertionResult StartCoordinator() {
+  // Ports are picked by the kernel unless given (a restart reuses the old ones so that
+  // running workers find it again).
+  ::testing::AssertionResult StartCoordinator(const std::string& client = "tcp://127.0.0.1:*",
+                                              const std::string& worker = "tcp://127.0.0.1:*") {
     coordinator_ = std::make_unique<Process>(std::vector<std::string>{
-        Binary("coordinator/tunefleet-coordinator"), "--client-bind", "tcp://127.0.0.1:*",
-        "--worker-bind", "tcp://127.0.0.1:*", "--metrics-address", "127.0.0.1", "--metrics-port", "0",
+        Binary("coordinator/tunefleet-coordinator"), "--client-bind", client,
+        "--worker-bind", worker, "--metrics-address", "127.0.0.1", "--metrics-port", "0",
         "--heartbeat-ms", "100", "--data-dir", data_dir_});
     auto line = coordinator_->WaitForLine("tunefleet-coordinator ready", 20s);
     if (!line) return ::testing::AssertionFailure() << "coordinator printed no ready line";
@@ -108,7 +111,14 @@ class Cluster {
     }
   }
 
+  void KillCoordinator() {
+    coordinator_->Kill();
+    EXPECT_EQ(coordinator_->Wait(20s), 128 + SIGKILL);
+    coordinator_.reset();
+  }
+
   const std::string& client_endpoint() const { return client_ep_; }
+  const std::string& worker_endpoint() const { return worker_ep_; }
   int metrics_port() const { return metrics_port_; }
   Process& worker(size_t i) { return *workers_[i]; }
 
@@ -224,6 +234,50 @@ TEST_F(ClusterTest, KillingOneOfTwoWorkersMidTaskLosesNothingAndFindsTheSameBest
   EXPECT_GE(testing::MetricValue(metrics, "tunefleet_jobs_requeued_total"), 1.0)
       << "the killed worker's leased job must have been requeued";
   EXPECT_EQ(testing::MetricValue(metrics, "tunefleet_workers_connected"), 1.0);
+}
+
+TEST_F(ClusterTest, CoordinatorKilledMidTaskResumesFromRocksDbAndEndsWithTheSameBest) {
+  const OpKey key = Matmul(32, 64, 32);
+  const Optimum expected = DirectOptimum(key);
+
+  Cluster cluster(data_dir());
+  ASSERT_TRUE(cluster.StartCoordinator());
+  cluster.StartWorker(1, 300);
+  cluster.StartWorker(1, 300);
+  uint64_t submission = 0;
+  {
+    client::Client c(ctx_, cluster.client_endpoint());
+    client::SubmitSpec spec;
+    spec.ops = {key};
+    spec.strategy = "exhaustive";
+    spec.job_size = 64;
+    auto sub = c.Submit(spec);
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    submission = sub->submission_id;
+    for (auto deadline = std::chrono::steady_clock::now() + 60s;;) {
+      auto st = c.GetStatus(submission);
+      ASSERT_TRUE(st.ok());
+      if (st->tasks[0].evaluated >= expected.valid / 3) break;
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  const std::string client_ep = cluster.client_endpoint(), worker_ep = cluster.worker_endpoint();
+  cluster.KillCoordinator();
+  ASSERT_TRUE(cluster.StartCoordinator(client_ep, worker_ep));
+
+  client::Client c(ctx_, cluster.client_endpoint());
+  client::StatusView st = cluster.WaitDone(c, submission, 120s);
+  ASSERT_EQ(st.tasks.size(), 1u);
+  EXPECT_EQ(st.tasks[0].state, "done");
+  EXPECT_EQ(st.tasks[0].evaluated, expected.valid) << "no config lost or counted twice across the crash";
+  double after_restart = testing::MetricValue(testing::HttpGet(cluster.metrics_port(), "/metrics"),
+                                              "tunefleet_evaluations_total");
+  EXPECT_GT(after_restart, 0);
+  EXPECT_LE(after_restart, expected.valid * 2.0 / 3 + 64 * 2)
+      << "the restarted coordinator must continue from the results in RocksDB, not start over";
+  EXPECT_EQ(st.tasks[0].best_index, expected.index);
+  EXPECT_DOUBLE_EQ(st.tasks[0].best_latency_us, expected.latency_us);
 }
 
 TEST_F(ClusterTest, BadSubmissionGetsAnErrorThatSaysWhatToFixAndTheCoordinatorKeepsServing) {

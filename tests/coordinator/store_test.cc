@@ -1,0 +1,119 @@
+// Store against a real RocksDB folder.
+#include "coordinator/store.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace tunefleet::coordinator {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tunefleet-store-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<Store> Open() {
+    auto s = Store::Open(dir_.string());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return std::move(s).value();
+  }
+  std::filesystem::path dir_;
+};
+
+OpKey Key(int64_t m) {
+  OpKey k;
+  k.soc = "Ascend910B2";
+  k.op_type = "MatMul";
+  k.inputs = {{{m, 64}, "float16", "ND"}, {{64, 64}, "float16", "ND"}};
+  return k;
+}
+
+KbEntry Entry(int64_t m, double best) {
+  KbEntry e;
+  e.key = Key(m);
+  e.best_index = 42;
+  e.best_config = {{"baseM", 64}, {"baseN", 32}};
+  e.best_latency_us = best;
+  e.baseline_latency_us = 10;
+  e.improvement = 10 / best;
+  e.strategy = "exhaustive";
+  e.evaluations = 100;
+  return e;
+}
+
+TaskRecord Task(uint64_t id, int64_t m) {
+  TaskRecord t;
+  t.task_id = id;
+  t.submission_id = 1;
+  t.key = Key(m);
+  t.strategy = "random";
+  t.budget = 50;
+  t.seed = 7;
+  t.state = TaskState::kRunning;
+  return t;
+}
+
+TEST_F(StoreTest, KnowledgeBaseKeepsOnlyTheBetterEntry) {
+  auto store = Open();
+  EXPECT_FALSE(store->GetKb(HashOpKey(Key(64))).value().has_value());
+  EXPECT_TRUE(store->FinishTask(Task(1, 64), Entry(64, 5.0)).value());
+  EXPECT_FALSE(store->FinishTask(Task(2, 64), Entry(64, 6.0)).value()) << "a worse result must not replace";
+  auto got = store->GetKb(HashOpKey(Key(64))).value();
+  ASSERT_TRUE(got);
+  EXPECT_DOUBLE_EQ(got->best_latency_us, 5.0);
+  EXPECT_TRUE(store->FinishTask(Task(3, 64), Entry(64, 4.0)).value());
+  EXPECT_DOUBLE_EQ(store->GetKb(HashOpKey(Key(64))).value()->best_latency_us, 4.0);
+  EXPECT_EQ(store->GetKb(HashOpKey(Key(64))).value()->best_config.size(), 2u);
+}
+
+TEST_F(StoreTest, EverythingSurvivesAReopen) {
+  {
+    auto store = Open();
+    SubmissionRecord sub{9, {1, 2}, 123};
+    ASSERT_TRUE(store->PutSubmission(sub, {Task(1, 64), Task(2, 128)}).ok());
+    ASSERT_TRUE(store->PutResults(1, {{5, true, 1.5, "", 77}, {6, false, 0, "L0A", 77}}).ok());
+    ASSERT_TRUE(store->FinishTask(Task(2, 128), Entry(128, 3.0)).ok());
+    EXPECT_EQ(store->NextId("task").value(), 1u);
+    EXPECT_EQ(store->NextId("task").value(), 2u);
+  }
+  auto store = Open();
+  auto tasks = store->LoadTasks().value();
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[0].task_id, 1u);
+  EXPECT_EQ(tasks[0].key, Key(64));
+  EXPECT_EQ(tasks[0].budget, 50u);
+  auto results = store->LoadResults(1).value();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].index, 5u);
+  EXPECT_DOUBLE_EQ(results[0].latency_us, 1.5);
+  EXPECT_FALSE(results[1].ok);
+  EXPECT_EQ(results[1].error, "L0A");
+  EXPECT_EQ(store->LoadSubmissions().value().at(0).task_ids, (std::vector<uint64_t>{1, 2}));
+  EXPECT_TRUE(store->GetKb(HashOpKey(Key(128))).value().has_value());
+  EXPECT_EQ(store->NextId("task").value(), 3u) << "id counters must be durable";
+}
+
+TEST_F(StoreTest, FinishingATaskDeletesOnlyItsResults) {
+  auto store = Open();
+  ASSERT_TRUE(store->PutResults(1, {{5, true, 1.5, "", 1}}).ok());
+  ASSERT_TRUE(store->PutResults(2, {{5, true, 2.5, "", 1}}).ok());
+  ASSERT_TRUE(store->FinishTask(Task(1, 64), std::nullopt).ok());
+  EXPECT_TRUE(store->LoadResults(1).value().empty());
+  EXPECT_EQ(store->LoadResults(2).value().size(), 1u);
+}
+
+TEST_F(StoreTest, SecondOpenOfALockedFolderIsUnavailable) {
+  auto first = Open();
+  auto second = Store::Open(dir_.string());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable) << second.status().ToString();
+}
+
+}  // namespace
+}  // namespace tunefleet::coordinator
