@@ -7,10 +7,10 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <fmt/core.h>
 
+#include "coordinator/index_set.h"
 #include "coordinator/metrics.h"
 #include "coordinator/strategy.h"
 #include "tunefleet/common/transport.h"
@@ -54,8 +54,8 @@ struct Task {
   TaskRecord rec;
   std::optional<TuningProblem> problem;
   std::unique_ptr<Strategy> strategy;
-  std::unordered_set<ConfigIndex> recorded;
-  std::unordered_set<ConfigIndex> planned;  // handed out: in flight, waiting, or recorded
+  IndexSet recorded;
+  IndexSet planned;  // handed out: in flight, waiting, or recorded
   std::deque<JobSpec> waiting;              // requeued jobs (and the baseline), sent first
   size_t in_flight = 0;
   bool strategy_done = false;
@@ -171,18 +171,21 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   TF_ASSIGN_OR_RETURN(const SocSpec* soc, catalog_.Find(task.rec.key.soc));
   TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(task.rec.key, *soc));
   task.problem.emplace(std::move(problem));
+  task.planned = IndexSet(task.problem->space.size());
+  task.recorded = IndexSet(task.problem->space.size());
   TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed));
   task.rec.state = TaskState::kRunning;
   task.rec.evaluated = 0;
   task.rec.failed_configs = 0;
   task.rec.has_best = false;
   for (const StoredResult& r : recovered) {
+    if (r.index >= task.problem->space.size()) continue;  // not of this space: re-measure
     task.planned.insert(r.index);
     Record(task, r.job_id, r.index, r.ok, r.latency_us, r.error, nullptr);
   }
   // The default tiling is measured first: it is the baseline improvements are quoted against.
   ConfigIndex def = task.problem->default_index;
-  if (!task.planned.count(def) && task.planned.size() < task.limit()) {
+  if (!task.planned.contains(def) && task.planned.size() < task.limit()) {
     task.planned.insert(def);
     JobSpec baseline;
     baseline.configs = {def};
@@ -218,11 +221,11 @@ void Coordinator::Impl::RecordResults(Task& task, uint64_t job_id, schema::JobRe
   std::vector<StoredResult> stored;
   for (auto e : r.getResults()) {
     ConfigIndex index = e.getConfigIndex();
-    if (task.recorded.count(index)) {
+    if (task.recorded.contains(index)) {
       metrics_.duplicate_results.Increment();
       continue;
     }
-    if (!task.planned.count(index)) continue;  // never asked for: ignore
+    if (!task.planned.contains(index)) continue;  // never asked for: ignore
     Record(task, job_id, index, e.getOk(), e.getLatencyUs(), e.getError(), &stored);
   }
   if (stored.empty()) return;
@@ -239,7 +242,7 @@ void Coordinator::Impl::RecordFailure(Task& task, uint64_t job_id,
                                       const std::string& why) {
   std::vector<StoredResult> stored;
   for (ConfigIndex i : configs) {
-    if (!task.recorded.count(i)) Record(task, job_id, i, false, 0, why, &stored);
+    if (!task.recorded.contains(i)) Record(task, job_id, i, false, 0, why, &stored);
   }
   if (!stored.empty()) (void)store_.PutResults(task.rec.task_id, stored);
 }
@@ -287,7 +290,7 @@ void Coordinator::Impl::Requeue(Lease lease, const std::string& why) {
   JobSpec spec = std::move(lease.spec);
   std::vector<ConfigIndex> left;
   for (ConfigIndex i : spec.configs) {
-    if (!task.recorded.count(i)) left.push_back(i);
+    if (!task.recorded.contains(i)) left.push_back(i);
   }
   if (!left.empty()) {
     if (spec.attempt >= protocol::kMaxJobAttempts) {
@@ -316,7 +319,7 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task) {
   if (task.strategy_done || task.planned.size() >= task.limit()) return std::nullopt;
   uint32_t job_size = task.rec.job_size ? task.rec.job_size : options_.default_job_size;
   size_t max = std::min<uint64_t>(job_size, task.limit() - task.planned.size());
-  Batch batch = task.strategy->Ask(max, [&task](ConfigIndex i) { return task.planned.count(i) > 0; });
+  Batch batch = task.strategy->Ask(max, [&task](ConfigIndex i) { return task.planned.contains(i); });
   if (batch.configs.empty()) {
     task.strategy_done = true;
     MaybeFinish(task);
@@ -339,7 +342,7 @@ void Coordinator::Impl::Dispatch() {
       std::optional<JobSpec> spec;
       auto try_task = [&](Task& task) {
         if (task.rec.state != TaskState::kRunning) return false;
-        if (!worker.socs.count(task.rec.key.soc)) return false;
+        if (!worker.socs.contains(task.rec.key.soc)) return false;
         spec = NextJob(task);
         if (!spec) return false;
         chosen = &task;
