@@ -77,6 +77,7 @@ Result<SubmitOutcome> Client::Submit(const SubmitSpec& spec) {
   req.setForce(spec.force);
   req.setPriority(spec.priority);
   req.setJobSize(spec.job_size);
+  req.setWarmStart(spec.warm_start);
   TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
   SubmitOutcome out;
   TF_RETURN_IF_ERROR(wire::Guard("submit reply", [&]() -> tunefleet::Status {
@@ -121,9 +122,11 @@ Result<StatusView> Client::GetStatus(uint64_t submission_id) {
   return out;
 }
 
-Result<std::vector<std::optional<KbView>>> Client::Lookup(const std::vector<OpKey>& keys) {
+Result<std::vector<std::optional<KbView>>> Client::Lookup(const std::vector<OpKey>& keys, bool nearest) {
   wire::Outgoing msg;
-  auto list = msg.Body().initLookup().initKeys(static_cast<unsigned>(keys.size()));
+  auto lookup = msg.Body().initLookup();
+  lookup.setNearest(nearest);
+  auto list = lookup.initKeys(static_cast<unsigned>(keys.size()));
   for (unsigned i = 0; i < keys.size(); ++i) wire::FillOpKey(list[i], keys[i]);
   TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
   std::vector<std::optional<KbView>> out;
@@ -146,6 +149,8 @@ Result<std::vector<std::optional<KbView>>> Client::Lookup(const std::vector<OpKe
       v.evaluations = r.getEvaluations();
       v.job_id = r.getJobId();
       v.timestamp_ms = r.getTimestampUnixMs();
+      v.approximate = e.getApproximate();
+      v.distance = e.getDistance();
       out.push_back(std::move(v));
     }
     return tunefleet::Status::Ok();

@@ -28,6 +28,7 @@ struct SubmitSpec {
   bool force = false;
   int32_t priority = 0;
   uint32_t job_size = 0;
+  bool warm_start = false;
 };
 
 struct SubmitOutcome {
@@ -65,6 +66,8 @@ struct KbView {
   uint64_t evaluations = 0;
   uint64_t job_id = 0;
   int64_t timestamp_ms = 0;
+  bool approximate = false;  // the nearest tuned shape's entry, not this key's
+  double distance = 0;
 };
 
 class Client {
@@ -78,7 +81,8 @@ class Client {
   Result<SubmitOutcome> Submit(const SubmitSpec& spec);
   Result<StatusView> GetStatus(uint64_t submission_id);
   // One entry per key, nullopt where the knowledge base has none.
-  Result<std::vector<std::optional<KbView>>> Lookup(const std::vector<OpKey>& keys);
+  // With nearest, a miss is answered from the closest tuned shape (approximate = true).
+  Result<std::vector<std::optional<KbView>>> Lookup(const std::vector<OpKey>& keys, bool nearest = false);
 
  private:
   zmq::context_t& ctx_;

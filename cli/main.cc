@@ -43,6 +43,7 @@ struct SubmitFlags {
   uint64_t budget = 0;
   uint64_t seed = 1;
   bool force = false;
+  bool warm_start = false;
   uint32_t job_size = 0;
   bool json = false;
 };
@@ -54,6 +55,7 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   cmd->add_option("--seed", f.seed, "seed of the strategy and of measurement noise")->capture_default_str();
   cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)");
   cmd->add_flag("--force", f.force, "re-tune ops already in the knowledge base");
+  cmd->add_flag("--warm-start", f.warm_start, "first try the best configs of the nearest tuned shapes of each op");
   cmd->add_flag("--json", f.json, "print JSON instead of text");
 }
 
@@ -66,6 +68,7 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
   spec.seed = f.seed;
   spec.force = f.force;
   spec.job_size = f.job_size;
+  spec.warm_start = f.warm_start;
   return spec;
 }
 
@@ -201,11 +204,12 @@ int main(int argc, char** argv) {
   status->add_flag("--json", status_json, "print JSON");
 
   std::string lookup_file, lookup_soc;
-  bool lookup_json = false;
+  bool lookup_json = false, lookup_nearest = false;
   auto* lookup = app.add_subcommand("lookup", "look ops up in the knowledge base (exit 3 when any is missing)");
   lookup->add_option("OPS", lookup_file, "JSON ops file")->required()->check(CLI::ExistingFile);
   lookup->add_option("--soc", lookup_soc, "SoC for every op");
   lookup->add_flag("--json", lookup_json, "print JSON");
+  lookup->add_flag("--nearest", lookup_nearest, "answer a miss from the closest tuned shape of the same op and SoC (flagged APPROXIMATE)");
 
   for (auto* cmd : {submit, status, lookup}) {
     cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
@@ -250,14 +254,14 @@ int main(int argc, char** argv) {
     if (!ops.ok()) return Fail(ops.status());
     std::vector<OpKey> keys;
     for (const auto& op : *ops) keys.push_back(op.key);
-    auto found = c.Lookup(keys);
+    auto found = c.Lookup(keys, lookup_nearest);
     if (!found.ok()) return Fail(found.status());
     bool all = true;
     nlohmann::json out = nlohmann::json::array();
     for (size_t i = 0; i < found->size(); ++i) {
       const auto& name = (*ops)[i].name;
       const auto& e = (*found)[i];
-      all &= e.has_value();
+      all &= e.has_value() && !e->approximate;
       if (lookup_json) {
         out.push_back(e ? KbJson(name, *e) : nlohmann::json{{"name", name}, {"found", false}, {"op_key", OpKeyToJson(keys[i])}});
       } else if (e) {

@@ -66,7 +66,9 @@ nlohmann::json TaskJson(const std::string& name, const client::TaskView& t, bool
 }
 
 std::string KbText(const std::string& name, const client::KbView& e) {
-  std::string s = fmt::format("{}  {}  [found]\n", name, e.key.Display());
+  std::string s = e.approximate
+      ? fmt::format("{}  APPROXIMATE: nearest tuned shape {} (distance {:.3f}); not this exact op\n", name, e.key.Display(), e.distance)
+      : fmt::format("{}  {}  [found]\n", name, e.key.Display());
   s += fmt::format("  best config        {}\n", DescribeConfig(e.best_config));
   s += fmt::format("  best latency       {:.3f} us\n", e.best_latency_us);
   s += fmt::format("  default latency    {:.3f} us\n", e.baseline_latency_us);
@@ -79,6 +81,8 @@ nlohmann::json KbJson(const std::string& name, const client::KbView& e) {
   nlohmann::json j;
   j["name"] = name;
   j["found"] = true;
+  j["approximate"] = e.approximate;
+  j["distance"] = e.distance;
   j["op_key"] = OpKeyToJson(e.key);
   j["op_key_hash"] = HashOpKey(e.key).Hex();
   j["best_config_index"] = e.best_index;

@@ -12,6 +12,7 @@
 
 #include "coordinator/index_set.h"
 #include "coordinator/metrics.h"
+#include "coordinator/nearest.h"
 #include "coordinator/strategy.h"
 #include "tunefleet/common/transport.h"
 #include "tunefleet/common/tuning_problem.h"
@@ -98,6 +99,9 @@ class Coordinator::Impl {
   // --- lifecycle of tasks -------------------------------------------------------
   Status Resume();
   Status ActivateTask(Task& task, const std::vector<StoredResult>& recovered);
+  // Queues the best configs of the nearest tuned shapes (that are valid here) right
+  // after the baseline. Returns how many were queued.
+  size_t WarmStart(Task& task);
   void RecordResults(Task& task, uint64_t job_id, schema::JobResult::Reader r);
   void RecordFailure(Task& task, uint64_t job_id, const std::vector<ConfigIndex>& configs,
                      const std::string& why);
@@ -440,6 +444,35 @@ void Coordinator::Impl::UpdateTaskGauges() {
   metrics_.tasks_failed.Set(failed);
 }
 
+size_t Coordinator::Impl::WarmStart(Task& task) {
+  constexpr size_t kNeighbours = 3;
+  auto nearest = FindNearest(store_, task.rec.key, kNeighbours);
+  if (!nearest.ok()) {
+    Log("warm start skipped: " + nearest.status().ToString());
+    return 0;
+  }
+  const SearchSpace& space = task.problem->space;
+  JobSpec seeds;
+  for (const NearestEntry& n : *nearest) {
+    Config c(space.dims());
+    bool complete = true;
+    for (size_t p = 0; p < space.dims(); ++p) {
+      auto it = std::find_if(n.entry.best_config.begin(), n.entry.best_config.end(),
+                             [&](const auto& kv) { return kv.first == space.params()[p].name; });
+      if (it == n.entry.best_config.end()) complete = false;
+      else c[p] = it->second;
+    }
+    if (!complete || !space.Validate(c).ok()) continue;
+    auto index = space.Encode(c);
+    if (!index.ok() || task.planned.contains(*index) || task.planned.size() >= task.limit()) continue;
+    task.planned.insert(*index);
+    seeds.configs.push_back(*index);
+  }
+  size_t n = seeds.configs.size();
+  if (n) task.waiting.push_back(std::move(seeds));
+  return n;
+}
+
 // ----------------------------------------------------------------------------------
 // Worker protocol
 
@@ -664,6 +697,10 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     if (!task.rec.from_cache) {
       Status s = ActivateTask(task, {});
       if (!s.ok()) return Internal("validated op failed to activate: " + s.message());
+      if (req.getWarmStart()) {
+        size_t seeded = WarmStart(task);
+        Log(fmt::format("task {} warm-started with {} configs of nearby shapes", task.rec.task_id, seeded));
+      }
       TF_RETURN_IF_ERROR(store_.PutTask(task.rec));
     }
   }
@@ -741,17 +778,28 @@ Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
                                        schema::Envelope::Body::Builder reply) {
   auto keys = req.getKeys();
   std::vector<std::optional<KbEntry>> found;
+  std::vector<double> distance;  // < 0: exact
   for (unsigned i = 0; i < keys.size(); ++i) {
     auto key = wire::ReadOpKey(keys[i]);
     if (!key.ok()) return key.status().WithContext("key " + std::to_string(i));
     TF_ASSIGN_OR_RETURN(std::optional<KbEntry> e, store_.GetKb(HashOpKey(*key)));
     (e ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
+    distance.push_back(-1);
+    if (!e && req.getNearest()) {
+      TF_ASSIGN_OR_RETURN(std::vector<NearestEntry> near, FindNearest(store_, *key, 1));
+      if (!near.empty()) {
+        e = std::move(near[0].entry);
+        distance.back() = near[0].distance;
+      }
+    }
     found.push_back(std::move(e));
   }
   auto list = reply.initLookupReply().initEntries(static_cast<unsigned>(found.size()));
   for (unsigned i = 0; i < found.size(); ++i) {
     list[i].setFound(found[i].has_value());
     if (!found[i]) continue;
+    list[i].setApproximate(distance[i] >= 0);
+    list[i].setDistance(std::max(0.0, distance[i]));
     const KbEntry& e = *found[i];
     auto r = list[i].initRecord();
     wire::FillOpKey(r.initOpKey(), e.key);

@@ -265,6 +265,15 @@ Result<std::optional<KbEntry>> Store::GetKb(const OpKeyHash& hash) const {
   return std::optional<KbEntry>(std::move(e));
 }
 
+Status Store::ForEachKb(const std::function<void(const KbEntry&)>& fn) const {
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->kb));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    TF_ASSIGN_OR_RETURN(KbEntry e, DecodeKb(it->value().ToString()));
+    fn(e);
+  }
+  return FromRocks(it->status(), "scan knowledge base");
+}
+
 uint64_t Store::KbSizeEstimate() const {
   uint64_t n = 0;
   impl_->db->GetIntProperty(impl_->kb, "rocksdb.estimate-num-keys", &n);

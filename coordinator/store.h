@@ -6,6 +6,7 @@
 // loop thread owns it; reads (Get*) may come from any thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,8 @@ class Store {
 
   Result<std::optional<KbEntry>> GetKb(const OpKeyHash& hash) const;
   uint64_t KbSizeEstimate() const;
+  // Calls fn for every knowledge-base entry (a full scan: for nearest-shape queries).
+  Status ForEachKb(const std::function<void(const KbEntry&)>& fn) const;
 
   // Allocates the next id of a named counter ("task", "submission"), durably.
   Result<uint64_t> NextId(const std::string& counter);

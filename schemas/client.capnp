@@ -14,6 +14,7 @@ struct SubmitRequest {
   force @4 :Bool;              # re-tune keys already in the knowledge base
   priority @5 :Int32;
   jobSize @6 :UInt32;          # configs per job; 0 = coordinator default
+  warmStart @7 :Bool;          # seed each task with the best configs of the nearest tuned shapes
 }
 
 struct SubmitReply {
@@ -57,11 +58,14 @@ struct StatusReply {
 
 struct LookupRequest {
   keys @0 :List(Common.OpKey);
+  nearest @1 :Bool;            # on a miss, answer from the closest tuned shape (flagged)
 }
 
 struct LookupEntry {
   found @0 :Bool;
   record @1 :Kb.KbRecord;
+  approximate @2 :Bool;        # record is of the nearest tuned shape, not this key
+  distance @3 :Float64;        # sum over dimensions of |ln(a/b)|; 0 for an exact hit
 }
 
 struct LookupReply {

@@ -1,7 +1,10 @@
 // The coordinator's loop on fake time: in-process, over inproc:// sockets, with
 // scripted workers that answer (or do not) exactly as the test says. Real RocksDB.
 #include "coordinator/coordinator.h"
+#include "coordinator/nearest.h"
+#include "tunefleet/common/tuning_problem.h"
 
+#include <cmath>
 #include <filesystem>
 #include <thread>
 
@@ -18,11 +21,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-OpKey SmallMatmul() {
+OpKey SmallMatmul(int64_t m = 32) {
   OpKey k;
   k.soc = "Ascend910B2";
   k.op_type = "MatMul";
-  k.inputs = {{{32, 32}, "float16", "ND"}, {{32, 64}, "float16", "ND"}};
+  k.inputs = {{{m, 32}, "float16", "ND"}, {{32, 64}, "float16", "ND"}};
   return k;
 }
 
@@ -203,6 +206,68 @@ TEST_F(CoordinatorTest, LookupOfAnUnknownKeyIsAMissAndTheAnswerNamesNoEntry) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->size(), 1u);
   EXPECT_FALSE((*r)[0].has_value());
+}
+
+TEST(ShapeDistance, ComparesOnlyTheSameOpAtAnotherShape) {
+  EXPECT_DOUBLE_EQ(*ShapeDistance(SmallMatmul(32), SmallMatmul(32)), 0);
+  EXPECT_NEAR(*ShapeDistance(SmallMatmul(32), SmallMatmul(64)), std::log(2.0), 1e-12);
+  OpKey other_soc = SmallMatmul(64);
+  other_soc.soc = "Ascend910B4";
+  EXPECT_FALSE(ShapeDistance(SmallMatmul(32), other_soc));
+  OpKey other_dtype = SmallMatmul(64);
+  other_dtype.inputs[0].dtype = other_dtype.inputs[1].dtype = "bfloat16";
+  EXPECT_FALSE(ShapeDistance(SmallMatmul(32), other_dtype));
+}
+
+TEST_F(CoordinatorTest, NearestLookupAndWarmStartUseTheClosestTunedShape) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul(32)};
+  spec.strategy = "random";
+  spec.budget = 2;
+  spec.job_size = 1;
+  auto first = client.Submit(spec);
+  ASSERT_TRUE(first.ok());
+  for (int i = 0; i < 2; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    w.Answer(*job, 10);
+  }
+  std::this_thread::sleep_for(200ms);
+  auto st = client.GetStatus(first->submission_id);
+  ASSERT_TRUE(st.ok() && st->done);
+  const ConfigIndex tuned_best = st->tasks[0].best_index;
+
+  // An exact miss; with nearest, the 32-row entry answers for the 64-row key, flagged.
+  auto exact = client.Lookup({SmallMatmul(64)});
+  ASSERT_TRUE(exact.ok());
+  EXPECT_FALSE((*exact)[0].has_value());
+  auto near = client.Lookup({SmallMatmul(64)}, /*nearest=*/true);
+  ASSERT_TRUE(near.ok());
+  ASSERT_TRUE((*near)[0].has_value());
+  EXPECT_TRUE((*near)[0]->approximate);
+  EXPECT_EQ((*near)[0]->key, SmallMatmul(32));
+  EXPECT_NEAR((*near)[0]->distance, std::log(2.0), 1e-9);
+
+  // Warm start: right after the baseline, the neighbour's best config (as it reads in the
+  // new key's space) is measured.
+  const SocSpec& soc = *catalog_.Find("Ascend910B2").value();
+  TuningProblem small = MakeTuningProblem(SmallMatmul(32), soc).value();
+  TuningProblem large = MakeTuningProblem(SmallMatmul(64), soc).value();
+  auto expected = large.space.Encode(small.space.Decode(tuned_best));
+  ASSERT_TRUE(expected.ok());
+  spec.ops = {SmallMatmul(64)};
+  spec.warm_start = true;
+  spec.budget = 3;
+  ASSERT_TRUE(client.Submit(spec).ok());
+  auto baseline = w.NextJob();
+  ASSERT_TRUE(baseline);
+  EXPECT_EQ(baseline->configs, std::vector<ConfigIndex>{large.default_index});
+  w.Answer(*baseline, 10);
+  auto warm = w.NextJob();
+  ASSERT_TRUE(warm);
+  EXPECT_EQ(warm->configs, std::vector<ConfigIndex>{*expected});
 }
 
 }  // namespace
