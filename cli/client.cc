@@ -78,6 +78,10 @@ Result<SubmitOutcome> Client::Submit(const SubmitSpec& spec) {
   req.setPriority(spec.priority);
   req.setJobSize(spec.job_size);
   req.setWarmStart(spec.warm_start);
+  req.setTotalBudget(spec.total_budget);
+  req.setScheduler(spec.scheduler);
+  auto weights = req.initWeights(static_cast<unsigned>(spec.weights.size()));
+  for (unsigned i = 0; i < spec.weights.size(); ++i) weights.set(i, spec.weights[i]);
   TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
   SubmitOutcome out;
   TF_RETURN_IF_ERROR(wire::Guard("submit reply", [&]() -> tunefleet::Status {

@@ -29,6 +29,10 @@ struct SubmitSpec {
   int32_t priority = 0;
   uint32_t job_size = 0;
   bool warm_start = false;
+  // > 0: one budget for all the submission's new tasks, split by `scheduler`.
+  uint64_t total_budget = 0;
+  std::string scheduler;        // "gradient" (default) or "round-robin"
+  std::vector<double> weights;  // per op, how often it runs per model step; empty = 1 each
 };
 
 struct SubmitOutcome {

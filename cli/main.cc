@@ -44,6 +44,8 @@ struct SubmitFlags {
   uint64_t seed = 1;
   bool force = false;
   bool warm_start = false;
+  uint64_t total_budget = 0;
+  std::string scheduler = "gradient";
   uint32_t job_size = 0;
   bool json = false;
 };
@@ -56,6 +58,8 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)");
   cmd->add_flag("--force", f.force, "re-tune ops already in the knowledge base");
   cmd->add_flag("--warm-start", f.warm_start, "first try the best configs of the nearest tuned shapes of each op");
+  cmd->add_option("--total-budget", f.total_budget, "one evaluation budget for all ops, split by --scheduler (overrides --budget)");
+  cmd->add_option("--scheduler", f.scheduler, "how --total-budget is split: gradient (by expected gain, weighted by each op's count) or round-robin")->capture_default_str()->check(CLI::IsMember({"gradient", "round-robin"}));
   cmd->add_flag("--json", f.json, "print JSON instead of text");
 }
 
@@ -69,6 +73,9 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
   spec.force = f.force;
   spec.job_size = f.job_size;
   spec.warm_start = f.warm_start;
+  spec.total_budget = f.total_budget;
+  spec.scheduler = f.scheduler;
+  for (const auto& op : ops) spec.weights.push_back(op.count);
   return spec;
 }
 
@@ -150,9 +157,11 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots) {
       return Fail(sub.status());
     }
     if (!f.json) {
+      std::string budget = f.total_budget ? fmt::format("{} in total ({} scheduler)", f.total_budget, f.scheduler)
+                           : f.budget     ? fmt::format("{} per op", f.budget)
+                                          : "whole valid space";
       fmt::print("tunefleet tune: {} ops on {} with {} worker slots, strategy {}, budget {}, data in {}\n",
-                 ops.size(), ops.front().key.soc, slots, f.strategy,
-                 f.budget ? std::to_string(f.budget) : "whole valid space", data_dir);
+                 ops.size(), ops.front().key.soc, slots, f.strategy, budget, data_dir);
       std::fflush(stdout);
     }
     auto st = Wait(c, sub->submission_id, f.json);

@@ -42,6 +42,12 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
                      ? op["name"].get<std::string>()
                      : "op" + std::to_string(i);
     named.key = std::move(key).value();
+    if (op.is_object() && op.contains("count")) {
+      if (!op["count"].is_number() || !(op["count"].get<double>() > 0)) {
+        return InvalidArgument(path + ": op " + std::to_string(i) + " 'count' must be a positive number");
+      }
+      named.count = op["count"].get<double>();
+    }
     out.push_back(std::move(named));
   }
   return out;

@@ -14,6 +14,7 @@ namespace tunefleet::cli {
 struct NamedOp {
   std::string name;  // "name" field, or "op<i>"
   OpKey key;
+  double count = 1;  // "count": how often the op runs per model step
 };
 
 // soc_override, when non-empty, replaces every op's SoC.

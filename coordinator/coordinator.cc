@@ -14,6 +14,7 @@
 #include "coordinator/metrics.h"
 #include "coordinator/nearest.h"
 #include "coordinator/strategy.h"
+#include "coordinator/task_scheduler.h"
 #include "tunefleet/common/transport.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "tunefleet/common/wire.h"
@@ -61,11 +62,31 @@ struct Task {
   size_t in_flight = 0;
   bool strategy_done = false;
   uint64_t best_job_id = 0;
+  // Set when the task shares its submission's total budget: the submission's
+  // scheduler, not the task's own budget, decides how much it gets.
+  uint64_t scheduled_by = 0;
+  size_t schedule_index = 0;
 
   uint64_t limit() const {
-    return rec.budget == 0 ? std::numeric_limits<uint64_t>::max() : rec.budget;
+    return rec.budget == 0 || scheduled_by ? std::numeric_limits<uint64_t>::max() : rec.budget;
   }
 };
+
+// A submission whose tasks share one budget, split by a TaskScheduler.
+struct Schedule {
+  uint64_t submission_id = 0;
+  uint64_t total = 0;
+  uint64_t planned = 0;  // configs handed out across its tasks
+  TaskScheduler scheduler;
+  std::vector<uint64_t> task_ids;  // scheduler index -> task id
+  bool finished = false;
+};
+
+Result<TaskScheduler::Policy> ParseSchedulerName(const std::string& name) {
+  if (name.empty() || name == "gradient") return TaskScheduler::Policy::kGradient;
+  if (name == "round-robin") return TaskScheduler::Policy::kRoundRobin;
+  return InvalidArgument("unknown scheduler '" + name + "' (known: gradient, round-robin)");
+}
 
 }  // namespace
 
@@ -110,7 +131,14 @@ class Coordinator::Impl {
               const std::string& error, std::vector<StoredResult>* out);
   void MaybeFinish(Task& task);
   void Requeue(Lease lease, const std::string& why);
-  std::optional<JobSpec> NextJob(Task& task);
+  // The task's next job of at most `cap` new configs (requeued work first); `fresh` says
+  // whether it holds newly planned configs.
+  std::optional<JobSpec> NextJob(Task& task, uint64_t cap, bool* fresh);
+  void SendJob(const std::string& identity, WorkerEntry& worker, Task& task, JobSpec spec);
+  // Serves scheduled submissions first; false when the worker's credit is used up.
+  void DispatchScheduled(const std::string& identity, WorkerEntry& worker);
+  void FinishSchedule(Schedule& schedule);
+  Status RestoreSchedule(const SubmissionRecord& sub);
   void Dispatch();
   void CheckLiveness();
   void UpdateTaskGauges();
@@ -137,6 +165,7 @@ class Coordinator::Impl {
 
   std::map<uint64_t, Task> tasks_;  // by id; ordered so dispatch is deterministic
   std::map<uint64_t, SubmissionRecord> submissions_;
+  std::map<uint64_t, Schedule> schedules_;  // by submission id
   std::map<std::string, WorkerEntry> workers_;  // by identity
   std::unordered_map<uint64_t, Lease> leases_;  // by job id
   uint64_t next_job_id_ = 0;
@@ -165,9 +194,36 @@ Status Coordinator::Impl::Resume() {
       continue;
     }
     Log(fmt::format("resumed task {} with {} recorded results", task.rec.task_id, recovered.size()));
-    MaybeFinish(task);
   }
+  for (const auto& [id, sub] : submissions_) TF_RETURN_IF_ERROR(RestoreSchedule(sub));
+  for (auto& [id, task] : tasks_) MaybeFinish(task);
   UpdateTaskGauges();
+  return Status::Ok();
+}
+
+Status Coordinator::Impl::RestoreSchedule(const SubmissionRecord& sub) {
+  if (sub.total_budget == 0 || sub.scheduled_task_ids.empty()) return Status::Ok();
+  TF_ASSIGN_OR_RETURN(TaskScheduler::Policy policy, ParseSchedulerName(sub.scheduler));
+  Schedule schedule{sub.submission_id, sub.total_budget, 0, TaskScheduler(policy, sub.scheduled_weights), sub.scheduled_task_ids, false};
+  bool any_running = false;
+  for (size_t i = 0; i < schedule.task_ids.size(); ++i) {
+    auto it = tasks_.find(schedule.task_ids[i]);
+    if (it == tasks_.end()) return FailedPrecondition("submission " + std::to_string(sub.submission_id) + " names an unknown task");
+    Task& task = it->second;
+    task.scheduled_by = sub.submission_id;
+    task.schedule_index = i;
+    if (task.rec.state != TaskState::kRunning) {
+      schedule.planned += task.rec.evaluated;
+      schedule.scheduler.MarkExhausted(i);
+      continue;
+    }
+    any_running = true;
+    schedule.planned += task.planned.size();
+    // What a restarted coordinator knows of a task's progress: one summary update.
+    if (task.rec.has_best) schedule.scheduler.Update(i, task.rec.evaluated, task.rec.best_latency_us);
+  }
+  if (!any_running) return Status::Ok();
+  schedules_.emplace(sub.submission_id, std::move(schedule));
   return Status::Ok();
 }
 
@@ -313,16 +369,17 @@ void Coordinator::Impl::Requeue(Lease lease, const std::string& why) {
   MaybeFinish(task);
 }
 
-std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task) {
+std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool* fresh) {
+  *fresh = false;
   if (task.rec.state != TaskState::kRunning) return std::nullopt;
   if (!task.waiting.empty()) {
     JobSpec spec = std::move(task.waiting.front());
     task.waiting.pop_front();
     return spec;
   }
-  if (task.strategy_done || task.planned.size() >= task.limit()) return std::nullopt;
+  if (task.strategy_done || task.planned.size() >= task.limit() || cap == 0) return std::nullopt;
   uint32_t job_size = task.rec.job_size ? task.rec.job_size : options_.default_job_size;
-  size_t max = std::min<uint64_t>(job_size, task.limit() - task.planned.size());
+  size_t max = std::min<uint64_t>({job_size, task.limit() - task.planned.size(), cap});
   Batch batch = task.strategy->Ask(max, [&task](ConfigIndex i) { return task.planned.contains(i); });
   if (batch.configs.empty()) {
     task.strategy_done = true;
@@ -330,6 +387,7 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task) {
     return std::nullopt;
   }
   for (ConfigIndex i : batch.configs) task.planned.insert(i);
+  *fresh = true;
   JobSpec spec;
   spec.configs = std::move(batch.configs);
   spec.is_range = batch.is_range;
@@ -338,16 +396,84 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task) {
   return spec;
 }
 
+void Coordinator::Impl::SendJob(const std::string& identity, WorkerEntry& worker, Task& task,
+                                JobSpec spec) {
+  Lease lease;
+  lease.job_id = ++next_job_id_;
+  lease.task_id = task.rec.task_id;
+  lease.spec = std::move(spec);
+  lease.worker = identity;
+  lease.dispatched = clock_.Now();
+  lease.deadline = lease.dispatched + protocol::kLeaseFloor +
+                   protocol::kLeasePerConfig * static_cast<int64_t>(lease.spec.configs.size());
+
+  wire::Outgoing msg;
+  auto a = msg.Body().initJobAssignment();
+  a.setTaskId(lease.task_id);
+  a.setJobId(lease.job_id);
+  a.setAttempt(lease.spec.attempt);
+  wire::FillOpKey(a.initOpKey(), task.rec.key);
+  a.setEvaluator("sim");
+  a.setMeasurementSeed(task.rec.seed);
+  if (lease.spec.is_range) {
+    auto range = a.initConfigs().initRange();
+    range.setBegin(lease.spec.begin);
+    range.setEnd(lease.spec.end);
+  } else {
+    auto list = a.initConfigs().initIndices(static_cast<unsigned>(lease.spec.configs.size()));
+    for (unsigned i = 0; i < lease.spec.configs.size(); ++i) list.set(i, lease.spec.configs[i]);
+  }
+  SendToWorker(identity, msg);
+  --worker.credits;
+  worker.jobs.insert(lease.job_id);
+  ++task.in_flight;
+  metrics_.jobs_dispatched.Increment();
+  leases_.emplace(lease.job_id, std::move(lease));
+}
+
+void Coordinator::Impl::FinishSchedule(Schedule& schedule) {
+  schedule.finished = true;
+  for (uint64_t id : schedule.task_ids) {
+    Task& task = tasks_.at(id);
+    task.strategy_done = true;
+    MaybeFinish(task);
+  }
+}
+
+void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEntry& worker) {
+  for (auto& [id, schedule] : schedules_) {
+    while (worker.credits > 0 && !schedule.finished) {
+      if (schedule.planned >= schedule.total || schedule.scheduler.AllExhausted()) {
+        FinishSchedule(schedule);
+        break;
+      }
+      size_t i = schedule.scheduler.Next();
+      Task& task = tasks_.at(schedule.task_ids[i]);
+      if (!worker.socs.contains(task.rec.key.soc)) break;  // another worker will serve it
+      bool fresh = false;
+      std::optional<JobSpec> spec = NextJob(task, schedule.total - schedule.planned, &fresh);
+      if (!spec) {
+        schedule.scheduler.MarkExhausted(i);
+        continue;
+      }
+      if (fresh) schedule.planned += spec->configs.size();
+      SendJob(identity, worker, task, std::move(*spec));
+    }
+  }
+}
+
 void Coordinator::Impl::Dispatch() {
   for (auto& [identity, worker] : workers_) {
+    DispatchScheduled(identity, worker);
     while (worker.credits > 0) {
-      // Round-robin over running tasks, starting after the last one served.
+      // Round-robin over running tasks with their own budgets, after the last one served.
       Task* chosen = nullptr;
       std::optional<JobSpec> spec;
       auto try_task = [&](Task& task) {
-        if (task.rec.state != TaskState::kRunning) return false;
+        if (task.rec.state != TaskState::kRunning || task.scheduled_by) return false;
         if (!worker.socs.contains(task.rec.key.soc)) return false;
-        spec = NextJob(task);
+        bool fresh = false;
+        spec = NextJob(task, std::numeric_limits<uint64_t>::max(), &fresh);
         if (!spec) return false;
         chosen = &task;
         return true;
@@ -356,38 +482,7 @@ void Coordinator::Impl::Dispatch() {
       for (auto it = tasks_.begin(); it != tasks_.end() && !chosen && it->first <= dispatch_cursor_; ++it) try_task(it->second);
       if (!chosen) break;
       dispatch_cursor_ = chosen->rec.task_id;
-
-      Lease lease;
-      lease.job_id = ++next_job_id_;
-      lease.task_id = chosen->rec.task_id;
-      lease.spec = std::move(*spec);
-      lease.worker = identity;
-      lease.dispatched = clock_.Now();
-      lease.deadline = lease.dispatched + protocol::kLeaseFloor +
-                       protocol::kLeasePerConfig * static_cast<int64_t>(lease.spec.configs.size());
-
-      wire::Outgoing msg;
-      auto a = msg.Body().initJobAssignment();
-      a.setTaskId(lease.task_id);
-      a.setJobId(lease.job_id);
-      a.setAttempt(lease.spec.attempt);
-      wire::FillOpKey(a.initOpKey(), chosen->rec.key);
-      a.setEvaluator("sim");
-      a.setMeasurementSeed(chosen->rec.seed);
-      if (lease.spec.is_range) {
-        auto range = a.initConfigs().initRange();
-        range.setBegin(lease.spec.begin);
-        range.setEnd(lease.spec.end);
-      } else {
-        auto list = a.initConfigs().initIndices(static_cast<unsigned>(lease.spec.configs.size()));
-        for (unsigned i = 0; i < lease.spec.configs.size(); ++i) list.set(i, lease.spec.configs[i]);
-      }
-      SendToWorker(identity, msg);
-      --worker.credits;
-      worker.jobs.insert(lease.job_id);
-      ++chosen->in_flight;
-      metrics_.jobs_dispatched.Increment();
-      leases_.emplace(lease.job_id, std::move(lease));
+      SendJob(identity, worker, *chosen, std::move(*spec));
     }
   }
   metrics_.jobs_in_flight.Set(static_cast<double>(leases_.size()));
@@ -546,6 +641,13 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
           if (current) {
             Lease l = std::move(lease_it->second);
             leases_.erase(lease_it);
+            if (task && task->scheduled_by) {
+              auto sched = schedules_.find(task->scheduled_by);
+              if (sched != schedules_.end() && task->rec.has_best) {
+                sched->second.scheduler.Update(task->schedule_index, l.spec.configs.size(),
+                                               task->rec.best_latency_us);
+              }
+            }
             metrics_.jobs_completed.Increment();
             metrics_.job_duration.Observe(
                 std::chrono::duration<double>(clock_.Now() - l.dispatched).count());
@@ -621,6 +723,16 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   std::string strategy = req.getStrategy();
   if (strategy.empty()) strategy = "exhaustive";
   TF_RETURN_IF_ERROR(CheckStrategyName(strategy));
+  const uint64_t total_budget = req.getTotalBudget();
+  TF_RETURN_IF_ERROR(ParseSchedulerName(req.getScheduler()).status());
+  auto weights_in = req.getWeights();
+  if (weights_in.size() != 0 && weights_in.size() != ops.size()) {
+    return InvalidArgument("submission has " + std::to_string(ops.size()) + " ops but " +
+                           std::to_string(weights_in.size()) + " weights (give one per op, or none)");
+  }
+  for (unsigned i = 0; i < weights_in.size(); ++i) {
+    if (!(weights_in[i] > 0)) return InvalidArgument("op " + std::to_string(i) + " weight must be positive");
+  }
 
   // Validate everything before accepting anything.
   std::vector<OpKey> keys;
@@ -640,10 +752,14 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   std::vector<TaskRecord> new_tasks;
   std::map<OpKeyHash, uint64_t> in_this_submission;
   std::vector<bool> from_cache;
-  for (const OpKey& key : keys) {
+  std::map<uint64_t, double> weight_of;  // new task id -> summed weight of its ops
+  for (size_t op_index = 0; op_index < keys.size(); ++op_index) {
+    const OpKey& key = keys[op_index];
+    const double weight = weights_in.size() ? weights_in[static_cast<unsigned>(op_index)] : 1.0;
     OpKeyHash hash = HashOpKey(key);
     if (auto it = in_this_submission.find(hash); it != in_this_submission.end()) {
       sub.task_ids.push_back(it->second);  // identical op keys are tuned once
+      if (weight_of.count(it->second)) weight_of[it->second] += weight;
       from_cache.push_back(false);
       continue;
     }
@@ -688,7 +804,16 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     from_cache.push_back(cached);
     in_this_submission[hash] = rec.task_id;
     sub.task_ids.push_back(rec.task_id);
+    if (!cached && total_budget > 0) weight_of[rec.task_id] = weight;
     new_tasks.push_back(rec);
+  }
+  if (total_budget > 0) {
+    sub.total_budget = total_budget;
+    sub.scheduler = req.getScheduler().size() ? std::string(req.getScheduler().cStr()) : "gradient";
+    for (const auto& [id, w] : weight_of) {
+      sub.scheduled_task_ids.push_back(id);
+      sub.scheduled_weights.push_back(w);
+    }
   }
   TF_RETURN_IF_ERROR(store_.PutSubmission(sub, new_tasks));
   for (TaskRecord& rec : new_tasks) {
@@ -705,6 +830,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     }
   }
   submissions_[sub.submission_id] = sub;
+  TF_RETURN_IF_ERROR(RestoreSchedule(sub));
   metrics_.submissions.Increment();
   UpdateTaskGauges();
   Log(fmt::format("submission {}: {} ops, {} new tasks", sub.submission_id, keys.size(), new_tasks.size()));

@@ -56,6 +56,11 @@ struct SubmissionRecord {
   uint64_t submission_id = 0;
   std::vector<uint64_t> task_ids;
   int64_t created_ms = 0;
+  // A shared budget split across the tasks this submission created (0: none).
+  uint64_t total_budget = 0;
+  std::string scheduler;  // "gradient" or "round-robin"
+  std::vector<uint64_t> scheduled_task_ids;
+  std::vector<double> scheduled_weights;
 };
 
 struct StoredResult {

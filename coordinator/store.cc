@@ -189,6 +189,12 @@ std::string EncodeSubmission(const SubmissionRecord& sub) {
   auto ids = r.initTaskIds(static_cast<unsigned>(sub.task_ids.size()));
   for (unsigned i = 0; i < sub.task_ids.size(); ++i) ids.set(i, sub.task_ids[i]);
   r.setCreatedUnixMs(sub.created_ms);
+  r.setTotalBudget(sub.total_budget);
+  r.setScheduler(sub.scheduler);
+  auto sched = r.initScheduledTaskIds(static_cast<unsigned>(sub.scheduled_task_ids.size()));
+  for (unsigned i = 0; i < sub.scheduled_task_ids.size(); ++i) sched.set(i, sub.scheduled_task_ids[i]);
+  auto weights = r.initScheduledWeights(static_cast<unsigned>(sub.scheduled_weights.size()));
+  for (unsigned i = 0; i < sub.scheduled_weights.size(); ++i) weights.set(i, sub.scheduled_weights[i]);
   return ToBytes(b);
 }
 
@@ -352,6 +358,13 @@ Result<std::vector<SubmissionRecord>> Store::LoadSubmissions() const {
           sub.submission_id = r.getSubmissionId();
           for (uint64_t id : r.getTaskIds()) sub.task_ids.push_back(id);
           sub.created_ms = r.getCreatedUnixMs();
+          sub.total_budget = r.getTotalBudget();
+          sub.scheduler = r.getScheduler();
+          for (uint64_t id : r.getScheduledTaskIds()) sub.scheduled_task_ids.push_back(id);
+          for (double w : r.getScheduledWeights()) sub.scheduled_weights.push_back(w);
+          if (sub.scheduled_weights.size() != sub.scheduled_task_ids.size()) {
+            return FailedPrecondition("stored submission has mismatched scheduled tasks and weights");
+          }
           return Status::Ok();
         }));
     out.push_back(std::move(sub));

@@ -15,6 +15,10 @@ struct SubmitRequest {
   priority @5 :Int32;
   jobSize @6 :UInt32;          # configs per job; 0 = coordinator default
   warmStart @7 :Bool;          # seed each task with the best configs of the nearest tuned shapes
+  totalBudget @8 :UInt64;      # > 0: evaluations shared by all of this submission's tasks,
+                               # split by `scheduler`; then `budget` is ignored
+  scheduler @9 :Text;          # "gradient" (default) or "round-robin"
+  weights @10 :List(Float64);  # per op: how often it runs per model step (default 1)
 }
 
 struct SubmitReply {

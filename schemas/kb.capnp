@@ -49,6 +49,10 @@ struct SubmissionRecord {
   submissionId @0 :UInt64;
   taskIds @1 :List(UInt64);    # one per submitted op, in request order
   createdUnixMs @2 :Int64;
+  totalBudget @3 :UInt64;      # shared budget of the tasks it created (0: per-task budgets)
+  scheduler @4 :Text;
+  scheduledTaskIds @5 :List(UInt64);   # the tasks sharing totalBudget
+  scheduledWeights @6 :List(Float64);  # their weights, same order
 }
 
 # Column family `results`, key = big-endian task id + big-endian config index.

@@ -208,6 +208,48 @@ TEST_F(CoordinatorTest, LookupOfAnUnknownKeyIsAMissAndTheAnswerNamesNoEntry) {
   EXPECT_FALSE((*r)[0].has_value());
 }
 
+TEST_F(CoordinatorTest, ATotalBudgetIsSplitAcrossTasksExactlyAndFavoursTheHeavierOp) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul(32), SmallMatmul(64)};
+  spec.weights = {8, 1};
+  spec.strategy = "random";
+  spec.total_budget = 24;
+  spec.scheduler = "gradient";
+  spec.job_size = 2;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  for (int jobs = 0; jobs < 100; ++jobs) {
+    auto job = w.NextJob(1s);
+    if (!job) break;
+    w.Answer(*job, 10);
+  }
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(st->done);
+  ASSERT_EQ(st->tasks.size(), 2u);
+  EXPECT_EQ(st->tasks[0].evaluated + st->tasks[1].evaluated, 24u) << "the shared budget is spent exactly";
+  EXPECT_GT(st->tasks[0].evaluated, st->tasks[1].evaluated) << "the op that runs 8x per step gets more";
+  EXPECT_GE(st->tasks[1].evaluated, 1u) << "every op gets at least its baseline";
+}
+
+TEST_F(CoordinatorTest, UnknownSchedulerOrWrongWeightCountIsRejected) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul(32)};
+  spec.total_budget = 10;
+  spec.scheduler = "lottery";
+  auto r = client.Submit(spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("gradient, round-robin"), std::string::npos);
+  spec.scheduler = "gradient";
+  spec.weights = {1, 2};
+  r = client.Submit(spec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("weights"), std::string::npos);
+}
+
 TEST(ShapeDistance, ComparesOnlyTheSameOpAtAnotherShape) {
   EXPECT_DOUBLE_EQ(*ShapeDistance(SmallMatmul(32), SmallMatmul(32)), 0);
   EXPECT_NEAR(*ShapeDistance(SmallMatmul(32), SmallMatmul(64)), std::log(2.0), 1e-12);

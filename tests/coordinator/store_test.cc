@@ -75,7 +75,14 @@ TEST_F(StoreTest, KnowledgeBaseKeepsOnlyTheBetterEntry) {
 TEST_F(StoreTest, EverythingSurvivesAReopen) {
   {
     auto store = Open();
-    SubmissionRecord sub{9, {1, 2}, 123};
+    SubmissionRecord sub;
+    sub.submission_id = 9;
+    sub.task_ids = {1, 2};
+    sub.created_ms = 123;
+    sub.total_budget = 500;
+    sub.scheduler = "gradient";
+    sub.scheduled_task_ids = {1, 2};
+    sub.scheduled_weights = {4, 1};
     ASSERT_TRUE(store->PutSubmission(sub, {Task(1, 64), Task(2, 128)}).ok());
     ASSERT_TRUE(store->PutResults(1, {{5, true, 1.5, "", 77}, {6, false, 0, "L0A", 77}}).ok());
     ASSERT_TRUE(store->FinishTask(Task(2, 128), Entry(128, 3.0)).ok());
@@ -94,7 +101,11 @@ TEST_F(StoreTest, EverythingSurvivesAReopen) {
   EXPECT_DOUBLE_EQ(results[0].latency_us, 1.5);
   EXPECT_FALSE(results[1].ok);
   EXPECT_EQ(results[1].error, "L0A");
-  EXPECT_EQ(store->LoadSubmissions().value().at(0).task_ids, (std::vector<uint64_t>{1, 2}));
+  SubmissionRecord sub = store->LoadSubmissions().value().at(0);
+  EXPECT_EQ(sub.task_ids, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(sub.total_budget, 500u);
+  EXPECT_EQ(sub.scheduler, "gradient");
+  EXPECT_EQ(sub.scheduled_weights, (std::vector<double>{4, 1}));
   EXPECT_TRUE(store->GetKb(HashOpKey(Key(128))).value().has_value());
   EXPECT_EQ(store->NextId("task").value(), 3u) << "id counters must be durable";
 }
