@@ -442,7 +442,23 @@ void Coordinator::Impl::FinishSchedule(Schedule& schedule) {
 
 void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEntry& worker) {
   for (auto& [id, schedule] : schedules_) {
-    while (worker.credits > 0 && !schedule.finished) {
+    while (worker.credits > 0) {
+      // Work already planned (baselines, warm starts, requeued jobs) goes first, and
+      // still goes once the shared budget is spent.
+      Task* waiting = nullptr;
+      for (uint64_t task_id : schedule.task_ids) {
+        Task& t = tasks_.at(task_id);
+        if (t.rec.state == TaskState::kRunning && !t.waiting.empty() && worker.socs.contains(t.rec.key.soc)) {
+          waiting = &t;
+          break;
+        }
+      }
+      if (waiting) {
+        bool fresh = false;
+        SendJob(identity, worker, *waiting, *NextJob(*waiting, 0, &fresh));
+        continue;
+      }
+      if (schedule.finished) break;
       if (schedule.planned >= schedule.total || schedule.scheduler.AllExhausted()) {
         FinishSchedule(schedule);
         break;
@@ -450,8 +466,11 @@ void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEnt
       size_t i = schedule.scheduler.Next();
       Task& task = tasks_.at(schedule.task_ids[i]);
       if (!worker.socs.contains(task.rec.key.soc)) break;  // another worker will serve it
+      // Small jobs, so the scheduler re-decides often: about 8 jobs per task overall.
+      uint64_t per_job = std::max<uint64_t>(1, schedule.total / (8 * schedule.task_ids.size()));
       bool fresh = false;
-      std::optional<JobSpec> spec = NextJob(task, schedule.total - schedule.planned, &fresh);
+      std::optional<JobSpec> spec =
+          NextJob(task, std::min(per_job, schedule.total - schedule.planned), &fresh);
       if (!spec) {
         schedule.scheduler.MarkExhausted(i);
         continue;

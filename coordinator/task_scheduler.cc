@@ -15,7 +15,7 @@ TaskScheduler::TaskScheduler(Policy policy, std::vector<double> weights, Options
   }
 }
 
-size_t TaskScheduler::Next() const {
+size_t TaskScheduler::Next() {
   assert(!AllExhausted());
   if (policy_ == Policy::kRoundRobin) {
     for (size_t n = 0; n < tasks_.size(); ++n) {
@@ -27,18 +27,32 @@ size_t TaskScheduler::Next() const {
     }
     return 0;
   }
-  // Warm-up: a task with no result yet has no estimate; serve it first.
+  // Warm-up: a task never served has no estimate; serve it first.
   for (size_t i = 0; i < tasks_.size(); ++i) {
-    if (!tasks_[i].exhausted && tasks_[i].history.empty()) return i;
+    if (!tasks_[i].exhausted && !tasks_[i].served) {
+      tasks_[i].served = true;
+      return i;
+    }
   }
   size_t best = tasks_.size();
   double best_gradient = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < tasks_.size(); ++i) {
-    if (tasks_[i].exhausted) continue;
+    // A served task whose first results are still out has no estimate yet: wait for it.
+    if (tasks_[i].exhausted || tasks_[i].history.empty()) continue;
     double g = Gradient(tasks_[i]);  // <= 0: latency reduction per evaluation
     if (g < best_gradient) {         // ties go to the lower index: deterministic
       best_gradient = g;
       best = i;
+    }
+  }
+  if (best == tasks_.size()) {
+    // Everything is served and nothing has reported yet: fall back to round-robin.
+    for (size_t n = 0; n < tasks_.size(); ++n) {
+      size_t i = (round_robin_ + n) % tasks_.size();
+      if (!tasks_[i].exhausted) {
+        round_robin_ = i + 1;
+        return i;
+      }
     }
   }
   return best;

@@ -29,9 +29,11 @@ class TaskScheduler {
       : TaskScheduler(policy, std::move(weights), Options{}) {}
 
   // The task that should get the next batch. Every task is served once first (warm-up),
-  // since nothing is known about a task before its baseline and first batch.
+  // since nothing is known about a task before its baseline and first batch; a task
+  // counts as served as soon as Next() returns it, so asynchronous callers that ask
+  // again before any Update() still spread the warm-up over all tasks.
   // Requires at least one task that is not exhausted.
-  size_t Next() const;
+  size_t Next();
   // Task i measured `evaluations` more configs; its best latency is now best_us.
   void Update(size_t task, uint64_t evaluations, double best_us);
   // Task i has nothing left to propose: never chosen again.
@@ -47,6 +49,7 @@ class TaskScheduler {
     double weight = 1;
     uint64_t spent = 0;
     bool exhausted = false;
+    bool served = false;  // returned by Next() at least once
     // (evaluations spent, best latency) after every batch, oldest first.
     std::vector<std::pair<uint64_t, double>> history;
   };
@@ -55,7 +58,7 @@ class TaskScheduler {
   Policy policy_;
   Options options_;
   std::vector<TaskState> tasks_;
-  mutable size_t round_robin_ = 0;
+  size_t round_robin_ = 0;
 };
 
 }  // namespace tunefleet::coordinator

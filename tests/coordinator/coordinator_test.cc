@@ -234,6 +234,34 @@ TEST_F(CoordinatorTest, ATotalBudgetIsSplitAcrossTasksExactlyAndFavoursTheHeavie
   EXPECT_GE(st->tasks[1].evaluated, 1u) << "every op gets at least its baseline";
 }
 
+// Regression: one task's first job used to take the whole shared budget, leaving the
+// other tasks' baselines queued forever and the submission never done.
+TEST_F(CoordinatorTest, ASharedBudgetSmallerThanOneJobStillEndsEveryTask) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul(32), SmallMatmul(48), SmallMatmul(64)};
+  spec.strategy = "random";
+  spec.total_budget = 7;  // default job size is 512
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  for (int jobs = 0; jobs < 100; ++jobs) {
+    auto job = w.NextJob(1s);
+    if (!job) break;
+    w.Answer(*job, 10);
+  }
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  uint64_t total = 0;
+  for (const auto& t : st->tasks) {
+    EXPECT_GE(t.evaluated, 1u) << "every task measures its baseline";
+    EXPECT_GT(t.baseline_latency_us, 0);
+    total += t.evaluated;
+  }
+  EXPECT_EQ(total, 7u);
+}
+
 TEST_F(CoordinatorTest, UnknownSchedulerOrWrongWeightCountIsRejected) {
   client::Client client(ctx_, options_.client_endpoint);
   client::SubmitSpec spec;

@@ -23,8 +23,22 @@ TEST(TaskScheduler, GradientServesEveryTaskOnceBeforeChoosing) {
   }
 }
 
+// Serves every task once, as a caller would before any result is back.
+void WarmUp(TaskScheduler& s, size_t n) {
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(s.Next(), i);
+}
+
+TEST(TaskScheduler, AskingAgainBeforeAnyResultStillSpreadsTheWarmUp) {
+  TaskScheduler s(TaskScheduler::Policy::kGradient, {1, 1, 1});
+  EXPECT_EQ(s.Next(), 0u);
+  EXPECT_EQ(s.Next(), 1u);
+  EXPECT_EQ(s.Next(), 2u);
+  EXPECT_EQ(s.Next(), 0u) << "no estimates yet: round-robin";
+}
+
 TEST(TaskScheduler, GradientPrefersTheTaskWithTheLargestShareOfModelTime) {
   TaskScheduler s(TaskScheduler::Policy::kGradient, {1, 4});
+  WarmUp(s, 2);
   s.Update(0, 16, 100);
   s.Update(1, 16, 100);  // same latency, but it runs 4 times per step
   EXPECT_EQ(s.Next(), 1u);
@@ -32,6 +46,7 @@ TEST(TaskScheduler, GradientPrefersTheTaskWithTheLargestShareOfModelTime) {
 
 TEST(TaskScheduler, GradientMovesOnFromATaskThatStoppedImproving) {
   TaskScheduler s(TaskScheduler::Policy::kGradient, {1, 1});
+  WarmUp(s, 2);
   s.Update(0, 16, 100);
   s.Update(1, 16, 100);
   // Task 0 gets many more evaluations without improving: its estimate shrinks.
@@ -42,6 +57,7 @@ TEST(TaskScheduler, GradientMovesOnFromATaskThatStoppedImproving) {
 
 TEST(TaskScheduler, NeverChoosesAnExhaustedTask) {
   TaskScheduler s(TaskScheduler::Policy::kGradient, {10, 1});
+  WarmUp(s, 2);
   s.Update(0, 16, 100);
   s.Update(1, 16, 100);
   s.MarkExhausted(0);
