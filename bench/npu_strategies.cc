@@ -1,0 +1,143 @@
+// Strategies on the simulated NPU (issue 4): for each op of a model's op list, the
+// evaluations each strategy needs to reach 99% of the exhaustive optimum (latency <=
+// optimum / 0.99), median over seeds, with the default tiling measured first as the
+// coordinator does. The optimum is computed in the same run by simulating every valid
+// config. Anchor: random search on the same op and seeds (ratio random / strategy).
+//   npu_strategies [--seeds N] [--cap N] [--in-flight K] OPS.json...
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/strategy.h"
+#include "tunefleet/common/tuning_problem.h"
+#include "worker/sim/simulator.h"
+
+namespace tunefleet {
+namespace {
+
+struct Problem {
+  std::string name;
+  TuningProblem problem;
+  sim::PreparedProblem prepared;
+  double optimum = 0;
+  size_t valid = 0;
+};
+
+// Evaluations until best <= target, or cap + 1 when never reached. Keeps `in_flight`
+// configs outstanding and tells results back in a seed-shuffled order.
+uint64_t EvaluationsToTarget(const Problem& p, const SocSpec& soc, const std::string& strategy,
+                             uint64_t seed, uint64_t cap, size_t in_flight) {
+  auto s = coordinator::MakeStrategy(strategy, p.problem.space, seed).value();
+  std::vector<bool> taken(p.problem.space.size(), false);
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  const double target = p.optimum / 0.99;
+  auto measure = [&](ConfigIndex c) {
+    auto est = sim::Simulate(p.prepared, p.problem.space.Decode(c), soc);
+    return est.ok() ? est->latency_us : 1e30;
+  };
+  uint64_t used = 1;
+  taken[p.problem.default_index] = true;
+  double def = measure(p.problem.default_index);
+  s->Tell(p.problem.default_index, def);
+  if (def <= target) return used;
+  std::vector<ConfigIndex> pending;
+  while (used < cap) {
+    while (pending.size() < in_flight) {
+      auto b = s->Ask(in_flight - pending.size(), [&](ConfigIndex c) { return taken[c]; });
+      if (b.configs.empty()) break;
+      for (ConfigIndex c : b.configs) {
+        taken[c] = true;
+        pending.push_back(c);
+      }
+    }
+    if (pending.empty()) return cap + 1;
+    std::shuffle(pending.begin(), pending.end(), rng);
+    ConfigIndex c = pending.back();
+    pending.pop_back();
+    double lat = measure(c);
+    ++used;
+    s->Tell(c, lat);
+    if (lat <= target) return used;
+  }
+  return cap + 1;
+}
+
+}  // namespace
+}  // namespace tunefleet
+
+int main(int argc, char** argv) {
+  using namespace tunefleet;
+  int seeds = 20;
+  uint64_t cap = 5000;
+  size_t in_flight = 1;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
+    else if (a == "--cap" && i + 1 < argc) cap = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--in-flight" && i + 1 < argc) in_flight = static_cast<size_t>(std::atoi(argv[++i]));
+    else files.push_back(a);
+  }
+  if (files.empty()) {
+    std::fprintf(stderr, "usage: npu_strategies [--seeds N] [--cap N] [--in-flight K] OPS.json...\n");
+    return 2;
+  }
+  SocCatalog catalog = SocCatalog::Builtin();
+  std::vector<std::string> strategies;
+  for (const auto& n : coordinator::StrategyNames()) {
+    if (n != "exhaustive") strategies.push_back(n);
+  }
+  std::printf("evaluations to reach 99%% of the exhaustive optimum: median over %d seeds (cap %llu; >cap = not reached), %zu in flight\n",
+              seeds, static_cast<unsigned long long>(cap), in_flight);
+  std::printf("%-34s %9s", "op", "valid");
+  for (const auto& n : strategies) std::printf(" %12s", n.c_str());
+  for (const auto& n : strategies) std::printf(" %10s", ("rnd/" + n.substr(0, 5)).c_str());
+  std::printf("\n");
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    if (!in) {
+      std::fprintf(stderr, "npu_strategies: cannot read %s\n", f.c_str());
+      return 1;
+    }
+    nlohmann::json j = nlohmann::json::parse(in);
+    std::string soc_name = j.value("soc", "Ascend910B2");
+    const SocSpec& soc = *catalog.Find(soc_name).value();
+    for (const auto& o : j["ops"]) {
+      auto key = OpKeyFromJson(o, soc_name);
+      if (!key.ok()) continue;
+      auto tp = MakeTuningProblem(*key, soc);
+      if (!tp.ok()) {
+        std::fprintf(stderr, "npu_strategies: skipping %s: %s\n", key->Display().c_str(), tp.status().ToString().c_str());
+        continue;
+      }
+      Problem p{o.value("name", key->Display()), std::move(tp).value(), {}, 1e300, 0};
+      p.prepared = sim::Prepare(p.problem, soc).value();
+      p.problem.space.ForEachValid([&](ConfigIndex c) {
+        ++p.valid;
+        auto est = sim::Simulate(p.prepared, p.problem.space.Decode(c), soc);
+        if (est.ok()) p.optimum = std::min(p.optimum, est->latency_us);
+        return true;
+      });
+      std::vector<double> medians;
+      for (const auto& n : strategies) {
+        std::vector<uint64_t> runs;
+        for (int s = 0; s < seeds; ++s) runs.push_back(EvaluationsToTarget(p, soc, n, static_cast<uint64_t>(s), cap, in_flight));
+        std::nth_element(runs.begin(), runs.begin() + runs.size() / 2, runs.end());
+        medians.push_back(static_cast<double>(runs[runs.size() / 2]));
+      }
+      std::printf("%-34s %9zu", p.name.c_str(), p.valid);
+      for (double m : medians) std::printf(" %12.0f", m);
+      double rnd = 0;
+      for (size_t i = 0; i < strategies.size(); ++i) if (strategies[i] == "random") rnd = medians[i];
+      for (double m : medians) std::printf(" %10.2f", rnd / m);
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
