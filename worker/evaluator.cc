@@ -1,5 +1,6 @@
 #include "worker/evaluator.h"
 
+#include "worker/sim/noise.h"
 #include "worker/sim/simulator.h"
 #include "tunefleet/common/tuning_problem.h"
 
@@ -51,13 +52,19 @@ class ProblemEvaluatorBase : public ProblemEvaluator {
 
 class SimProblemEvaluator final : public ProblemEvaluatorBase {
  public:
-  using ProblemEvaluatorBase::ProblemEvaluatorBase;
+  SimProblemEvaluator(TuningProblem p, const SocSpec& soc, uint64_t seed, double sigma)
+      : ProblemEvaluatorBase(std::move(p), soc), hash_(HashOpKey(problem().key)), seed_(seed), sigma_(sigma) {}
 
  private:
   Result<double> Latency(const Config& config) override {
     TF_ASSIGN_OR_RETURN(sim::KernelEstimate est, sim::Simulate(problem(), config, soc()));
-    return est.latency_us;
+    if (sigma_ <= 0) return est.latency_us;
+    TF_ASSIGN_OR_RETURN(ConfigIndex index, problem().space.Encode(config));
+    return est.latency_us * sim::MeasurementNoiseFactor(hash_, index, seed_, 0, sigma_);
   }
+  OpKeyHash hash_;
+  uint64_t seed_;
+  double sigma_;
 };
 
 class FixedProblemEvaluator final : public ProblemEvaluatorBase {
@@ -77,17 +84,18 @@ Result<TuningProblem> Problem(const SocCatalog& catalog, const OpKey& key, const
 
 class SimEvaluator final : public Evaluator {
  public:
-  explicit SimEvaluator(const SocCatalog& catalog) : catalog_(catalog) {}
+  SimEvaluator(const SocCatalog& catalog, double sigma) : catalog_(catalog), sigma_(sigma) {}
   std::string_view name() const override { return "sim"; }
-  Result<std::unique_ptr<ProblemEvaluator>> Prepare(const OpKey& key, uint64_t) const override {
+  Result<std::unique_ptr<ProblemEvaluator>> Prepare(const OpKey& key, uint64_t seed) const override {
     const SocSpec* soc = nullptr;
     TF_ASSIGN_OR_RETURN(TuningProblem p, Problem(catalog_, key, &soc));
     return std::unique_ptr<ProblemEvaluator>(
-        std::make_unique<SimProblemEvaluator>(std::move(p), *soc));
+        std::make_unique<SimProblemEvaluator>(std::move(p), *soc, seed, sigma_));
   }
 
  private:
   const SocCatalog& catalog_;
+  double sigma_;
 };
 
 class FixedEvaluator final : public Evaluator {
@@ -108,8 +116,8 @@ class FixedEvaluator final : public Evaluator {
 
 }  // namespace
 
-std::unique_ptr<Evaluator> MakeSimEvaluator(const SocCatalog& catalog) {
-  return std::make_unique<SimEvaluator>(catalog);
+std::unique_ptr<Evaluator> MakeSimEvaluator(const SocCatalog& catalog, double noise_sigma) {
+  return std::make_unique<SimEvaluator>(catalog, noise_sigma);
 }
 
 std::unique_ptr<Evaluator> MakeFixedEvaluator(const SocCatalog& catalog, double latency_us) {

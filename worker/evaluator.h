@@ -40,8 +40,9 @@ class Evaluator {
                                                             uint64_t measurement_seed) const = 0;
 };
 
-// The simulated NPU; borrows the catalog, which must outlive it.
-std::unique_ptr<Evaluator> MakeSimEvaluator(const SocCatalog& catalog);
+// The simulated NPU; borrows the catalog, which must outlive it. noise_sigma > 0 adds
+// reproducible log-normal measurement noise (worker/sim/noise.h); 0 = exact.
+std::unique_ptr<Evaluator> MakeSimEvaluator(const SocCatalog& catalog, double noise_sigma = 0);
 // Every valid config takes latency_us (load tests).
 std::unique_ptr<Evaluator> MakeFixedEvaluator(const SocCatalog& catalog, double latency_us);
 

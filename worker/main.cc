@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   app.add_option("--soc-dir", soc_dir, "folder of extra SoC spec .ini files");
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval")->capture_default_str()->check(CLI::Range(10, 60000));
   int64_t min_eval_us = 0;
+  double noise_sigma = 0;
+  app.add_option("--noise-sigma", noise_sigma, "log-normal measurement noise of the sim evaluator (0 = exact; reproducible per op, config and seed)")->check(CLI::Range(0.0, 1.0));
   app.add_option("--min-eval-us", min_eval_us, "make every evaluation take at least this long (fault and load tests)")->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
   app.add_flag("-v,--verbose", options.verbose, "log jobs to stderr");
   CLI11_PARSE(app, argc, argv);
@@ -49,7 +51,7 @@ int main(int argc, char** argv) {
   }
   options.socs = catalog.Names();
   auto evaluator = evaluator_name == "fixed" ? worker::MakeFixedEvaluator(catalog, fixed_us)
-                                             : worker::MakeSimEvaluator(catalog);
+                                             : worker::MakeSimEvaluator(catalog, noise_sigma);
   zmq::context_t ctx(1);
   SteadyClock clock;
   worker::Worker w(options, *evaluator, clock, ctx);
