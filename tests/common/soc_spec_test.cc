@@ -21,6 +21,26 @@ TEST(SocCatalog, BuiltinHasAscend910B2WithPublicValues) {
   EXPECT_NEAR((*s)->CubePeakFlops(), 353.9e12, 0.1e12);
 }
 
+TEST(SocCatalog, EveryBuiltinSocParsesWithItsPublicCoreCounts) {
+  SocCatalog c = SocCatalog::Builtin();
+  EXPECT_EQ(c.Names(), (std::vector<std::string>{"Ascend910", "Ascend910B2", "Ascend910B4"}));
+  auto b4 = c.Find("Ascend910B4");
+  ASSERT_TRUE(b4.ok());
+  EXPECT_EQ((*b4)->ai_core_cnt, 20);
+  EXPECT_EQ((*b4)->vector_core_cnt, 40);
+  EXPECT_DOUBLE_EQ((*b4)->cube_freq_mhz, 1500);
+  EXPECT_EQ((*b4)->l2_size, 100663296);
+  auto a1 = c.Find("Ascend910");
+  ASSERT_TRUE(a1.ok());
+  EXPECT_EQ((*a1)->ai_core_cnt, 32);
+  EXPECT_EQ((*a1)->vector_core_cnt, 32) << "A1: the vector unit is inside each AI Core";
+  EXPECT_EQ((*a1)->l0_c_size, 262144);
+  EXPECT_EQ((*a1)->l1_size, 1048576);
+  EXPECT_EQ((*a1)->ub_size, 262144);
+  // A slower chip with fewer cores has a lower cube peak.
+  EXPECT_LT((*b4)->CubePeakFlops(), (*c.Find("Ascend910B2"))->CubePeakFlops());
+}
+
 TEST(SocCatalog, UnknownSocListsKnownOnes) {
   auto s = SocCatalog::Builtin().Find("Ascend999");
   ASSERT_FALSE(s.ok());
