@@ -1,5 +1,7 @@
 #include "coordinator/strategy.h"
 
+#include "coordinator/strategies/guided.h"
+
 #include <algorithm>
 #include <random>
 #include <unordered_set>
@@ -115,9 +117,14 @@ Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const Se
                                                uint64_t seed) {
   if (name == "exhaustive") return std::unique_ptr<Strategy>(std::make_unique<ExhaustiveStrategy>(space));
   if (name == "random") return std::unique_ptr<Strategy>(std::make_unique<RandomStrategy>(space, seed));
+  if (name == "annealing") return MakeSimulatedAnnealing(space, seed);
+  if (name == "genetic") return MakeGenetic(space, seed);
+  if (name == "ils") return MakeIteratedLocalSearch(space, seed);
   return CheckStrategyName(name);
 }
 
-std::vector<std::string> StrategyNames() { return {"exhaustive", "random"}; }
+std::vector<std::string> StrategyNames() {
+  return {"exhaustive", "random", "annealing", "genetic", "ils"};
+}
 
 }  // namespace tunefleet::coordinator
