@@ -1,6 +1,6 @@
 // Evaluator: how a worker slot turns (op key, config index) into a latency. One
 // interface, several back ends: `sim` (the simulated NPU), `fixed` (a given latency,
-// for load tests); `replay` (a measured Kernel Tuner cache) comes with issue 4.
+// for load tests), `replay` (measured times from a Kernel Tuner cache file).
 // Evaluators are immutable and shared by all slots; a ProblemEvaluator belongs to one
 // slot for one job.
 #pragma once
@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/op_key.h"
 #include "tunefleet/common/search_space.h"
 #include "tunefleet/common/soc_spec.h"
@@ -45,5 +46,12 @@ class Evaluator {
 std::unique_ptr<Evaluator> MakeSimEvaluator(const SocCatalog& catalog, double noise_sigma = 0);
 // Every valid config takes latency_us (load tests).
 std::unique_ptr<Evaluator> MakeFixedEvaluator(const SocCatalog& catalog, double latency_us);
+// Measured times of a Kernel Tuner cache (worker/replay_evaluator.cc), in us. Serves op
+// keys whose op type is the cache's kernel_name (any, when the file names none); the
+// config index is the cache's full-product index. Absent and failed configs come back
+// failed (ok=false, not rejected); an index outside the product is rejected.
+std::unique_ptr<Evaluator> MakeReplayEvaluator(std::shared_ptr<const KtCache> cache);
+// Loads the file first: kNotFound / kInvalidArgument as KtCache::Load.
+Result<std::unique_ptr<Evaluator>> MakeReplayEvaluator(const std::string& cache_path);
 
 }  // namespace tunefleet::worker

@@ -29,7 +29,9 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", options.coordinator_endpoint, "the coordinator's worker endpoint")->capture_default_str();
   app.add_option("--slots", options.slots, "evaluation slots (threads)")->capture_default_str()->check(CLI::Range(1, 1024));
   app.add_option("--id", options.worker_id, "name in the coordinator's worker table")->capture_default_str();
-  app.add_option("--evaluator", evaluator_name, "sim (simulated NPU) or fixed (constant latency, for load tests)")->capture_default_str()->check(CLI::IsMember({"sim", "fixed"}));
+  app.add_option("--evaluator", evaluator_name, "sim (simulated NPU), fixed (constant latency, for load tests) or replay (measured times from --replay-cache)")->capture_default_str()->check(CLI::IsMember({"sim", "fixed", "replay"}));
+  std::string replay_cache;
+  app.add_option("--replay-cache", replay_cache, "Kernel Tuner cache file (.json or .json.gz) served by --evaluator replay");
   app.add_option("--fixed-us", fixed_us, "latency reported by the fixed evaluator")->capture_default_str();
   app.add_option("--soc-dir", soc_dir, "folder of extra SoC spec .ini files");
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval")->capture_default_str()->check(CLI::Range(10, 60000));
@@ -50,8 +52,22 @@ int main(int argc, char** argv) {
     }
   }
   options.socs = catalog.Names();
-  auto evaluator = evaluator_name == "fixed" ? worker::MakeFixedEvaluator(catalog, fixed_us)
-                                             : worker::MakeSimEvaluator(catalog, noise_sigma);
+  std::unique_ptr<worker::Evaluator> evaluator;
+  if (evaluator_name == "replay") {
+    if (replay_cache.empty()) {
+      fmt::print(stderr, "tunefleet-worker: --evaluator replay needs --replay-cache FILE (a Kernel Tuner cache, .json or .json.gz)\n");
+      return 2;
+    }
+    auto replay = worker::MakeReplayEvaluator(replay_cache);
+    if (!replay.ok()) {
+      fmt::print(stderr, "tunefleet-worker: {}\n", replay.status().ToString());
+      return 2;
+    }
+    evaluator = std::move(replay).value();
+  } else {
+    evaluator = evaluator_name == "fixed" ? worker::MakeFixedEvaluator(catalog, fixed_us)
+                                          : worker::MakeSimEvaluator(catalog, noise_sigma);
+  }
   zmq::context_t ctx(1);
   SteadyClock clock;
   worker::Worker w(options, *evaluator, clock, ctx);
