@@ -127,6 +127,9 @@ Result<SocSpec> ParseSocSpec(std::string_view ini_text, std::string_view source)
   r.Number(kModel, "scalar_cycles_per_iteration", s.scalar_cycles_per_iteration);
   r.Number(kModel, "scalar_cycles_per_tile", s.scalar_cycles_per_tile);
   r.Number(kModel, "kernel_launch_us", s.kernel_launch_us);
+  r.Number(kModel, "gm_latency_cycles", s.gm_latency_cycles);
+  r.Number(kModel, "vector_instr_overhead_cycles", s.vector_instr_overhead_cycles);
+  r.Number(kModel, "hbm_stream_efficiency", s.hbm_stream_efficiency);
   r.Number(kModel, "pcie_bandwidth_gbps", s.pcie_bandwidth_gbps);
   r.Number(kModel, "pcie_latency_us", s.pcie_latency_us);
   r.Number(kModel, "hccs_bandwidth_gbps", s.hccs_bandwidth_gbps);

@@ -41,6 +41,9 @@ struct SocSpec {
   double scalar_cycles_per_iteration = 0; // loop bookkeeping per inner iteration
   double scalar_cycles_per_tile = 0;      // per output tile setup
   double kernel_launch_us = 0;
+  double gm_latency_cycles = 0;           // first-byte latency of one DMA instruction to/from GM
+  double vector_instr_overhead_cycles = 0;  // issue/startup of one vector instruction
+  double hbm_stream_efficiency = 1;       // share of hbm_bandwidth_gbps streaming DMA sustains
   double pcie_bandwidth_gbps = 0, pcie_latency_us = 0;
   double hccs_bandwidth_gbps = 0, hccs_latency_us = 0;
 
