@@ -1,6 +1,7 @@
 #include "tunefleet/common/tuning_problem.h"
 
 #include "tunefleet/common/matmul_space.h"
+#include "tunefleet/common/vector_space.h"
 
 namespace tunefleet {
 
@@ -17,11 +18,24 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
     TF_ASSIGN_OR_RETURN(ConfigIndex def_index, space.Encode(def));
     return TuningProblem{key, std::move(space), std::move(def), def_index};
   }
+  if (IsVectorOpType(key.op_type)) {
+    TF_ASSIGN_OR_RETURN(VectorShape shape, VectorShapeFromOpKey(key));
+    TF_ASSIGN_OR_RETURN(SearchSpace space, VectorTilingSpace(shape, soc));
+    Config def = VectorConfigFromTiling(shape, VectorDefaultTiling(shape, soc));
+    Status valid = space.Validate(def);
+    if (!valid.ok()) return Internal(key.op_type + " default tiling is invalid (a bug): " + valid.message());
+    TF_ASSIGN_OR_RETURN(ConfigIndex def_index, space.Encode(def));
+    return TuningProblem{key, std::move(space), std::move(def), def_index};
+  }
   std::string known;
   for (const auto& t : TunableOpTypes()) known += (known.empty() ? "" : ", ") + t;
   return InvalidArgument("op type '" + key.op_type + "' cannot be tuned yet (tunable: " + known + ")");
 }
 
-std::vector<std::string> TunableOpTypes() { return {"MatMul"}; }
+std::vector<std::string> TunableOpTypes() {
+  std::vector<std::string> types = {"MatMul"};
+  for (const std::string& t : VectorOpTypes()) types.push_back(t);
+  return types;
+}
 
 }  // namespace tunefleet

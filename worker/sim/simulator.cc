@@ -4,6 +4,7 @@
 #include <string>
 
 #include "worker/sim/matmul_model.h"
+#include "worker/sim/vector_model.h"
 
 namespace tunefleet::sim {
 
@@ -19,6 +20,11 @@ Result<PreparedProblem> Prepare(const TuningProblem& problem, const SocSpec& soc
     prepared.op = PreparedProblem::Op::kMatmul;
     return prepared;
   }
+  if (IsVectorOpType(problem.key.op_type)) {
+    TF_ASSIGN_OR_RETURN(prepared.vector, VectorShapeFromOpKey(problem.key));
+    prepared.op = PreparedProblem::Op::kVector;
+    return prepared;
+  }
   return InvalidArgument("op type '" + problem.key.op_type +
                          "' has no timing model in the simulator");
 }
@@ -29,6 +35,8 @@ Result<KernelEstimate> Simulate(const PreparedProblem& prepared, const Config& c
   switch (prepared.op) {
     case PreparedProblem::Op::kMatmul:
       return EstimateMatmul(prepared.matmul, MatmulTilingFromConfig(config), soc);
+    case PreparedProblem::Op::kVector:
+      return EstimateVector(prepared.vector, VectorTilingFromConfig(prepared.vector, config), soc);
   }
   return Internal("unhandled op in Simulate");
 }

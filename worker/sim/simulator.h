@@ -12,16 +12,18 @@
 #include "tunefleet/common/soc_spec.h"
 #include "tunefleet/common/status.h"
 #include "tunefleet/common/tuning_problem.h"
+#include "tunefleet/common/vector_space.h"
 #include "worker/sim/kernel_estimate.h"
 
 namespace tunefleet::sim {
 
 // What Simulate needs from an op key, parsed once.
 struct PreparedProblem {
-  enum class Op { kMatmul };
+  enum class Op { kMatmul, kVector };
   const TuningProblem* problem = nullptr;  // borrowed
   Op op = Op::kMatmul;
   MatmulShape matmul;  // when op == kMatmul
+  VectorShape vector;  // when op == kVector
 };
 
 // kInvalidArgument when the op key's type has no timing model or its inputs do not

@@ -1,0 +1,94 @@
+// The vector ops' tuning problems (NPU_MODEL.md "Element-wise", "Softmax / LayerNorm /
+// Reduce", "Transpose"): the shape read from an op key, each family's parameter space
+// with its UB-capacity and 32-byte-alignment constraints, CANN-like default tilings, and
+// the work decomposition (tiles, tiles per core, UB bytes) that the timing model in
+// worker/sim/vector_model.cc shares. Vector ops run on the vector cores
+// (vector_core_cnt). Plain values and pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tunefleet/common/op_key.h"
+#include "tunefleet/common/search_space.h"
+#include "tunefleet/common/soc_spec.h"
+#include "tunefleet/common/status.h"
+
+namespace tunefleet {
+
+enum class VectorFamily {
+  kElementwise,  // params tileLength, bufferNum, usedCores
+  kRowwise,      // params rowsPerTile, bufferNum, usedCores (over the last axis only)
+  kTranspose,    // params tileRows, tileCols, usedCores (swaps the last two axes)
+};
+
+enum class VectorOp {
+  kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd,
+  kSoftmax, kLayerNorm, kReduceSum, kReduceMean,
+  kTranspose,
+};
+
+// The op types handled here, in a stable order ("Add", ..., "Transpose").
+const std::vector<std::string>& VectorOpTypes();
+bool IsVectorOpType(std::string_view op_type);
+
+struct VectorShape {
+  VectorOp op = VectorOp::kAdd;
+  VectorFamily family = VectorFamily::kElementwise;
+  DType dtype = DType::kFloat16;      // inputs (gamma/beta of LayerNorm too)
+  DType out_dtype = DType::kFloat16;  // Cast: attrs.dst_type; else = dtype
+  DType compute_dtype = DType::kFloat16;  // what the vector unit computes in
+  // Element-wise: output elements; inputs of the output's shape; inputs broadcast to it
+  // (a trailing-axes suffix or one element, re-read from L2) and their total elements.
+  int64_t elements = 0;
+  int full_inputs = 0;
+  int broadcast_inputs = 0;
+  int64_t broadcast_elements = 0;
+  // Row-wise: rows x cols (cols = last axis). Transpose: batch matrices of rows x cols.
+  int64_t rows = 0, cols = 0;
+  int64_t batch = 1;
+  // Compute-dtype buffers of one tile besides inputs and outputs (casts, intermediates).
+  int temps = 0;
+};
+
+struct VectorTiling {
+  int64_t tile_length = 0;    // element-wise: elements per UB tile
+  int64_t rows_per_tile = 0;  // row-wise
+  int64_t tile_rows = 0, tile_cols = 0;  // transpose: input rows x cols per tile
+  int64_t buffer_num = 2;     // 1 or 2 (transpose: always 2)
+  int64_t used_cores = 1;
+};
+
+// Reads a vector op from an op key. kInvalidArgument naming the field (input i's
+// shape or dtype, attrs.dst_type, attrs.axis, attrs.perm, ...) when it does not describe
+// a supported instance.
+Result<VectorShape> VectorShapeFromOpKey(const OpKey& key);
+
+// Parameter names of the family, in space order.
+std::vector<std::string> VectorParamNames(VectorFamily family);
+
+Result<SearchSpace> VectorTilingSpace(const VectorShape& shape, const SocSpec& soc);
+// Requires a config of VectorTilingSpace(shape, ...) (any, valid or not).
+VectorTiling VectorTilingFromConfig(const VectorShape& shape, const Config& config);
+Config VectorConfigFromTiling(const VectorShape& shape, const VectorTiling& t);
+// CANN-like heuristic: all vector cores the work allows, double buffering, the largest
+// tile that fits UB and is not larger than one core's share. Always valid.
+VectorTiling VectorDefaultTiling(const VectorShape& shape, const SocSpec& soc);
+
+// Derived quantities shared by constraints and the timing model.
+struct VectorBlocking {
+  int64_t tiles = 0;           // tiles in the whole launch
+  int64_t tiles_per_core = 0;  // on the busiest core: ceil(tiles / used cores)
+  int64_t ub_bytes = 0;        // UB footprint of the tiling (all buffers)
+  // Row-wise only: a row that does not fit UB is split into chunks of chunk_cols
+  // elements and read twice from HBM (statistics pass, then the normalising pass).
+  bool split_rows = false;
+  int64_t chunk_cols = 0;
+  int64_t row_bytes_padded = 0;  // one row of the input in UB, padded to ubblock_size
+};
+VectorBlocking ComputeVectorBlocking(const VectorShape& shape, const VectorTiling& t,
+                                     const SocSpec& soc);
+
+}  // namespace tunefleet

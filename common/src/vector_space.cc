@@ -1,0 +1,558 @@
+#include "tunefleet/common/vector_space.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <numeric>
+
+namespace tunefleet {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+std::string B(int64_t bytes) { return std::to_string(bytes) + " B"; }
+std::string N(int64_t v) { return std::to_string(v); }
+
+struct OpInfo {
+  const char* name;
+  VectorOp op;
+  VectorFamily family;
+  int inputs;     // required inputs
+  int temps;      // intermediate compute-dtype buffers of the op itself
+  bool int8_ok;   // the op accepts int8 (computed in fp16 after a cast)
+};
+
+// Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
+// division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean.
+constexpr OpInfo kOps[] = {
+    {"Add", VectorOp::kAdd, VectorFamily::kElementwise, 2, 0, true},
+    {"Sub", VectorOp::kSub, VectorFamily::kElementwise, 2, 0, true},
+    {"Mul", VectorOp::kMul, VectorFamily::kElementwise, 2, 0, true},
+    {"Div", VectorOp::kDiv, VectorFamily::kElementwise, 2, 0, false},
+    {"Relu", VectorOp::kRelu, VectorFamily::kElementwise, 1, 0, true},
+    {"Gelu", VectorOp::kGelu, VectorFamily::kElementwise, 1, 1, false},
+    {"Sigmoid", VectorOp::kSigmoid, VectorFamily::kElementwise, 1, 0, false},
+    {"Tanh", VectorOp::kTanh, VectorFamily::kElementwise, 1, 1, false},
+    {"Exp", VectorOp::kExp, VectorFamily::kElementwise, 1, 0, false},
+    {"Cast", VectorOp::kCast, VectorFamily::kElementwise, 1, 0, true},
+    {"FusedMulAdd", VectorOp::kFusedMulAdd, VectorFamily::kElementwise, 3, 0, false},
+    {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
+    {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
+    {"ReduceSum", VectorOp::kReduceSum, VectorFamily::kRowwise, 1, 0, false},
+    {"ReduceMean", VectorOp::kReduceMean, VectorFamily::kRowwise, 1, 0, false},
+    {"Transpose", VectorOp::kTranspose, VectorFamily::kTranspose, 1, 0, true},
+};
+
+const OpInfo* FindOp(std::string_view name) {
+  for (const OpInfo& o : kOps) {
+    if (name == o.name) return &o;
+  }
+  return nullptr;
+}
+
+int64_t Elements(const std::vector<int64_t>& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + N(shape[i]);
+  return s + "]";
+}
+
+// An attribute naming an axis must name the last one (the only reduction axis modelled).
+Status CheckLastAxis(const OpKey& key, const char* attr, size_t rank) {
+  auto it = key.attrs.find(attr);
+  if (it == key.attrs.end()) return Status::Ok();
+  const std::string& v = it->second;
+  if (v == "-1" || v == N(static_cast<int64_t>(rank) - 1) || v == "[-1]") return Status::Ok();
+  return InvalidArgument(key.op_type + " attrs." + attr + "='" + v +
+                         "': only the last axis is supported (-1 or " + N(static_cast<int64_t>(rank) - 1) + ")");
+}
+
+bool IsFloat(DType d) { return d != DType::kInt8; }
+
+// The vector unit computes bf16 in fp32 and int8 in fp16 (no bf16/int8 arithmetic):
+// one cast temp per input.
+void SetCompute(VectorShape& s, int inputs) {
+  if (s.dtype == DType::kBFloat16) {
+    s.compute_dtype = DType::kFloat32;
+    s.temps += inputs;
+  } else if (s.dtype == DType::kInt8) {
+    s.compute_dtype = DType::kFloat16;
+    s.temps += inputs;
+  } else {
+    s.compute_dtype = s.dtype;
+  }
+}
+
+Status CheckCastPair(const OpKey& key, DType from, DType to) {
+  auto is = [&](DType a, DType b) { return (from == a && to == b) || (from == b && to == a); };
+  if (is(DType::kFloat16, DType::kFloat32) || is(DType::kBFloat16, DType::kFloat32) ||
+      is(DType::kFloat16, DType::kBFloat16) || is(DType::kFloat16, DType::kInt8)) {
+    return Status::Ok();
+  }
+  return InvalidArgument(key.op_type + " attrs.dst_type: cannot cast " + std::string(DTypeName(from)) +
+                         " to " + std::string(DTypeName(to)) +
+                         " (supported: float16<->float32, bfloat16<->float32, float16<->bfloat16, float16<->int8)");
+}
+
+std::vector<int64_t> CoreValues(const SocSpec& soc) {
+  std::vector<int64_t> cores;
+  for (int64_t c : {1, 2, 4, 8, 16, 24, 32, 40, 48}) {
+    if (c < soc.vector_core_cnt) cores.push_back(c);
+  }
+  cores.push_back(soc.vector_core_cnt);
+  return cores;
+}
+
+// Values of a list up to the first one >= cap (larger ones only add empty tile space).
+std::vector<int64_t> UpTo(std::vector<int64_t> all, int64_t cap) {
+  std::sort(all.begin(), all.end());
+  std::vector<int64_t> out;
+  for (int64_t v : all) {
+    out.push_back(v);
+    if (v >= cap) break;
+  }
+  return out;
+}
+
+std::vector<int64_t> TileLengthValues(int64_t elements) {
+  std::vector<int64_t> all;
+  for (int64_t v = 8; v <= 65536; v *= 2) all.push_back(v);
+  for (int64_t v = 96; v <= 49152; v *= 2) all.push_back(v);
+  // At least 32 so every dtype has an aligned value.
+  return UpTo(std::move(all), std::max<int64_t>(elements, 32));
+}
+
+std::vector<int64_t> RowsPerTileValues(int64_t rows) {
+  std::vector<int64_t> all;
+  for (int64_t v = 1; v <= 4096; v *= 2) all.push_back(v);
+  return UpTo(std::move(all), rows);
+}
+
+std::vector<int64_t> TransposeTileValues(int64_t dim) {
+  return UpTo({8, 16, 32, 64, 128, 256, 512}, std::max<int64_t>(dim, 32));
+}
+
+int64_t ElementwiseBytesPerElement(const VectorShape& s) {
+  return static_cast<int64_t>(s.full_inputs + s.broadcast_inputs) * DTypeBytes(s.dtype) +
+         DTypeBytes(s.out_dtype) + static_cast<int64_t>(s.temps) * DTypeBytes(s.compute_dtype);
+}
+
+// Row-wise per-row UB bytes of inputs, outputs and temps (each padded to ubblock_size),
+// without the per-tile reduction output and the resident gamma/beta.
+int64_t RowwiseRowBytes(const VectorShape& s, int64_t align) {
+  const int64_t in = RoundUp(s.cols * DTypeBytes(s.dtype), align);
+  const int64_t out = s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean
+                          ? 0
+                          : RoundUp(s.cols * DTypeBytes(s.out_dtype), align);
+  const int64_t tmp = s.temps * RoundUp(s.cols * DTypeBytes(s.compute_dtype), align);
+  return in + out + tmp;
+}
+
+bool IsReduce(const VectorShape& s) {
+  return s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean;
+}
+
+}  // namespace
+
+const std::vector<std::string>& VectorOpTypes() {
+  static const std::vector<std::string> kTypes = [] {
+    std::vector<std::string> t;
+    for (const OpInfo& o : kOps) t.emplace_back(o.name);
+    return t;
+  }();
+  return kTypes;
+}
+
+bool IsVectorOpType(std::string_view op_type) { return FindOp(op_type) != nullptr; }
+
+Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
+  const OpInfo* info = FindOp(key.op_type);
+  if (info == nullptr) return InvalidArgument("op type '" + key.op_type + "' is not a vector op");
+  const std::string& op = key.op_type;
+  if (static_cast<int>(key.inputs.size()) != info->inputs) {
+    return InvalidArgument(op + " needs exactly " + N(info->inputs) + " input" +
+                           (info->inputs > 1 ? "s" : "") + ", got " + N(static_cast<int64_t>(key.inputs.size())));
+  }
+  for (size_t i = 0; i < key.inputs.size(); ++i) {
+    const TensorDesc& t = key.inputs[i];
+    const std::string where = op + " input " + N(static_cast<int64_t>(i));
+    if (t.shape.empty()) return InvalidArgument(where + " shape is empty (give at least one axis)");
+    for (int64_t d : t.shape) {
+      if (d <= 0) return InvalidArgument(where + " shape " + ShapeText(t.shape) + " has a non-positive axis");
+    }
+    if (t.format != "ND") return InvalidArgument(where + " format " + t.format + ": vector ops take ND");
+    if (t.dtype != key.inputs[0].dtype) {
+      return InvalidArgument(where + " dtype " + t.dtype + " differs from input 0's " + key.inputs[0].dtype);
+    }
+  }
+  VectorShape s;
+  s.op = info->op;
+  s.family = info->family;
+  TF_ASSIGN_OR_RETURN(s.dtype, ParseDType(key.inputs[0].dtype));
+  s.out_dtype = s.dtype;
+  if (!IsFloat(s.dtype) && !info->int8_ok) {
+    return InvalidArgument(op + " input 0 dtype int8 is not supported (use float16, bfloat16 or float32)");
+  }
+  s.temps = info->temps;
+  const std::vector<int64_t>& x = key.inputs[0].shape;
+
+  switch (s.family) {
+    case VectorFamily::kElementwise: {
+      // The output takes the largest input's shape; the others equal it or broadcast.
+      size_t big = 0;
+      for (size_t i = 1; i < key.inputs.size(); ++i) {
+        if (Elements(key.inputs[i].shape) > Elements(key.inputs[big].shape)) big = i;
+      }
+      const std::vector<int64_t>& out = key.inputs[big].shape;
+      s.elements = Elements(out);
+      for (size_t i = 0; i < key.inputs.size(); ++i) {
+        const std::vector<int64_t>& in = key.inputs[i].shape;
+        if (in == out) {
+          ++s.full_inputs;
+          continue;
+        }
+        std::vector<int64_t> trimmed(std::find_if(in.begin(), in.end(), [](int64_t d) { return d != 1; }),
+                                     in.end());
+        const bool suffix = trimmed.size() <= out.size() &&
+                            std::equal(trimmed.rbegin(), trimmed.rend(), out.rbegin());
+        if (!suffix) {
+          return InvalidArgument(op + " input " + N(static_cast<int64_t>(i)) + " shape " + ShapeText(in) +
+                                 " does not broadcast to " + ShapeText(out) +
+                                 ": it must equal it, match its trailing axes, or hold one element");
+        }
+        ++s.broadcast_inputs;
+        s.broadcast_elements += Elements(in);
+      }
+      if (s.op == VectorOp::kCast) {
+        auto it = key.attrs.find("dst_type");
+        if (it == key.attrs.end()) {
+          return InvalidArgument("Cast needs attrs.dst_type (float16, bfloat16, float32 or int8)");
+        }
+        Result<DType> to = ParseDType(it->second);
+        if (!to.ok()) return InvalidArgument("Cast attrs.dst_type: " + to.status().message());
+        if (*to == s.dtype) return InvalidArgument("Cast attrs.dst_type equals the input dtype: nothing to cast");
+        TF_RETURN_IF_ERROR(CheckCastPair(key, s.dtype, *to));
+        s.out_dtype = *to;
+        const bool via_fp32 = (s.dtype == DType::kFloat16 && *to == DType::kBFloat16) ||
+                              (s.dtype == DType::kBFloat16 && *to == DType::kFloat16);
+        s.compute_dtype = DTypeBytes(s.dtype) >= DTypeBytes(*to) ? s.dtype : *to;
+        if (via_fp32) {
+          s.compute_dtype = DType::kFloat32;
+          s.temps = 1;
+        }
+      } else {
+        SetCompute(s, info->inputs);
+      }
+      return s;
+    }
+    case VectorFamily::kRowwise: {
+      s.cols = x.back();
+      s.rows = Elements(x) / s.cols;
+      TF_RETURN_IF_ERROR(CheckLastAxis(key, s.op == VectorOp::kLayerNorm ? "begin_norm_axis"
+                                            : IsReduce(s)                 ? "axes"
+                                                                          : "axis",
+                                       x.size()));
+      if (s.op == VectorOp::kLayerNorm) {
+        for (size_t i = 1; i < 3; ++i) {
+          const std::vector<int64_t>& g = key.inputs[i].shape;
+          if (Elements(g) != s.cols || g.back() != s.cols) {
+            return InvalidArgument(std::string("LayerNorm input ") + N(static_cast<int64_t>(i)) +
+                                   (i == 1 ? " (gamma)" : " (beta)") + " shape " + ShapeText(g) +
+                                   " must be [" + N(s.cols) + "], the normalised last axis of input 0");
+          }
+        }
+      }
+      SetCompute(s, 1);
+      return s;
+    }
+    case VectorFamily::kTranspose: {
+      if (x.size() < 2) {
+        return InvalidArgument("Transpose input 0 shape " + ShapeText(x) + " needs at least 2 axes");
+      }
+      auto it = key.attrs.find("perm");
+      if (it != key.attrs.end()) {
+        std::string want;
+        for (size_t i = 0; i < x.size(); ++i) {
+          size_t a = i + 2 == x.size() ? i + 1 : i + 1 == x.size() ? i - 1 : i;
+          want += (i ? "," : "") + N(static_cast<int64_t>(a));
+        }
+        std::string got;
+        for (char c : it->second) {
+          if (c != ' ' && c != '[' && c != ']') got += c;
+        }
+        if (got != want) {
+          return InvalidArgument("Transpose attrs.perm='" + it->second +
+                                 "': only swapping the last two axes is supported (perm " + want + ")");
+        }
+      }
+      s.rows = x[x.size() - 2];
+      s.cols = x.back();
+      s.batch = Elements(x) / (s.rows * s.cols);
+      s.compute_dtype = s.dtype;
+      return s;
+    }
+  }
+  return Internal("unhandled vector family");
+}
+
+std::vector<std::string> VectorParamNames(VectorFamily family) {
+  switch (family) {
+    case VectorFamily::kElementwise:
+      return {"tileLength", "bufferNum", "usedCores"};
+    case VectorFamily::kRowwise:
+      return {"rowsPerTile", "bufferNum", "usedCores"};
+    case VectorFamily::kTranspose:
+      return {"tileRows", "tileCols", "usedCores"};
+  }
+  return {};
+}
+
+VectorBlocking ComputeVectorBlocking(const VectorShape& s, const VectorTiling& t,
+                                     const SocSpec& soc) {
+  VectorBlocking b;
+  const int64_t align = soc.ubblock_size;
+  switch (s.family) {
+    case VectorFamily::kElementwise:
+      b.tiles = CeilDiv(s.elements, t.tile_length);
+      b.ub_bytes = t.tile_length * ElementwiseBytesPerElement(s) * t.buffer_num;
+      break;
+    case VectorFamily::kRowwise: {
+      b.tiles = CeilDiv(s.rows, t.rows_per_tile);
+      b.row_bytes_padded = RoundUp(s.cols * DTypeBytes(s.dtype), align);
+      const int64_t reduce_out =
+          IsReduce(s) ? RoundUp(t.rows_per_tile * DTypeBytes(s.out_dtype), align) : 0;
+      // LayerNorm's gamma and beta stay resident for all rows: single-buffered.
+      const int64_t resident = s.op == VectorOp::kLayerNorm ? 2 * b.row_bytes_padded : 0;
+      b.ub_bytes = (t.rows_per_tile * RowwiseRowBytes(s, align) + reduce_out) * t.buffer_num + resident;
+      if (t.rows_per_tile == 1 && b.ub_bytes > soc.ub_size) {
+        // One row does not fit: stream it in chunks (gamma/beta chunks stream beside it).
+        b.split_rows = true;
+        const int64_t per_elem = DTypeBytes(s.dtype) * (s.op == VectorOp::kLayerNorm ? 3 : 1) +
+                                 (IsReduce(s) ? 0 : DTypeBytes(s.out_dtype)) +
+                                 s.temps * DTypeBytes(s.compute_dtype);
+        const int64_t elem_align = std::max<int64_t>(1, align / DTypeBytes(s.dtype));
+        const int64_t budget = soc.ub_size - (IsReduce(s) ? 2 * align : 0);
+        b.chunk_cols = std::max(elem_align, budget / (t.buffer_num * per_elem) / elem_align * elem_align);
+        b.ub_bytes = b.chunk_cols * per_elem * t.buffer_num + (IsReduce(s) ? 2 * align : 0);
+      }
+      break;
+    }
+    case VectorFamily::kTranspose:
+      b.tiles = s.batch * CeilDiv(s.rows, t.tile_rows) * CeilDiv(s.cols, t.tile_cols);
+      // Input and transposed output tile, ping-ponged.
+      b.ub_bytes = t.tile_rows * t.tile_cols * DTypeBytes(s.dtype) * 2 * 2;
+      break;
+  }
+  b.tiles_per_core = CeilDiv(b.tiles, std::max<int64_t>(1, t.used_cores));
+  return b;
+}
+
+Result<SearchSpace> VectorTilingSpace(const VectorShape& shape, const SocSpec& soc) {
+  const std::vector<std::string> names = VectorParamNames(shape.family);
+  std::vector<Parameter> params;
+  switch (shape.family) {
+    case VectorFamily::kElementwise:
+      params = {{names[0], TileLengthValues(shape.elements)}, {names[1], {1, 2}}, {names[2], CoreValues(soc)}};
+      break;
+    case VectorFamily::kRowwise:
+      params = {{names[0], RowsPerTileValues(shape.rows)}, {names[1], {1, 2}}, {names[2], CoreValues(soc)}};
+      break;
+    case VectorFamily::kTranspose:
+      params = {{names[0], TransposeTileValues(shape.rows)},
+                {names[1], TransposeTileValues(shape.cols)},
+                {names[2], CoreValues(soc)}};
+      break;
+  }
+  const SocSpec spec = soc;
+  auto tiling = [shape](const Config& c) { return VectorTilingFromConfig(shape, c); };
+  std::vector<SearchSpace::Constraint> constraints;
+  switch (shape.family) {
+    case VectorFamily::kElementwise:
+      constraints.push_back(
+          {"tile alignment", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+             const VectorTiling t = tiling(c);
+             for (DType d : {shape.dtype, shape.out_dtype}) {
+               const int64_t bytes = t.tile_length * DTypeBytes(d);
+               if (bytes % spec.ubblock_size != 0) {
+                 return "tileLength*bytes = " + N(t.tile_length) + "*" + N(DTypeBytes(d)) + " = " + B(bytes) + " (" +
+                        std::string(DTypeName(d)) + ") is not a multiple of ubblock_size " + B(spec.ubblock_size);
+               }
+             }
+             return {};
+           }});
+      constraints.push_back(
+          {"UB capacity", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+             const VectorTiling t = tiling(c);
+             const VectorBlocking b = ComputeVectorBlocking(shape, t, spec);
+             if (b.ub_bytes > spec.ub_size) {
+               return "UB footprint tileLength*bytes(inputs+outputs+temps)*bufferNum = " + N(t.tile_length) + "*" +
+                      N(ElementwiseBytesPerElement(shape)) + "*" + N(t.buffer_num) + " = " + B(b.ub_bytes) +
+                      " exceeds ub_size " + B(spec.ub_size);
+             }
+             return {};
+           }});
+      break;
+    case VectorFamily::kRowwise:
+      constraints.push_back(
+          {"UB capacity", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+             const VectorTiling t = tiling(c);
+             const VectorBlocking b = ComputeVectorBlocking(shape, t, spec);
+             if (b.ub_bytes > spec.ub_size) {
+               return "UB footprint of rowsPerTile=" + N(t.rows_per_tile) + " rows (" + B(b.row_bytes_padded) +
+                      " padded per input row, with outputs and temps) * bufferNum " + N(t.buffer_num) + " = " +
+                      B(b.ub_bytes) + " exceeds ub_size " + B(spec.ub_size) +
+                      " (rowsPerTile=1 streams a row that does not fit, at a second HBM pass)";
+             }
+             return {};
+           }});
+      break;
+    case VectorFamily::kTranspose:
+      constraints.push_back(
+          {"tile alignment", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+             const VectorTiling t = tiling(c);
+             const int64_t bytes = DTypeBytes(shape.dtype);
+             if (t.tile_cols * bytes % spec.ubblock_size != 0) {
+               return "tileCols*bytes = " + B(t.tile_cols * bytes) + " (a loaded row) is not a multiple of ubblock_size " +
+                      B(spec.ubblock_size);
+             }
+             if (t.tile_rows * bytes % spec.ubblock_size != 0) {
+               return "tileRows*bytes = " + B(t.tile_rows * bytes) + " (a stored row) is not a multiple of ubblock_size " +
+                      B(spec.ubblock_size);
+             }
+             return {};
+           }});
+      constraints.push_back(
+          {"UB capacity", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+             const VectorTiling t = tiling(c);
+             const VectorBlocking b = ComputeVectorBlocking(shape, t, spec);
+             if (b.ub_bytes > spec.ub_size) {
+               return "UB footprint tileRows*tileCols*bytes*2 (in+out)*2 (ping-pong) = " + B(b.ub_bytes) +
+                      " exceeds ub_size " + B(spec.ub_size);
+             }
+             return {};
+           }});
+      break;
+  }
+  constraints.push_back(
+      {"cores have tiles", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+         const VectorTiling t = tiling(c);
+         const VectorBlocking b = ComputeVectorBlocking(shape, t, spec);
+         if (t.used_cores > b.tiles) {
+           return "usedCores=" + N(t.used_cores) + " exceeds the " + N(b.tiles) + " tiles to hand out";
+         }
+         return {};
+       }});
+  return SearchSpace::Create(std::move(params), std::move(constraints));
+}
+
+VectorTiling VectorTilingFromConfig(const VectorShape& shape, const Config& c) {
+  VectorTiling t;
+  switch (shape.family) {
+    case VectorFamily::kElementwise:
+      t.tile_length = c[0];
+      t.buffer_num = c[1];
+      break;
+    case VectorFamily::kRowwise:
+      t.rows_per_tile = c[0];
+      t.buffer_num = c[1];
+      break;
+    case VectorFamily::kTranspose:
+      t.tile_rows = c[0];
+      t.tile_cols = c[1];
+      t.buffer_num = 2;
+      break;
+  }
+  t.used_cores = c[2];
+  return t;
+}
+
+Config VectorConfigFromTiling(const VectorShape& shape, const VectorTiling& t) {
+  switch (shape.family) {
+    case VectorFamily::kElementwise:
+      return {t.tile_length, t.buffer_num, t.used_cores};
+    case VectorFamily::kRowwise:
+      return {t.rows_per_tile, t.buffer_num, t.used_cores};
+    case VectorFamily::kTranspose:
+      return {t.tile_rows, t.tile_cols, t.used_cores};
+  }
+  return {};
+}
+
+VectorTiling VectorDefaultTiling(const VectorShape& shape, const SocSpec& soc) {
+  // Builds the space's own checks so the default is valid by construction: the largest
+  // candidate (per family) that passes them, then the most cores the tiles allow.
+  Result<SearchSpace> space = VectorTilingSpace(shape, soc);
+  VectorTiling best;
+  best.buffer_num = 2;
+  best.used_cores = 1;
+  if (!space.ok()) return best;
+  const std::vector<int64_t> cores = CoreValues(soc);
+  auto valid = [&](const VectorTiling& t) {
+    return space->Validate(VectorConfigFromTiling(shape, t)).ok();
+  };
+  auto with_cores = [&](VectorTiling t) {
+    const int64_t tiles = ComputeVectorBlocking(shape, t, soc).tiles;
+    t.used_cores = 1;
+    for (int64_t c : cores) {
+      if (c <= tiles) t.used_cores = c;
+    }
+    return t;
+  };
+  const std::vector<Parameter>& p = space->params();
+  switch (shape.family) {
+    case VectorFamily::kElementwise: {
+      // CANN: split the elements evenly over all vector cores, then the largest tile of
+      // a core's share that fits UB with double buffering.
+      const int64_t per_core = CeilDiv(shape.elements, soc.vector_core_cnt);
+      bool found = false;
+      for (int64_t len : p[0].values) {
+        VectorTiling t = best;
+        t.tile_length = len;
+        t = with_cores(t);
+        if (!valid(t)) continue;
+        if (!found || len <= per_core) {
+          best = t;
+          found = true;
+        }
+      }
+      break;
+    }
+    case VectorFamily::kRowwise: {
+      const int64_t per_core = CeilDiv(shape.rows, soc.vector_core_cnt);
+      best.rows_per_tile = 1;
+      best = with_cores(best);
+      for (int64_t rpt : p[0].values) {
+        VectorTiling t = best;
+        t.rows_per_tile = rpt;
+        t = with_cores(t);
+        if (rpt <= per_core && valid(t)) best = t;
+      }
+      break;
+    }
+    case VectorFamily::kTranspose: {
+      // Square tiles, as large as UB takes and the matrix needs.
+      bool found = false;
+      for (int64_t r : p[0].values) {
+        for (int64_t c : p[1].values) {
+          VectorTiling t = best;
+          t.tile_rows = r;
+          t.tile_cols = c;
+          t = with_cores(t);
+          if (!valid(t)) continue;
+          const int64_t side = std::min(r, c);
+          const int64_t best_side = found ? std::min(best.tile_rows, best.tile_cols) : -1;
+          if (!found || side > best_side || (side == best_side && r * c > best.tile_rows * best.tile_cols)) {
+            best = t;
+            found = true;
+          }
+        }
+      }
+      break;
+    }
+  }
+  return best;
+}
+
+}  // namespace tunefleet

@@ -1,0 +1,155 @@
+// The vector ops' tuning spaces (common/vector_space.h): op-key errors name the field
+// to fix, UB capacity and 32-byte alignment violations name the quantity, defaults are
+// valid, and every vector op is tunable through MakeTuningProblem.
+#include "tunefleet/common/vector_space.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tunefleet/common/tuning_problem.h"
+
+namespace tunefleet {
+namespace {
+
+OpKey Key(const std::string& op, std::vector<std::vector<int64_t>> shapes,
+          const std::string& dtype = "float16", std::map<std::string, std::string> attrs = {}) {
+  OpKey key;
+  key.soc = "Ascend910B2";
+  key.op_type = op;
+  for (auto& s : shapes) key.inputs.push_back({std::move(s), dtype, "ND"});
+  key.attrs = std::move(attrs);
+  return key;
+}
+
+class VectorSpaceTest : public ::testing::Test {
+ protected:
+  SocCatalog catalog_ = SocCatalog::Builtin();
+  const SocSpec& soc() { return *catalog_.Find("Ascend910B2").value(); }
+
+  std::string KeyError(const OpKey& key) {
+    auto p = MakeTuningProblem(key, soc());
+    EXPECT_FALSE(p.ok()) << key.Display();
+    if (p.ok()) return "";
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << p.status().ToString();
+    return p.status().message();
+  }
+};
+
+using VectorSpace = VectorSpaceTest;
+
+TEST_F(VectorSpace, EveryVectorOpIsTunable) {
+  std::vector<std::string> tunable = TunableOpTypes();
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "Exp", "Cast",
+                         "FusedMulAdd", "Softmax", "LayerNorm", "ReduceSum", "ReduceMean", "Transpose"}) {
+    EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
+    EXPECT_TRUE(IsVectorOpType(op)) << op;
+  }
+  EXPECT_FALSE(IsVectorOpType("MatMul"));
+}
+
+TEST_F(VectorSpace, OpKeyErrorsNameTheFieldToFix) {
+  EXPECT_NE(KeyError(Key("Add", {{4, 8}})).find("exactly 2 inputs"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Add", {{4, 8}, {3, 8}})).find("input 1 shape [3,8]"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Cast", {{4, 8}})).find("attrs.dst_type"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Cast", {{4, 8}}, "float16", {{"dst_type", "float64"}})).find("attrs.dst_type"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Cast", {{4, 8}}, "int8", {{"dst_type", "float32"}})).find("attrs.dst_type"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Div", {{4, 8}, {4, 8}}, "int8")).find("dtype int8"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Softmax", {{4, 8}}, "float16", {{"axis", "0"}})).find("attrs.axis"), std::string::npos);
+  EXPECT_NE(KeyError(Key("ReduceSum", {{4, 8}}, "float16", {{"axes", "0"}})).find("attrs.axes"), std::string::npos);
+  EXPECT_NE(KeyError(Key("LayerNorm", {{4, 8}, {4}, {8}})).find("input 1 (gamma)"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Transpose", {{4, 8, 2}}, "float16", {{"perm", "2,1,0"}})).find("attrs.perm"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Transpose", {{8}})).find("at least 2 axes"), std::string::npos);
+  OpKey mixed = Key("Mul", {{4, 8}, {4, 8}});
+  mixed.inputs[1].dtype = "float32";
+  EXPECT_NE(KeyError(mixed).find("input 1 dtype"), std::string::npos);
+  OpKey nz = Key("Relu", {{4, 8}});
+  nz.inputs[0].format = "FRACTAL_NZ";
+  EXPECT_NE(KeyError(nz).find("format"), std::string::npos);
+}
+
+TEST_F(VectorSpace, AcceptsBroadcastOfATrailingSuffixOrOneElement) {
+  auto bias = VectorShapeFromOpKey(Key("Add", {{4096, 3072}, {3072}}));
+  ASSERT_TRUE(bias.ok()) << bias.status().ToString();
+  EXPECT_EQ(bias->elements, 4096 * 3072);
+  EXPECT_EQ(bias->full_inputs, 1);
+  EXPECT_EQ(bias->broadcast_inputs, 1);
+  auto scalar = VectorShapeFromOpKey(Key("Mul", {{1}, {8, 16}}));
+  ASSERT_TRUE(scalar.ok()) << scalar.status().ToString();
+  EXPECT_EQ(scalar->elements, 128);
+}
+
+TEST_F(VectorSpace, UbCapacityViolationNamesTheFootprintAndUbSize) {
+  auto p = MakeTuningProblem(Key("Add", {{4096, 3072}, {4096, 3072}}), soc());
+  ASSERT_TRUE(p.ok());
+  // 32768 fp16 elements x (2 inputs + 1 output) x 2 bytes x 2 buffers = 384 KiB > 192 KiB.
+  Status s = p->space.Validate({32768, 2, 48});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("UB capacity"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("393216 B exceeds ub_size 196608 B"), std::string::npos) << s.message();
+  // Single-buffered it fits.
+  EXPECT_TRUE(p->space.Validate({32768, 1, 48}).ok());
+}
+
+TEST_F(VectorSpace, AlignmentViolationNamesTileLengthTimesBytes) {
+  auto p = MakeTuningProblem(Key("Relu", {{4096, 3072}}), soc());
+  ASSERT_TRUE(p.ok());
+  Status s = p->space.Validate({8, 2, 48});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tileLength*bytes"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("ubblock_size 32 B"), std::string::npos) << s.message();
+  // fp32 makes the same tileLength aligned.
+  auto f = MakeTuningProblem(Key("Relu", {{4096, 3072}}, "float32"), soc());
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(f->space.Validate({8, 2, 48}).ok()) << f->space.Validate({8, 2, 48}).message();
+  // Transpose: a 16-byte fp16 row of 8 elements.
+  auto t = MakeTuningProblem(Key("Transpose", {{1024, 1024}}), soc());
+  ASSERT_TRUE(t.ok());
+  Status ts = t->space.Validate({64, 8, 48});
+  ASSERT_FALSE(ts.ok());
+  EXPECT_NE(ts.message().find("tileCols*bytes"), std::string::npos) << ts.message();
+}
+
+TEST_F(VectorSpace, RowwiseRejectsSeveralRowsThatOverflowUbButStreamsASingleOne) {
+  auto p = MakeTuningProblem(Key("Softmax", {{64, 65536}}, "float32"), soc());
+  ASSERT_TRUE(p.ok());
+  Status two = p->space.Validate({2, 2, 32});
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.message().find("exceeds ub_size"), std::string::npos) << two.message();
+  EXPECT_TRUE(p->space.Validate({1, 2, 32}).ok());
+  EXPECT_TRUE(p->space.Validate({1, 1, 32}).ok());
+}
+
+TEST_F(VectorSpace, UsedCoresAboveTheTileCountIsRejected) {
+  auto p = MakeTuningProblem(Key("Relu", {{1024}}), soc());
+  ASSERT_TRUE(p.ok());
+  Status s = p->space.Validate({1024, 2, 2});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("usedCores=2 exceeds the 1 tiles"), std::string::npos) << s.message();
+}
+
+TEST_F(VectorSpace, DefaultTilingUsesAllVectorCoresDoubleBufferingAndLargeTiles) {
+  auto p = MakeTuningProblem(Key("Gelu", {{4096, 3072}}), soc());
+  ASSERT_TRUE(p.ok());
+  VectorShape shape = *VectorShapeFromOpKey(p->key);
+  VectorTiling t = VectorTilingFromConfig(shape, p->default_config);
+  EXPECT_EQ(t.used_cores, 48);
+  EXPECT_EQ(t.buffer_num, 2);
+  // Gelu fp16: in + out + one temp = 6 bytes per element, ping-ponged: at most 16384.
+  EXPECT_EQ(t.tile_length, 16384);
+  // Tiny shapes get a valid default too.
+  for (const OpKey& k : {Key("Add", {{1}, {1}}), Key("Softmax", {{1, 3}}), Key("Transpose", {{3, 5}}, "int8"),
+                         Key("Cast", {{7}}, "int8", {{"dst_type", "float16"}})}) {
+    auto q = MakeTuningProblem(k, soc());
+    EXPECT_TRUE(q.ok()) << k.Display() << ": " << q.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace tunefleet

@@ -1,0 +1,306 @@
+// The vector ops' timing model against NPU_MODEL.md's sanity list: no config beats the
+// roofline, large element-wise ops reach 80-90% of HBM bandwidth, small ops pay launch
+// and scalar, double buffering helps when two pipes are busy, a row larger than UB is
+// read twice, and the default tiling of BERT-base's vector ops is valid everywhere.
+#include "worker/sim/vector_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tunefleet/common/tuning_problem.h"
+#include "tunefleet/common/vector_space.h"
+#include "worker/sim/simulator.h"
+
+namespace tunefleet::sim {
+namespace {
+
+OpKey Key(const std::string& op, std::vector<std::vector<int64_t>> shapes,
+          const std::string& dtype = "float16", std::map<std::string, std::string> attrs = {},
+          const std::string& soc = "Ascend910B2") {
+  OpKey key;
+  key.soc = soc;
+  key.op_type = op;
+  for (auto& s : shapes) key.inputs.push_back({std::move(s), dtype, "ND"});
+  key.attrs = std::move(attrs);
+  return key;
+}
+
+// One representative key per op type, small enough to sweep every config.
+std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::string& dtype) {
+  const int64_t last = shape.back();
+  std::vector<OpKey> keys;
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) keys.push_back(Key(op, {shape, shape}, dtype));
+  for (const char* op : {"Relu", "Gelu", "Sigmoid", "Tanh", "Exp"}) keys.push_back(Key(op, {shape}, dtype));
+  keys.push_back(Key("Cast", {shape}, dtype, {{"dst_type", dtype == "float32" ? "float16" : "float32"}}));
+  keys.push_back(Key("FusedMulAdd", {shape, shape, shape}, dtype));
+  keys.push_back(Key("Softmax", {shape}, dtype));
+  keys.push_back(Key("LayerNorm", {shape, {last}, {last}}, dtype));
+  keys.push_back(Key("ReduceSum", {shape}, dtype));
+  keys.push_back(Key("ReduceMean", {shape}, dtype));
+  keys.push_back(Key("Transpose", {shape}, dtype));
+  return keys;
+}
+
+class VectorModelTest : public ::testing::Test {
+ protected:
+  SocCatalog catalog_ = SocCatalog::Builtin();
+  const SocSpec& Soc(const std::string& name = "Ascend910B2") { return *catalog_.Find(name).value(); }
+
+  TuningProblem Problem(const OpKey& key) {
+    auto p = MakeTuningProblem(key, Soc(key.soc));
+    EXPECT_TRUE(p.ok()) << key.Display() << ": " << p.status().ToString();
+    return std::move(p).value();
+  }
+  KernelEstimate Run(const TuningProblem& p, const Config& c) {
+    auto e = Simulate(p, c, Soc(p.key.soc));
+    EXPECT_TRUE(e.ok()) << p.key.Display() << " " << p.space.Describe(c) << ": " << e.status().ToString();
+    return e.ok() ? *e : KernelEstimate{};
+  }
+  // The best valid config and its estimate.
+  std::pair<Config, KernelEstimate> Best(const TuningProblem& p) {
+    Config best;
+    KernelEstimate best_e;
+    best_e.latency_us = std::numeric_limits<double>::infinity();
+    p.space.ForEachValid([&](ConfigIndex i) {
+      Config c = p.space.Decode(i);
+      KernelEstimate e = Run(p, c);
+      if (e.latency_us < best_e.latency_us) {
+        best = c;
+        best_e = e;
+      }
+      return true;
+    });
+    return {best, best_e};
+  }
+  Config With(const TuningProblem& p, std::map<std::string, int64_t> values) {
+    Config c = p.default_config;
+    for (const auto& [name, v] : values) {
+      const int i = p.space.IndexOf(name);
+      EXPECT_GE(i, 0) << name;
+      if (i >= 0) c[static_cast<size_t>(i)] = v;
+    }
+    return c;
+  }
+};
+
+using VectorModel = VectorModelTest;
+
+TEST_F(VectorModel, NoConfigOfAnyVectorOpBeatsItsRoofline) {
+  int64_t checked = 0;
+  for (const auto& [shape, dtype] : std::vector<std::pair<std::vector<int64_t>, std::string>>{
+           {{64, 768}, "float16"}, {{3, 100, 50}, "float32"}, {{512, 1024}, "bfloat16"}}) {
+    for (const OpKey& key : OneKeyPerOp(shape, dtype)) {
+      TuningProblem p = Problem(key);
+      int64_t valid = 0;
+      p.space.ForEachValid([&](ConfigIndex i) {
+        Config c = p.space.Decode(i);
+        KernelEstimate e = Run(p, c);
+        const SocSpec& soc = Soc();
+        EXPECT_GE(e.latency_us, RooflineUs(e, soc)) << key.Display() << " " << p.space.Describe(c);
+        EXPECT_GE(e.duration_us * (1 + 1e-12), e.hbm_bytes / (soc.hbm_bandwidth_gbps * 1e3)) << key.Display();
+        EXPECT_GE(e.hbm_bytes * (1 + 1e-12), e.compulsory_bytes) << key.Display();
+        EXPECT_GT(e.compute_roof_flops, 0) << key.Display();
+        for (Pipe pipe : {Pipe::kMte2, Pipe::kVector, Pipe::kMte3, Pipe::kScalar}) {
+          EXPECT_LE(e.Ratio(pipe), 1 + 1e-9) << key.Display() << " " << PipeRatioName(pipe) << " "
+                                             << p.space.Describe(c);
+        }
+        EXPECT_GE(e.block_dim, 1);
+        EXPECT_LE(e.block_dim, soc.vector_core_cnt);
+        ++valid;
+        return true;
+      });
+      EXPECT_GT(valid, 0) << key.Display() << " has no valid config";
+      checked += valid;
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST_F(VectorModel, LargeFp16AddWithTheBestTilingReaches80To90PercentOfHbmBandwidth) {
+  for (const char* soc : {"Ascend910B2", "Ascend910B4", "Ascend910"}) {
+    // 64M fp16 elements: 256 MiB read, 128 MiB written.
+    TuningProblem p = Problem(Key("Add", {{8192, 8192}, {8192, 8192}}, "float16", {}, soc));
+    auto [best, e] = Best(p);
+    const double achieved = e.compulsory_bytes / (e.latency_us * 1e-6);
+    const double share = achieved / (Soc(soc).hbm_bandwidth_gbps * 1e9);
+    std::printf("%s Add 64M fp16: best %s, %.1f us, %.0f GB/s = %.1f%% of HBM peak\n", soc,
+                p.space.Describe(best).c_str(), e.latency_us, achieved / 1e9, share * 100);
+    EXPECT_GE(share, 0.80) << soc;
+    EXPECT_LE(share, 0.90) << soc;
+    EXPECT_GT(e.Ratio(Pipe::kMte2), e.Ratio(Pipe::kVector)) << "a large Add is memory-bound";
+  }
+}
+
+TEST_F(VectorModel, SmallOpsAreDominatedByLaunchAndScalarOverhead) {
+  for (const OpKey& key : OneKeyPerOp({1, 256}, "float16")) {
+    TuningProblem p = Problem(key);
+    KernelEstimate e = Run(p, p.default_config);
+    const double overhead = e.launch_us + e.BusyUs(Pipe::kScalar);
+    EXPECT_GT(overhead / e.latency_us, 0.6) << key.Display() << " launch " << e.launch_us << " scalar "
+                                            << e.BusyUs(Pipe::kScalar) << " of " << e.latency_us;
+    EXPECT_LT(e.BusyUs(Pipe::kVector) / e.latency_us, 0.1) << key.Display();
+  }
+}
+
+TEST_F(VectorModel, TheMoreMemoryBoundConfigShowsTheHigherMte2Ratio) {
+  // bf16 Gelu computes in fp32 with casts: one core is vector-bound; all 48 cores share
+  // HBM and become memory-bound with the same tile.
+  TuningProblem p = Problem(Key("Gelu", {{4096, 3072}}, "bfloat16"));
+  KernelEstimate one = Run(p, With(p, {{"tileLength", 4096}, {"bufferNum", 2}, {"usedCores", 1}}));
+  KernelEstimate all = Run(p, With(p, {{"tileLength", 4096}, {"bufferNum", 2}, {"usedCores", 48}}));
+  std::printf("Gelu bf16 1 core: mte2 %.2f vec %.2f; 48 cores: mte2 %.2f vec %.2f\n", one.Ratio(Pipe::kMte2),
+              one.Ratio(Pipe::kVector), all.Ratio(Pipe::kMte2), all.Ratio(Pipe::kVector));
+  EXPECT_GT(one.Ratio(Pipe::kVector), one.Ratio(Pipe::kMte2)) << "one core is vector-bound";
+  EXPECT_GT(all.Ratio(Pipe::kMte2), one.Ratio(Pipe::kMte2) + 0.1);
+  EXPECT_GT(all.MemoryBound(), 1.0);
+  EXPECT_LT(one.MemoryBound(), 1.0);
+  // Across ops at one tiling: Add has less vector work per byte than Gelu.
+  TuningProblem add = Problem(Key("Add", {{4096, 3072}, {4096, 3072}}, "bfloat16"));
+  KernelEstimate add_one = Run(add, With(add, {{"tileLength", 4096}, {"bufferNum", 2}, {"usedCores", 1}}));
+  EXPECT_GT(add_one.Ratio(Pipe::kMte2), one.Ratio(Pipe::kMte2));
+}
+
+TEST_F(VectorModel, DoubleBufferingHelpsWhenMte2AndVectorAreBothBusy) {
+  TuningProblem p = Problem(Key("Gelu", {{4096, 3072}}, "float32"));
+  KernelEstimate single = Run(p, With(p, {{"tileLength", 4096}, {"bufferNum", 1}, {"usedCores", 4}}));
+  KernelEstimate twice = Run(p, With(p, {{"tileLength", 4096}, {"bufferNum", 2}, {"usedCores", 4}}));
+  ASSERT_GT(single.Ratio(Pipe::kMte2), 0.2);
+  ASSERT_GT(single.Ratio(Pipe::kVector), 0.2);
+  EXPECT_LT(twice.latency_us * 1.5, single.latency_us)
+      << "bufferNum=2 " << twice.latency_us << " us vs 1: " << single.latency_us << " us";
+}
+
+TEST_F(VectorModel, DoubleBufferingNeverHurtsAtTheSameTile) {
+  for (const OpKey& key : OneKeyPerOp({96, 1000}, "float16")) {
+    TuningProblem p = Problem(key);
+    if (p.space.IndexOf("bufferNum") < 0) continue;
+    p.space.ForEachValid([&](ConfigIndex i) {
+      Config c = p.space.Decode(i);
+      if (p.space.Get(c, "bufferNum") != 2) return true;
+      Config serial = With(p, {});
+      serial = c;
+      serial[static_cast<size_t>(p.space.IndexOf("bufferNum"))] = 1;
+      if (!p.space.Validate(serial).ok()) return true;
+      EXPECT_LE(Run(p, c).latency_us, Run(p, serial).latency_us * (1 + 1e-9))
+          << key.Display() << " " << p.space.Describe(c);
+      return true;
+    });
+  }
+}
+
+TEST_F(VectorModel, ALayerNormRowLargerThanUbCostsASecondHbmPass) {
+  const SocSpec& soc = Soc();
+  // fp32 rows of 64K elements (256 KiB) do not fit the 192 KiB UB; rows of 4K do.
+  TuningProblem big = Problem(Key("LayerNorm", {{256, 65536}, {65536}, {65536}}, "float32"));
+  TuningProblem small = Problem(Key("LayerNorm", {{4096, 4096}, {4096}, {4096}}, "float32"));
+  KernelEstimate b = Run(big, big.default_config);
+  KernelEstimate s = Run(small, small.default_config);
+  const double x_bytes = 256.0 * 65536 * 4;
+  EXPECT_NEAR(b.hbm_bytes, 3 * x_bytes + 2 * 65536 * 4, 1) << "x read twice, y written once";
+  EXPECT_NEAR(s.hbm_bytes, 2 * x_bytes + 2 * 4096 * 4, 1) << "x read once, y written once";
+  // Same element count: the split rows take at least 4/3 of the time.
+  EXPECT_GT(b.duration_us, s.duration_us * 1.3) << b.duration_us << " vs " << s.duration_us;
+  // A reduction accumulates chunk by chunk: no second pass.
+  TuningProblem sum = Problem(Key("ReduceSum", {{256, 65536}}, "float32"));
+  EXPECT_NEAR(Run(sum, sum.default_config).hbm_bytes, x_bytes + 256 * 4, 1);
+  // The split is a modelled cost, not a rejection: rowsPerTile=1 stays valid either way.
+  VectorShape shape = *VectorShapeFromOpKey(big.key);
+  VectorTiling t = VectorTilingFromConfig(shape, big.default_config);
+  EXPECT_TRUE(ComputeVectorBlocking(shape, t, soc).split_rows);
+  EXPECT_EQ(t.rows_per_tile, 1);
+}
+
+TEST_F(VectorModel, ARowThatFitsOnlySingleBufferedIsFasterInOnePass) {
+  // fp16 Softmax row of 24K elements: in + out + temp = 144 KiB fits once, not twice.
+  TuningProblem p = Problem(Key("Softmax", {{512, 24576}}, "float16"));
+  KernelEstimate split = Run(p, With(p, {{"rowsPerTile", 1}, {"bufferNum", 2}, {"usedCores", 48}}));
+  KernelEstimate whole = Run(p, With(p, {{"rowsPerTile", 1}, {"bufferNum", 1}, {"usedCores", 48}}));
+  EXPECT_GT(split.hbm_bytes, whole.hbm_bytes * 1.4);
+  EXPECT_LT(whole.latency_us, split.latency_us);
+}
+
+TEST_F(VectorModel, NarrowTransposeTilesPayShortBurstPenalties) {
+  TuningProblem p = Problem(Key("Transpose", {{4096, 4096}}, "float16"));
+  KernelEstimate narrow = Run(p, With(p, {{"tileRows", 16}, {"tileCols", 16}, {"usedCores", 48}}));
+  KernelEstimate square = Run(p, With(p, {{"tileRows", 128}, {"tileCols", 128}, {"usedCores", 48}}));
+  EXPECT_GT(narrow.latency_us, square.latency_us * 1.5);
+  EXPECT_EQ(narrow.BusyUs(Pipe::kVector), 0) << "Transpose is pure MTE cost";
+  EXPECT_EQ(narrow.hbm_bytes, square.hbm_bytes);
+}
+
+TEST_F(VectorModel, UsesTheVectorCoresOfEachSoc) {
+  for (const char* soc : {"Ascend910B2", "Ascend910B4", "Ascend910"}) {
+    TuningProblem p = Problem(Key("Relu", {{4096, 3072}}, "float16", {}, soc));
+    KernelEstimate e = Run(p, p.default_config);
+    EXPECT_EQ(e.block_dim, Soc(soc).vector_core_cnt) << soc;
+    EXPECT_NEAR(e.compute_roof_flops, Soc(soc).vector_core_cnt * 128.0 * Soc(soc).cube_freq_mhz * 1e6, 1) << soc;
+  }
+}
+
+TEST_F(VectorModel, FloatThirtyTwoTakesTwiceTheVectorCyclesOfFloat16) {
+  // One core, tiles of 16K elements (two 255-repeat instructions in fp32, one in fp16):
+  // fp32 needs twice the 256-byte repeats.
+  TuningProblem h = Problem(Key("Tanh", {{64, 8192}}, "float16"));
+  TuningProblem f = Problem(Key("Tanh", {{64, 8192}}, "float32"));
+  KernelEstimate eh = Run(h, With(h, {{"tileLength", 16384}, {"bufferNum", 1}, {"usedCores", 1}}));
+  KernelEstimate ef = Run(f, With(f, {{"tileLength", 16384}, {"bufferNum", 1}, {"usedCores", 1}}));
+  EXPECT_NEAR(ef.BusyUs(Pipe::kVector) / eh.BusyUs(Pipe::kVector), 2.0, 0.1);
+}
+
+TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
+  auto count = [](const OpKey& k) { return VectorInstructionsPerElement(*VectorShapeFromOpKey(k)); };
+  EXPECT_EQ(count(Key("Add", {{16}, {16}})), 1);
+  EXPECT_EQ(count(Key("Gelu", {{16}})), 8);
+  EXPECT_EQ(count(Key("Sigmoid", {{16}})), 4);
+  EXPECT_EQ(count(Key("Tanh", {{16}})), 5);
+  EXPECT_EQ(count(Key("FusedMulAdd", {{16}, {16}, {16}})), 2);
+  EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
+  EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
+  EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
+}
+
+TEST_F(VectorModel, BertBaseVectorOpsHaveValidDefaultsThatTuningImproves) {
+  // Batch 32, seq 128, hidden 768, 12 heads.
+  const std::vector<OpKey> keys = {
+      Key("Add", {{4096, 3072}, {4096, 3072}}),
+      Key("Add", {{4096, 3072}, {3072}}),  // bias, broadcast over rows
+      Key("Gelu", {{4096, 3072}}),
+      Key("LayerNorm", {{4096, 768}, {768}, {768}}),
+      Key("Softmax", {{32, 12, 128, 128}}),
+      Key("Transpose", {{32, 12, 128, 64}}, "float16", {{"perm", "0,1,3,2"}}),
+  };
+  for (const char* soc : {"Ascend910B2", "Ascend910B4", "Ascend910"}) {
+    for (OpKey key : keys) {
+      key.soc = soc;
+      TuningProblem p = Problem(key);
+      ASSERT_TRUE(p.space.Validate(p.default_config).ok()) << key.Display();
+      KernelEstimate def = Run(p, p.default_config);
+      EXPECT_EQ(def.block_dim, Soc(soc).vector_core_cnt) << key.Display() << " uses all vector cores";
+      auto [best, e] = Best(p);
+      EXPECT_LE(e.latency_us, def.latency_us) << key.Display();
+      if (std::string(soc) == "Ascend910B2") {
+        std::printf("%-40s default %-40s %8.1f us  best %-40s %8.1f us\n", key.Display().c_str(),
+                    p.space.Describe(p.default_config).c_str(), def.latency_us, p.space.Describe(best).c_str(),
+                    e.latency_us);
+      }
+    }
+  }
+}
+
+TEST_F(VectorModel, ConfigsViolatingCapacityOrAlignmentAreRejectedBySimulate) {
+  TuningProblem p = Problem(Key("Add", {{4096, 3072}, {4096, 3072}}));
+  auto e = Simulate(p, With(p, {{"tileLength", 65536}, {"bufferNum", 2}}), Soc());
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("ub_size"), std::string::npos) << e.status().message();
+  auto a = Simulate(p, With(p, {{"tileLength", 8}}), Soc());
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("ubblock_size"), std::string::npos) << a.status().message();
+}
+
+}  // namespace
+}  // namespace tunefleet::sim

@@ -1,0 +1,393 @@
+#include "worker/sim/vector_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+namespace tunefleet::sim {
+namespace {
+
+constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+
+// NPU_MODEL.md "Pipes and timing": one vector instruction streams at most 255 repeats
+// of 256 B each.
+constexpr int64_t kRepeatBytes = 256;
+constexpr int64_t kMaxRepeats = 255;
+
+bool IsReduce(const VectorShape& s) {
+  return s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean;
+}
+
+// Vector instructions per element of the op's own arithmetic, written as the Da Vinci
+// vector unit's basic instructions (vadd, vmul, vmuls, vadds, vexp, vrec, vdiv, vmax,
+// vconv), the way CANN's kernels decompose them:
+//   Add/Sub/Mul/Div/Relu/Exp: one (vadd, vsub, vmul, vdiv, vrelu, vexp).
+//   Sigmoid = 1/(1+exp(-x)): vmuls, vexp, vadds, vrec = 4.
+//   Tanh = (e^2x - 1)/(e^2x + 1): vmuls, vexp, vadds, vadds, vdiv = 5.
+//   Gelu, CANN's tanh form x / (1 + exp(-1.5958 (x + 0.044715 x^3))): vmul, vmul,
+//     vmuls, vadd, vmuls, vexp, vadds, vdiv = 8.
+//   FusedMulAdd: vmul, vadd = 2. Cast: one vconv (two via fp32 for fp16<->bf16).
+//   Softmax (row fits UB): running vmax, vsub, vexp, running vadd, vmul by 1/sum = 5.
+//   LayerNorm (row fits UB): vadd (sum), vsub mean, vmul (square), vadd (sum), vmul
+//     rstd, vmul gamma, vadd beta = 7.
+//   ReduceSum/ReduceMean: one running vadd.
+int OpInstructions(const VectorShape& s) {
+  switch (s.op) {
+    case VectorOp::kAdd:
+    case VectorOp::kSub:
+    case VectorOp::kMul:
+    case VectorOp::kDiv:
+    case VectorOp::kRelu:
+    case VectorOp::kExp:
+      return 1;
+    case VectorOp::kSigmoid:
+      return 4;
+    case VectorOp::kTanh:
+      return 5;
+    case VectorOp::kGelu:
+      return 8;
+    case VectorOp::kFusedMulAdd:
+      return 2;
+    case VectorOp::kCast:
+      return s.temps > 0 ? 2 : 1;
+    case VectorOp::kSoftmax:
+      return 5;
+    case VectorOp::kLayerNorm:
+      return 7;
+    case VectorOp::kReduceSum:
+    case VectorOp::kReduceMean:
+      return 1;
+    case VectorOp::kTranspose:
+      return 0;
+  }
+  return 0;
+}
+
+// A row that does not fit UB (NPU_MODEL.md "Softmax / LayerNorm / Reduce") is read
+// twice: pass 1 gathers the statistics, pass 2 normalises and writes. Softmax pass 1 is
+// the online max/sum (vmax, vsub, vexp, vadd = 4), pass 2 vsub, vexp, vmul = 3;
+// LayerNorm pass 1 sums x and x^2 (vadd, vmul, vadd = 3), pass 2 vsub, vmul, vmul,
+// vadd = 4. A reduction accumulates chunk by chunk: one pass, never a second.
+struct Passes {
+  int first = 0;   // instructions per element of the statistics pass (0: none)
+  int second = 0;  // instructions per element of the pass that writes
+};
+Passes SplitPasses(const VectorShape& s) {
+  switch (s.op) {
+    case VectorOp::kSoftmax:
+      return {4, 3};
+    case VectorOp::kLayerNorm:
+      return {3, 4};
+    default:
+      return {0, OpInstructions(s)};
+  }
+}
+
+// Per-row instructions: the tail of each reduction (vcadd of the last repeat, broadcast
+// of the scalar back) and per-row scalars (1/sum, rsqrt); one repeat per row.
+int PerRowInstructions(const VectorShape& s) {
+  switch (s.op) {
+    case VectorOp::kSoftmax:
+      return 4;
+    case VectorOp::kLayerNorm:
+      return 6;
+    case VectorOp::kReduceSum:
+      return 2;
+    case VectorOp::kReduceMean:
+      return 3;
+    default:
+      return 0;
+  }
+}
+
+// Casts around the arithmetic when the vector unit computes in another dtype
+// (bf16 in fp32, int8 in fp16): one vconv per input in, one out.
+int CastInstructions(const VectorShape& s) {
+  if (s.op == VectorOp::kCast || s.op == VectorOp::kTranspose) return 0;
+  if (s.compute_dtype == s.dtype) return 0;
+  const int inputs = s.family == VectorFamily::kElementwise ? s.full_inputs + s.broadcast_inputs : 1;
+  return inputs + (IsReduce(s) ? 0 : 1);
+}
+
+// One tile kind on the busiest core: what its DMA moves and what its vector unit does.
+struct TileKind {
+  int64_t count = 0;
+  double read_hbm_eq = 0;  // MTE2 bytes-equivalent served by HBM (bursts included)
+  double read_l2_eq = 0;   // MTE2 bytes-equivalent served by L2 (broadcast inputs)
+  double write_eq = 0;     // MTE3 bytes-equivalent
+  int64_t mte2_instrs = 0, mte3_instrs = 0;
+  double vec_cycles = 0;
+  int64_t vec_instrs = 0;
+};
+
+struct VecCost {
+  double cycles = 0;
+  int64_t instrs = 0;
+};
+// `per_elem` instructions over n elements of `bytes` each, plus `small` instructions
+// of `small_repeats` repeats each: per-row work issued once for all rows of a tile, one
+// repeat per row (the way CANN's kernels batch row reductions with vcadd/vcmax).
+VecCost VectorCost(int64_t n, int64_t bytes, int per_elem, int64_t small, int64_t small_repeats,
+                   const SocSpec& soc) {
+  const double repeat_cycles =
+      static_cast<double>(kRepeatBytes) / (2.0 * static_cast<double>(soc.vec_calc_size));
+  const int64_t repeats = CeilDiv(n * bytes, kRepeatBytes);
+  const int64_t instrs_each = CeilDiv(repeats, kMaxRepeats);
+  VecCost c;
+  const int64_t small_each = CeilDiv(small_repeats, kMaxRepeats);
+  c.instrs = per_elem * instrs_each + small * small_each;
+  c.cycles = per_elem * (static_cast<double>(instrs_each) * soc.vector_instr_overhead_cycles +
+                         static_cast<double>(repeats) * repeat_cycles) +
+             static_cast<double>(small) * (static_cast<double>(small_each) * soc.vector_instr_overhead_cycles +
+                                           static_cast<double>(small_repeats) * repeat_cycles);
+  return c;
+}
+
+// Bytes-equivalent of one DMA (NPU_MODEL.md "Memory"): each contiguous burst costs
+// burst_overhead_bytes more; a GM row stride off the 32-byte grid costs a fraction more.
+double TransferEq(double raw, double bursts, bool misaligned, const SocSpec& soc) {
+  const double eq = raw + bursts * soc.burst_overhead_bytes;
+  return misaligned ? eq * (1 + soc.misaligned_stride_penalty) : eq;
+}
+
+struct Stages {
+  double scalar = 0, mte2 = 0, vec = 0, mte3 = 0;
+};
+
+}  // namespace
+
+int VectorInstructionsPerElement(const VectorShape& shape) {
+  return OpInstructions(shape) + CastInstructions(shape);
+}
+
+Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& t,
+                                      const SocSpec& soc) {
+  if (t.used_cores <= 0 || (t.buffer_num != 1 && t.buffer_num != 2)) {
+    return InvalidArgument("vector tiling needs usedCores > 0 and bufferNum 1 or 2");
+  }
+  switch (s.family) {
+    case VectorFamily::kElementwise:
+      if (t.tile_length <= 0 || s.elements <= 0) {
+        return InvalidArgument("element-wise tileLength and element count must be positive");
+      }
+      break;
+    case VectorFamily::kRowwise:
+      if (t.rows_per_tile <= 0 || s.rows <= 0 || s.cols <= 0) {
+        return InvalidArgument("row-wise rowsPerTile, rows and cols must be positive");
+      }
+      break;
+    case VectorFamily::kTranspose:
+      if (t.tile_rows <= 0 || t.tile_cols <= 0 || s.rows <= 0 || s.cols <= 0 || s.batch <= 0) {
+        return InvalidArgument("Transpose tileRows, tileCols and the matrix must be positive");
+      }
+      break;
+  }
+  const VectorBlocking blk = ComputeVectorBlocking(s, t, soc);
+  const int64_t cores = std::min({t.used_cores, blk.tiles, static_cast<int64_t>(soc.vector_core_cnt)});
+  const int64_t per_core = CeilDiv(blk.tiles, cores);  // last-wave imbalance: the busiest core
+  const int64_t in_b = DTypeBytes(s.dtype);
+  const int64_t out_b = DTypeBytes(s.out_dtype);
+  const int64_t c_b = DTypeBytes(s.compute_dtype);
+  const int64_t align = soc.ubblock_size;
+  const int casts = CastInstructions(s);
+
+  std::array<TileKind, 2> kinds{};  // row-wise split rows alternate two kinds
+  int n_kinds = 1;
+  double prologue_l2_bytes = 0;     // loaded once per core before the loop (gamma/beta)
+  double hbm_bytes = 0, compulsory = 0, l2_bytes = 0, element_ops = 0;
+
+  switch (s.family) {
+    case VectorFamily::kElementwise: {
+      // Tiles are handed out round-robin; every tile of the busiest core counted full.
+      const int64_t n = std::min(t.tile_length, s.elements);
+      TileKind& k = kinds[0];
+      k.count = per_core;
+      k.read_hbm_eq = s.full_inputs * TransferEq(static_cast<double>(n * in_b), 1, false, soc);
+      k.read_l2_eq = s.broadcast_inputs * TransferEq(static_cast<double>(n * in_b), 1, false, soc);
+      k.write_eq = TransferEq(static_cast<double>(n * out_b), 1, false, soc);
+      k.mte2_instrs = s.full_inputs + s.broadcast_inputs;
+      k.mte3_instrs = 1;
+      const VecCost v = VectorCost(n, c_b, VectorInstructionsPerElement(s), 0, 0, soc);
+      k.vec_cycles = v.cycles;
+      k.vec_instrs = v.instrs;
+      const double e = static_cast<double>(s.elements);
+      const double bcast = static_cast<double>(s.broadcast_elements * in_b);
+      compulsory = e * s.full_inputs * in_b + bcast + e * out_b;
+      hbm_bytes = compulsory;
+      l2_bytes = std::max(0.0, e * s.broadcast_inputs * in_b - bcast);
+      element_ops = e * VectorInstructionsPerElement(s);
+      break;
+    }
+    case VectorFamily::kRowwise: {
+      const bool reduce = IsReduce(s);
+      const double rows = static_cast<double>(s.rows);
+      const double cols = static_cast<double>(s.cols);
+      const bool misaligned = (s.cols * in_b) % align != 0;
+      // Rows sit in UB padded to the 32-byte grid; the vector unit works on the padding too.
+      const int64_t cols_c = RoundUp(s.cols, std::max<int64_t>(1, align / c_b));
+      const double param_bytes = s.op == VectorOp::kLayerNorm ? 2 * cols * in_b : 0;
+      compulsory = rows * cols * in_b + param_bytes + rows * (reduce ? 1 : cols) * out_b;
+      if (!blk.split_rows) {
+        const int64_t r = std::min(t.rows_per_tile, s.rows);
+        TileKind& k = kinds[0];
+        k.count = per_core;
+        // A tile of whole rows is one burst when rows are 32-byte aligned in GM, else one
+        // padded burst per row (DataCopyPad).
+        const double bursts = misaligned ? static_cast<double>(r) : 1;
+        k.read_hbm_eq = TransferEq(static_cast<double>(r * s.cols * in_b), bursts, misaligned, soc);
+        k.write_eq = reduce ? TransferEq(static_cast<double>(r * out_b), 1, false, soc)
+                            : TransferEq(static_cast<double>(r * s.cols * out_b), bursts, misaligned, soc);
+        k.mte2_instrs = 1;
+        k.mte3_instrs = 1;
+        const VecCost v = VectorCost(r * cols_c, c_b, OpInstructions(s) + casts, PerRowInstructions(s), r, soc);
+        k.vec_cycles = v.cycles;
+        k.vec_instrs = v.instrs;
+        if (param_bytes > 0) prologue_l2_bytes = param_bytes;
+        hbm_bytes = compulsory;
+        element_ops = rows * cols * (OpInstructions(s) + casts);
+      } else {
+        // Each row of the busiest core's rows streams in chunks; two passes unless a
+        // reduction. LayerNorm's gamma/beta chunks come from L2 in the writing pass.
+        const int64_t chunks = CeilDiv(s.cols, blk.chunk_cols);
+        const int64_t cc = std::min(blk.chunk_cols, s.cols);
+        const Passes passes = SplitPasses(s);
+        const double chunk_in = TransferEq(static_cast<double>(cc * in_b), 1, misaligned, soc);
+        const int per_chunk_small = 2;  // fold the chunk's partial statistics into the row's
+        n_kinds = 0;
+        if (passes.first > 0) {
+          TileKind& k = kinds[static_cast<size_t>(n_kinds++)];
+          k.count = per_core * chunks;
+          k.read_hbm_eq = chunk_in;
+          k.mte2_instrs = 1;
+          const VecCost v = VectorCost(cc, c_b, passes.first + (casts > 0 ? 1 : 0), per_chunk_small, 1, soc);
+          k.vec_cycles = v.cycles;
+          k.vec_instrs = v.instrs;
+        }
+        TileKind& k = kinds[static_cast<size_t>(n_kinds++)];
+        k.count = per_core * chunks;
+        k.read_hbm_eq = chunk_in;
+        k.mte2_instrs = 1;
+        if (s.op == VectorOp::kLayerNorm) {
+          k.read_l2_eq = 2 * TransferEq(static_cast<double>(cc * in_b), 1, false, soc);
+          k.mte2_instrs += 2;
+        }
+        // A reduction writes its one value per row after the last chunk: spread here.
+        k.write_eq = reduce ? static_cast<double>(out_b + soc.burst_overhead_bytes) / static_cast<double>(chunks)
+                            : TransferEq(static_cast<double>(cc * out_b), 1, misaligned, soc);
+        k.mte3_instrs = 1;
+        const VecCost v = VectorCost(cc, c_b, passes.second + casts,
+                                     per_chunk_small + CeilDiv(PerRowInstructions(s), chunks), 1, soc);
+        k.vec_cycles = v.cycles;
+        k.vec_instrs = v.instrs;
+        const int reads = passes.first > 0 ? 2 : 1;
+        hbm_bytes = compulsory + (reads - 1) * rows * cols * in_b;
+        l2_bytes = s.op == VectorOp::kLayerNorm ? rows * 2 * cols * in_b - param_bytes : 0;
+        element_ops = rows * cols * (passes.first + (passes.first > 0 && casts > 0 ? 1 : 0) + passes.second + casts);
+      }
+      break;
+    }
+    case VectorFamily::kTranspose: {
+      // Pure data movement (NPU_MODEL.md "Transpose"): MTE2 gathers tileRows rows of
+      // tileCols elements, MTE3 scatters tileCols rows of tileRows elements; a tile as
+      // wide as the matrix is one contiguous burst.
+      const int64_t r = std::min(t.tile_rows, s.rows);
+      const int64_t c = std::min(t.tile_cols, s.cols);
+      const double bytes = static_cast<double>(r * c * in_b);
+      const double in_bursts = c == s.cols ? 1 : static_cast<double>(r);
+      const double out_bursts = r == s.rows ? 1 : static_cast<double>(c);
+      TileKind& k = kinds[0];
+      k.count = per_core;
+      k.read_hbm_eq = TransferEq(bytes, in_bursts, (s.cols * in_b) % align != 0, soc);
+      k.write_eq = TransferEq(bytes, out_bursts, (s.rows * in_b) % align != 0, soc);
+      k.mte2_instrs = 1;
+      k.mte3_instrs = 1;
+      compulsory = 2.0 * static_cast<double>(s.batch * s.rows * s.cols * in_b);
+      hbm_bytes = compulsory;
+      break;
+    }
+  }
+
+  // HBM is shared by the active cores (NPU_MODEL.md "Memory"): with all of them streaming,
+  // each gets 1/cores of the sustained bandwidth; a core alone is limited by its own DMA.
+  const double cycles_per_us = soc.CyclesPerUs();
+  const double hbm_bytes_per_cycle =
+      soc.hbm_bandwidth_gbps * 1e3 * soc.hbm_stream_efficiency / cycles_per_us;
+  const double tau = static_cast<double>(cores) / hbm_bytes_per_cycle;
+  const double lat = soc.gm_latency_cycles;
+  const bool ping_pong = t.buffer_num == 2;
+
+  KernelEstimate est;
+  double cycles = 0;
+  // Gamma/beta: one serial load per core before the loop (they stay resident).
+  if (prologue_l2_bytes > 0) {
+    const double pro = lat + TransferEq(prologue_l2_bytes, 2, false, soc) / soc.mte2_bytes_per_cycle;
+    cycles += pro;
+    est.BusyUs(Pipe::kMte2) += pro;
+  }
+  bool first = true;
+  for (int i = 0; i < n_kinds; ++i) {
+    const TileKind& k = kinds[static_cast<size_t>(i)];
+    if (k.count <= 0) continue;
+    const double data2 = (k.read_hbm_eq + k.read_l2_eq) / soc.mte2_bytes_per_cycle;
+    const double data3 = k.write_eq / soc.mte3_bytes_per_cycle;
+    const double lat2 = static_cast<double>(k.mte2_instrs) * lat;
+    const double lat3 = static_cast<double>(k.mte3_instrs) * lat;
+    // This core's share of HBM time for the tile: the floor under any overlap.
+    const double share = (k.read_hbm_eq + k.write_eq) * tau;
+    Stages st;
+    st.scalar = soc.scalar_cycles_per_tile +
+                soc.scalar_cycles_per_iteration *
+                    static_cast<double>(k.vec_instrs + k.mte2_instrs + k.mte3_instrs);
+    st.vec = k.vec_cycles;
+    // One tile's stages back to back: the whole tile without ping-pong buffers, and the
+    // pipeline fill and drain with them. Its transfers stretch only when the cores'
+    // HBM demand exceeds the bandwidth (other cores' traffic then hides the latency).
+    const double own = st.scalar + lat2 + data2 + st.vec + lat3 + data3;
+    const double serial_tile = std::max(own, share);
+    if (ping_pong) {
+      // The steady state is the slowest stage (NPU_MODEL.md "Pipes and timing"), never
+      // slower than the serial tile: ping-pong only ever adds overlap. When the cores'
+      // HBM demand is the limit, each DMA's latency overlaps other cores' traffic.
+      const double steady = std::min(
+          serial_tile, std::max({st.scalar, lat2 + data2, st.vec, lat3 + data3, share}));
+      // MTE2 and MTE3 stream concurrently and split the core's HBM share; a pipe waiting
+      // on its DMA's latency counts as busy, as msprof counts it.
+      st.mte2 = std::min(steady, lat2 + std::max(data2, k.read_hbm_eq * tau +
+                                                            k.read_l2_eq / soc.mte2_bytes_per_cycle));
+      st.mte3 = std::min(steady, lat3 + std::max(data3, k.write_eq * tau));
+      cycles += (first ? serial_tile - steady : 0) + static_cast<double>(k.count) * steady;
+    } else {
+      const double stretch = data2 + data3 > 0 ? (serial_tile - own) / (data2 + data3) + 1 : 1;
+      st.mte2 = lat2 + data2 * stretch;
+      st.mte3 = lat3 + data3 * stretch;
+      cycles += static_cast<double>(k.count) * serial_tile;
+    }
+    first = false;
+    const double cnt = static_cast<double>(k.count);
+    est.BusyUs(Pipe::kScalar) += cnt * st.scalar;
+    est.BusyUs(Pipe::kMte2) += cnt * st.mte2;
+    est.BusyUs(Pipe::kVector) += cnt * st.vec;
+    est.BusyUs(Pipe::kMte3) += cnt * st.mte3;
+  }
+  for (double& busy : est.busy_us) busy /= cycles_per_us;
+
+  // Whatever the pipes say, HBM has to move every byte it serves.
+  const double hbm_floor_us = hbm_bytes / (soc.hbm_bandwidth_gbps * 1e3 * soc.hbm_stream_efficiency);
+  est.duration_us = std::max(cycles / cycles_per_us, hbm_floor_us);
+  est.launch_us = soc.kernel_launch_us;
+  est.latency_us = est.launch_us + est.duration_us;
+  est.block_dim = cores;
+  est.hbm_bytes = hbm_bytes;
+  est.l2_bytes = l2_bytes;
+  est.compulsory_bytes = compulsory;
+  // Element-ops in the compute dtype against the vector peak: vec_calc_size fp16 lanes
+  // per cycle per vector core, half of them for fp32 (256 B per cycle either way).
+  est.flops = element_ops;
+  est.compute_roof_flops = static_cast<double>(soc.vector_core_cnt) * 2.0 * soc.vec_calc_size /
+                           static_cast<double>(c_b) * cycles_per_us * 1e6;
+  return est;
+}
+
+}  // namespace tunefleet::sim
