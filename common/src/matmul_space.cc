@@ -1,5 +1,7 @@
 #include "tunefleet/common/matmul_space.h"
 
+#include "matmul_space_impl.h"
+
 #include <algorithm>
 #include <initializer_list>
 #include <string>
@@ -75,7 +77,7 @@ MatmulBlocking ComputeMatmulBlocking(const MatmulShape& shape, const MatmulTilin
   return b;
 }
 
-Result<SearchSpace> MatmulTilingSpace(const MatmulShape& shape, const SocSpec& soc) {
+std::vector<Parameter> MatmulTilingParameters(const MatmulShape& shape, const SocSpec& soc) {
   std::vector<int64_t> cores;
   for (int64_t c : {1, 2, 4, 8, 12, 16, 20, 24, 32}) {
     if (c < soc.ai_core_cnt) cores.push_back(c);
@@ -105,6 +107,11 @@ Result<SearchSpace> MatmulTilingSpace(const MatmulShape& shape, const SocSpec& s
       {"swizzle", {1, 2, 4}},
       {"usedCores", cores},
   };
+  return params;
+}
+
+std::vector<SearchSpace::Constraint> MatmulTilingConstraints(const MatmulShape& shape,
+                                                             const SocSpec& soc) {
   const SocSpec spec = soc;  // captured by value: the space outlives no SoC catalog
   auto tiling = [](const Config& c) { return MatmulTilingFromConfig(c); };
   std::vector<SearchSpace::Constraint> constraints = {
@@ -161,7 +168,11 @@ Result<SearchSpace> MatmulTilingSpace(const MatmulShape& shape, const SocSpec& s
          return {};
        }},
   };
-  return SearchSpace::Create(std::move(params), std::move(constraints));
+  return constraints;
+}
+
+Result<SearchSpace> MatmulTilingSpace(const MatmulShape& shape, const SocSpec& soc) {
+  return SearchSpace::Create(MatmulTilingParameters(shape, soc), MatmulTilingConstraints(shape, soc));
 }
 
 MatmulTiling MatmulTilingFromConfig(const Config& c) {

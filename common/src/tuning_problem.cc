@@ -1,5 +1,6 @@
 #include "tunefleet/common/tuning_problem.h"
 
+#include "tunefleet/common/conv2d_space.h"
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/vector_space.h"
 
@@ -18,6 +19,16 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
     TF_ASSIGN_OR_RETURN(ConfigIndex def_index, space.Encode(def));
     return TuningProblem{key, std::move(space), std::move(def), def_index};
   }
+  if (key.op_type == "Conv2D") {
+    TF_ASSIGN_OR_RETURN(Conv2dShape shape, Conv2dShapeFromOpKey(key));
+    TF_ASSIGN_OR_RETURN(SearchSpace space, Conv2dTilingSpace(shape, soc));
+    TF_ASSIGN_OR_RETURN(MatmulTiling tiling, Conv2dDefaultTiling(shape, soc));
+    Config def = MatmulConfigFromTiling(tiling);
+    Status valid = space.Validate(def);
+    if (!valid.ok()) return Internal("Conv2D default tiling is invalid (a bug): " + valid.message());
+    TF_ASSIGN_OR_RETURN(ConfigIndex def_index, space.Encode(def));
+    return TuningProblem{key, std::move(space), std::move(def), def_index};
+  }
   if (IsVectorOpType(key.op_type)) {
     TF_ASSIGN_OR_RETURN(VectorShape shape, VectorShapeFromOpKey(key));
     TF_ASSIGN_OR_RETURN(SearchSpace space, VectorTilingSpace(shape, soc));
@@ -33,7 +44,7 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
 }
 
 std::vector<std::string> TunableOpTypes() {
-  std::vector<std::string> types = {"MatMul"};
+  std::vector<std::string> types = {"MatMul", "Conv2D"};
   for (const std::string& t : VectorOpTypes()) types.push_back(t);
   return types;
 }

@@ -1,5 +1,7 @@
 #include "worker/sim/matmul_model.h"
 
+#include "worker/sim/cube_model_impl.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -92,6 +94,11 @@ bool Misaligned(int64_t row_bytes, const SocSpec& soc) { return row_bytes % soc.
 
 Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTiling& t,
                                       const SocSpec& soc) {
+  TF_RETURN_IF_ERROR(CheckCubeTiling(shape, t));
+  return EstimateCube(shape, t, nullptr, soc);
+}
+
+Status CheckCubeTiling(const MatmulShape& shape, const MatmulTiling& t) {
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.batch <= 0) {
     return InvalidArgument("MatMul dimensions must be positive");
   }
@@ -102,6 +109,11 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
   if (t.step_m <= 0 || t.step_n <= 0 || t.step_ka <= 0 || t.step_kb <= 0 || t.used_cores <= 0) {
     return InvalidArgument("MatMul steps and usedCores must be positive");
   }
+  return Status::Ok();
+}
+
+KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, const CubeASide* a_side,
+                            const SocSpec& soc) {
   const int64_t in_bytes = DTypeBytes(shape.in_dtype);
   const double in = static_cast<double>(in_bytes);
   const double m = static_cast<double>(shape.m);
@@ -152,7 +164,8 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
   const double b_first_share =
       static_cast<double>(std::min(t.step_kb, kt)) / static_cast<double>(kt);
   const bool a_misaligned =
-      !shape.a_nz && Misaligned((shape.transpose_a ? shape.m : shape.k) * in_bytes, soc);
+      a_side ? a_side->misaligned
+             : !shape.a_nz && Misaligned((shape.transpose_a ? shape.m : shape.k) * in_bytes, soc);
   const bool b_misaligned =
       !shape.b_nz && Misaligned((shape.transpose_b ? shape.k : shape.n) * in_bytes, soc);
   const bool c_misaligned = Misaligned(shape.n * kOutBytes, soc);
@@ -182,7 +195,9 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
       // transposed); FRACTAL_NZ moves whole C0 column strips.
       double a_bursts = 0;
       double b_bursts = 0;
-      if (shape.a_nz) {
+      if (a_side) {
+        a_bursts = a_side->pass_bursts[i];
+      } else if (shape.a_nz) {
         a_bursts = shape.transpose_a
                        ? static_cast<double>(CeilDiv(rows_of[i] * in_bytes, kC0Bytes) *
                                              CeilDiv(kt, t.step_ka))
@@ -200,7 +215,7 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
         b_bursts =
             shape.transpose_b ? cols * static_cast<double>(kt) : k * static_cast<double>(b.tiles_n);
       }
-      const double a_raw = rows * k * in;
+      const double a_raw = a_side ? a_side->pass_bytes[i] : rows * k * in;
       const double b_raw = k * cols * in;
       const double a_eq = TransferEq(a_raw, a_bursts, a_misaligned, soc);
       const double b_eq = TransferEq(b_raw, b_bursts, b_misaligned, soc);
@@ -230,10 +245,11 @@ Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTili
   // L2 / HBM (NPU_MODEL.md "Memory"): compulsory and missed re-reads come from HBM,
   // the rest (including a block's own reloads) hits L2.
   PanelWalk walk;
-  walk.a_total = m * k * in;
+  walk.a_total = a_side ? a_side->total : m * k * in;
   walk.b_total = k * n * in;
   walk.c_total = m * n * kOutBytes;
-  walk.a_panel = static_cast<double>(std::min(shape.m, block_rows)) * k * in;
+  walk.a_panel =
+      a_side ? a_side->panel : static_cast<double>(std::min(shape.m, block_rows)) * k * in;
   walk.b_panel = k * static_cast<double>(std::min(shape.n, block_cols)) * in;
   walk.c_block =
       static_cast<double>(std::min(shape.m, block_rows) * std::min(shape.n, block_cols)) *

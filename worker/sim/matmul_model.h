@@ -3,7 +3,8 @@
 // of each L1 block, its fill and drain, L2 reuse of the A/B panels, HBM contention and
 // the last-wave imbalance, in O(1) without allocation. Pure function; any thread.
 // It assumes a tiling that satisfies the space's constraints: validate first
-// (tunefleet::MatmulTilingSpace, or sim::Simulate, which does).
+// (tunefleet::MatmulTilingSpace, or sim::Simulate, which does). The core is shared with
+// Conv2D's implicit GEMM through cube_model_impl.h.
 #pragma once
 
 #include "tunefleet/common/matmul_space.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "worker/sim/conv2d_model.h"
 #include "worker/sim/matmul_model.h"
 #include "worker/sim/vector_model.h"
 
@@ -20,6 +21,11 @@ Result<PreparedProblem> Prepare(const TuningProblem& problem, const SocSpec& soc
     prepared.op = PreparedProblem::Op::kMatmul;
     return prepared;
   }
+  if (problem.key.op_type == "Conv2D") {
+    TF_ASSIGN_OR_RETURN(prepared.conv2d, Conv2dShapeFromOpKey(problem.key));
+    prepared.op = PreparedProblem::Op::kConv2d;
+    return prepared;
+  }
   if (IsVectorOpType(problem.key.op_type)) {
     TF_ASSIGN_OR_RETURN(prepared.vector, VectorShapeFromOpKey(problem.key));
     prepared.op = PreparedProblem::Op::kVector;
@@ -35,6 +41,8 @@ Result<KernelEstimate> Simulate(const PreparedProblem& prepared, const Config& c
   switch (prepared.op) {
     case PreparedProblem::Op::kMatmul:
       return EstimateMatmul(prepared.matmul, MatmulTilingFromConfig(config), soc);
+    case PreparedProblem::Op::kConv2d:
+      return EstimateConv2d(prepared.conv2d, MatmulTilingFromConfig(config), soc);
     case PreparedProblem::Op::kVector:
       return EstimateVector(prepared.vector, VectorTilingFromConfig(prepared.vector, config), soc);
   }

@@ -1,12 +1,13 @@
 // The simulated NPU's entry point for one (tuning problem, config): validates the config
-// against the problem's space, then runs the op's timing model (MatMul today). Nothing
-// is cached across calls; a PreparedProblem holds what is derived once per op key so a
-// worker slot pays only validation and the model per config. Pure functions, any thread;
-// a PreparedProblem borrows its TuningProblem, which must outlive it.
+// against the problem's space, then runs the op's timing model (MatMul, Conv2D, vector
+// ops). Nothing is cached across calls; a PreparedProblem holds what is derived once per
+// op key so a worker slot pays only validation and the model per config. Pure functions,
+// any thread; a PreparedProblem borrows its TuningProblem, which must outlive it.
 #pragma once
 
 #include <string_view>
 
+#include "tunefleet/common/conv2d_space.h"
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/search_space.h"
 #include "tunefleet/common/soc_spec.h"
@@ -19,10 +20,11 @@ namespace tunefleet::sim {
 
 // What Simulate needs from an op key, parsed once.
 struct PreparedProblem {
-  enum class Op { kMatmul, kVector };
+  enum class Op { kMatmul, kConv2d, kVector };
   const TuningProblem* problem = nullptr;  // borrowed
   Op op = Op::kMatmul;
   MatmulShape matmul;  // when op == kMatmul
+  Conv2dShape conv2d;  // when op == kConv2d
   VectorShape vector;  // when op == kVector
 };
 

@@ -1,0 +1,294 @@
+#include "tunefleet/common/conv2d_space.h"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "matmul_space_impl.h"
+
+namespace tunefleet {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+// "2", "2,2", "[2, 2]" or "(2,2)" -> {2, 2}. Errors name the attribute.
+Result<std::vector<int64_t>> IntList(const OpKey& key, const std::string& name) {
+  auto it = key.attrs.find(name);
+  if (it == key.attrs.end()) return std::vector<int64_t>{};
+  std::vector<int64_t> out;
+  std::string cur;
+  auto flush = [&]() -> Status {
+    if (cur.empty()) return Status::Ok();
+    size_t used = 0;
+    try {
+      out.push_back(std::stoll(cur, &used));
+    } catch (...) {
+      used = 0;
+    }
+    if (used != cur.size()) {
+      return InvalidArgument("Conv2D attr '" + name + "' must be integers like \"2,2\", got '" +
+                             it->second + "'");
+    }
+    cur.clear();
+    return Status::Ok();
+  };
+  for (char ch : it->second) {
+    if (ch == '[' || ch == ']' || ch == '(' || ch == ')' || std::isspace(static_cast<unsigned char>(ch))) {
+      TF_RETURN_IF_ERROR(flush());
+    } else if (ch == ',') {
+      if (cur.empty()) {
+        return InvalidArgument("Conv2D attr '" + name + "' has an empty element: '" + it->second + "'");
+      }
+      TF_RETURN_IF_ERROR(flush());
+    } else {
+      cur += ch;
+    }
+  }
+  TF_RETURN_IF_ERROR(flush());
+  if (out.empty()) {
+    return InvalidArgument("Conv2D attr '" + name + "' is empty; give integers like \"1,1\"");
+  }
+  return out;
+}
+
+// strides / dilations: 1 value (both), 2 = [h, w], 4 = NCHW order with N and C equal to 1.
+Status HwPair(const OpKey& key, const std::string& name, int64_t& h, int64_t& w) {
+  TF_ASSIGN_OR_RETURN(std::vector<int64_t> v, IntList(key, name));
+  if (v.empty()) return Status::Ok();  // default 1, 1
+  if (v.size() == 1) {
+    h = w = v[0];
+  } else if (v.size() == 2) {
+    h = v[0];
+    w = v[1];
+  } else if (v.size() == 4) {
+    if (v[0] != 1 || v[1] != 1) {
+      return InvalidArgument("Conv2D attr '" + name +
+                             "' with 4 values is in NCHW order; its N and C entries must be 1");
+    }
+    h = v[2];
+    w = v[3];
+  } else {
+    return InvalidArgument("Conv2D attr '" + name + "' takes 1, 2 or 4 values, got " +
+                           Str(static_cast<int64_t>(v.size())));
+  }
+  if (h <= 0 || w <= 0) {
+    return InvalidArgument("Conv2D attr '" + name + "' must be positive, got " + Str(h) + "," + Str(w));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
+  if (key.inputs.size() != 2) {
+    return InvalidArgument("Conv2D needs exactly 2 inputs (x [N, Cin, H, W] and weight "
+                           "[Cout, Cin/groups, kh, kw]), got " +
+                           Str(static_cast<int64_t>(key.inputs.size())));
+  }
+  const TensorDesc& x = key.inputs[0];
+  const TensorDesc& w = key.inputs[1];
+  if (x.shape.size() != 4) {
+    return InvalidArgument("Conv2D input 0 (x) must be 4-D [N, Cin, H, W], got " +
+                           Str(static_cast<int64_t>(x.shape.size())) + " dimensions");
+  }
+  if (w.shape.size() != 4) {
+    return InvalidArgument("Conv2D input 1 (weight) must be 4-D [Cout, Cin/groups, kh, kw], got " +
+                           Str(static_cast<int64_t>(w.shape.size())) + " dimensions");
+  }
+  if (x.format != "ND" || w.format != "ND") {
+    return InvalidArgument("Conv2D inputs must be in ND format (NCHW x, [Cout, Cin/g, kh, kw] weight)");
+  }
+  if (x.dtype != w.dtype) {
+    return InvalidArgument("Conv2D x and weight must share a dtype, got " + x.dtype + " and " + w.dtype);
+  }
+  TF_ASSIGN_OR_RETURN(DType dt, ParseDType(x.dtype));
+  if (dt == DType::kFloat32) {
+    return InvalidArgument("Conv2D on the cube takes float16, bfloat16 or int8 inputs, not float32");
+  }
+  for (size_t i = 0; i < 4; ++i) {
+    if (x.shape[i] <= 0 || w.shape[i] <= 0) {
+      return InvalidArgument("Conv2D x and weight dimensions must be positive");
+    }
+  }
+  if (auto it = key.attrs.find("data_format"); it != key.attrs.end() && it->second != "NCHW") {
+    return InvalidArgument("Conv2D attr 'data_format' must be NCHW, got '" + it->second + "'");
+  }
+  Conv2dShape s;
+  s.in_dtype = dt;
+  s.batch = x.shape[0];
+  s.in_channels = x.shape[1];
+  s.in_h = x.shape[2];
+  s.in_w = x.shape[3];
+  s.out_channels = w.shape[0];
+  s.kernel_h = w.shape[2];
+  s.kernel_w = w.shape[3];
+  if (auto it = key.attrs.find("groups"); it != key.attrs.end()) {
+    TF_ASSIGN_OR_RETURN(std::vector<int64_t> g, IntList(key, "groups"));
+    if (g.size() != 1 || g[0] <= 0) {
+      return InvalidArgument("Conv2D attr 'groups' must be one positive integer, got '" + it->second + "'");
+    }
+    s.groups = g[0];
+  }
+  if (s.in_channels % s.groups != 0) {
+    return InvalidArgument("Conv2D attr 'groups'=" + Str(s.groups) + " does not divide x's Cin=" +
+                           Str(s.in_channels));
+  }
+  if (s.out_channels % s.groups != 0) {
+    return InvalidArgument("Conv2D attr 'groups'=" + Str(s.groups) + " does not divide weight's Cout=" +
+                           Str(s.out_channels));
+  }
+  if (w.shape[1] != s.in_channels / s.groups) {
+    return InvalidArgument("Conv2D channel mismatch: weight dimension 1 is " + Str(w.shape[1]) +
+                           " but x's Cin/groups is " + Str(s.in_channels) + "/" + Str(s.groups) +
+                           " = " + Str(s.in_channels / s.groups));
+  }
+  TF_RETURN_IF_ERROR(HwPair(key, "strides", s.stride_h, s.stride_w));
+  TF_RETURN_IF_ERROR(HwPair(key, "dilations", s.dilation_h, s.dilation_w));
+  TF_ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntList(key, "pads"));
+  if (pads.size() == 1) {
+    s.pad_top = s.pad_bottom = s.pad_left = s.pad_right = pads[0];
+  } else if (pads.size() == 2) {
+    s.pad_top = s.pad_bottom = pads[0];
+    s.pad_left = s.pad_right = pads[1];
+  } else if (pads.size() == 4) {  // CANN Conv2D order
+    s.pad_top = pads[0];
+    s.pad_bottom = pads[1];
+    s.pad_left = pads[2];
+    s.pad_right = pads[3];
+  } else if (!pads.empty()) {
+    return InvalidArgument("Conv2D attr 'pads' takes 1, 2 or 4 values ([top, bottom, left, right]), got " +
+                           Str(static_cast<int64_t>(pads.size())));
+  }
+  for (int64_t p : {s.pad_top, s.pad_bottom, s.pad_left, s.pad_right}) {
+    if (p < 0) return InvalidArgument("Conv2D attr 'pads' must not be negative");
+  }
+  const int64_t span_h = s.in_h + s.pad_top + s.pad_bottom - s.KernelExtentH();
+  const int64_t span_w = s.in_w + s.pad_left + s.pad_right - s.KernelExtentW();
+  s.out_h = span_h < 0 ? 0 : span_h / s.stride_h + 1;
+  s.out_w = span_w < 0 ? 0 : span_w / s.stride_w + 1;
+  if (s.out_h <= 0 || s.out_w <= 0) {
+    return InvalidArgument("Conv2D output size is " + Str(s.out_h) + "x" + Str(s.out_w) +
+                           ": the kernel (with 'dilations') is larger than x's H/W plus 'pads'");
+  }
+  return s;
+}
+
+MatmulShape Conv2dGemm(const Conv2dShape& s) {
+  MatmulShape g;
+  g.batch = s.groups;
+  g.m = s.batch * s.out_h * s.out_w;
+  g.k = s.GroupInChannels() * s.kernel_h * s.kernel_w;
+  g.n = s.GroupOutChannels();
+  g.in_dtype = s.in_dtype;
+  g.transpose_a = true;
+  g.transpose_b = true;
+  return g;
+}
+
+double Conv2dWindowPixels(const Conv2dShape& s, int64_t r) {
+  const int64_t plane = s.out_h * s.out_w;
+  const int64_t in_plane = s.in_h * s.in_w;
+  if (r >= plane) {  // whole images; the division is exact when r is a multiple of plane
+    return static_cast<double>(std::min(r, s.batch * plane) * in_plane) / static_cast<double>(plane);
+  }
+  if (r >= s.out_w) {
+    // r / out_w output rows (fractional: the average over alignments) need
+    // (rows - 1) * stride_h + kernel extent input rows of in_w pixels, at most the image.
+    const int64_t num = ((r - s.out_w) * s.stride_h + s.KernelExtentH() * s.out_w) * s.in_w;
+    return std::min(static_cast<double>(in_plane),
+                    static_cast<double>(num) / static_cast<double>(s.out_w));
+  }
+  // Within one output row: a segment of kernel-extent input rows.
+  return static_cast<double>(std::min(s.KernelExtentH(), s.in_h) *
+                             std::min(s.in_w, (r - 1) * s.stride_w + s.KernelExtentW()));
+}
+
+int64_t Conv2dWindowPixelsMax(const Conv2dShape& s, int64_t r) {
+  const int64_t plane = s.out_h * s.out_w;
+  const int64_t in_plane = s.in_h * s.in_w;
+  if (r >= plane) {  // whole images, plus one straddled
+    return std::min(s.batch, CeilDiv(r - 1, plane) + 1) * in_plane;
+  }
+  if (r < s.out_w) {
+    // A row segment, or two when it straddles a row (or image) boundary: each needs
+    // kernel-extent rows of ((its pixels - 1) * stride + kernel extent) columns.
+    const int64_t one = std::min(s.in_w, (r - 1) * s.stride_w + s.KernelExtentW());
+    const int64_t two = r < 2 ? 0 : std::min(2 * s.in_w, (r - 2) * s.stride_w + 2 * s.KernelExtentW());
+    return std::min(s.KernelExtentH(), s.in_h) * std::max(one, two);
+  }
+  // r pixels touch at most this many output rows (one more when they straddle a row),
+  // and may straddle an image boundary, which costs a second kernel-extent halo.
+  const int64_t out_rows = (r + s.out_w - 2) / s.out_w + 1;
+  const int64_t extra_halo = std::max<int64_t>(0, s.KernelExtentH() - s.stride_h);
+  const int64_t rows = (out_rows - 1) * s.stride_h + s.KernelExtentH() + extra_halo;
+  return std::min(rows, std::min(s.batch, int64_t{2}) * s.in_h) * s.in_w;
+}
+
+int64_t Conv2dChannelLoadsPerPass(const Conv2dShape& s, int64_t k_chunk) {
+  const int64_t khkw = s.kernel_h * s.kernel_w;
+  const int64_t k = s.GroupInChannels() * khkw;
+  const int64_t chunks = CeilDiv(k, k_chunk);
+  // Boundary j*k_chunk falls between channels iff j is a multiple of khkw / gcd.
+  const int64_t period = khkw / std::gcd(k_chunk, khkw);
+  const int64_t aligned = (chunks - 1) / period;
+  return s.GroupInChannels() + (chunks - 1) - aligned;
+}
+
+int64_t Conv2dChannelsPerChunkMax(const Conv2dShape& s, int64_t k_chunk) {
+  const int64_t khkw = s.kernel_h * s.kernel_w;
+  // Chunks start at multiples of k_chunk: aligned to channels when khkw divides it,
+  // otherwise a chunk may start anywhere inside a channel.
+  const int64_t most = k_chunk % khkw == 0 ? k_chunk / khkw : (k_chunk + 2 * khkw - 2) / khkw;
+  return std::min(most, s.GroupInChannels());
+}
+
+int64_t Conv2dWindowL1Bytes(const Conv2dShape& s, const MatmulTiling& t) {
+  return Conv2dChannelsPerChunkMax(s, t.step_ka * t.base_k) *
+         Conv2dWindowPixelsMax(s, t.step_m * t.base_m) * DTypeBytes(s.in_dtype);
+}
+
+Result<SearchSpace> Conv2dTilingSpace(const Conv2dShape& shape, const SocSpec& soc) {
+  const MatmulShape gemm = Conv2dGemm(shape);
+  std::vector<SearchSpace::Constraint> constraints = MatmulTilingConstraints(gemm, soc);
+  const int64_t l1_size = soc.l1_size;
+  const int64_t in_bytes = DTypeBytes(shape.in_dtype);
+  constraints.push_back(
+      {"L1 capacity (input window)",
+       [shape, l1_size, in_bytes](const SearchSpace&, const Config& c) -> std::string {
+         const MatmulTiling t = MatmulTilingFromConfig(c);
+         const int64_t window = Conv2dWindowL1Bytes(shape, t);
+         const int64_t b_chunk = t.step_kb * t.base_k * t.step_n * t.base_n * in_bytes;
+         const int64_t bytes = 2 * (window + b_chunk);
+         if (bytes <= l1_size) return {};
+         return "2*(input window of a stepM*baseM block for a stepKa*baseK chunk (" +
+                Str(window) + " B) + stepKb*baseK*stepN*baseN*in_bytes) = " + Str(bytes) +
+                " B exceeds l1_size " + Str(l1_size) + " B";
+       }});
+  return SearchSpace::Create(MatmulTilingParameters(gemm, soc), std::move(constraints));
+}
+
+Result<MatmulTiling> Conv2dDefaultTiling(const Conv2dShape& shape, const SocSpec& soc) {
+  const MatmulShape gemm = Conv2dGemm(shape);
+  TF_ASSIGN_OR_RETURN(SearchSpace space, Conv2dTilingSpace(shape, soc));
+  const MatmulTiling start = MatmulDefaultTiling(gemm, soc);
+  // Shrink what the window grows with: baseK (channels per chunk) first, then baseM
+  // (output rows per block). Smaller base blocks only add blocks, so the usedCores of
+  // the MatMul default still has work.
+  for (int64_t base_m = start.base_m; base_m >= 16; base_m /= 2) {
+    for (int64_t base_k = start.base_k; base_k >= 16; base_k /= 2) {
+      MatmulTiling t = start;
+      t.base_m = base_m;
+      t.base_k = base_k;
+      if (space.Validate(MatmulConfigFromTiling(t)).ok()) return t;
+    }
+  }
+  return InvalidArgument("Conv2D x's in_w=" + Str(shape.in_w) +
+                         " is too wide: even a 16-pixel block's input rows do not fit l1_size " +
+                         Str(soc.l1_size) + " B");
+}
+
+}  // namespace tunefleet
