@@ -87,7 +87,7 @@ StrategyResult Score(const std::string& name, const KtCache& cache, const Replay
 
 std::string Row(const std::string& label, const std::string& mode, const std::vector<double>& v,
                 const char* format = "{:7.3f}") {
-  std::string line = fmt::format("  {:<22s} {:<5s}", label, mode);
+  std::string line = fmt::format("  {:<26s} {:<5s}", label, mode);
   for (double x : v) line += fmt::format(fmt::runtime(format), x);
   return line;
 }
@@ -172,7 +172,7 @@ int Main(int argc, char** argv) {
     fmt::print("\n{}: product {}, {} measured, {} failed, {} absent; optimum {:.4f} ms\n", name,
                cache->space().size(), cache->measured_count(), cache->failed_count(),
                cache->space().size() - cache->measured_count() - cache->failed_count(), objective.optimum);
-    fmt::print("  {:<22s} {:<5s}{}\n", "strategy", "mode", budget_header);
+    fmt::print("  {:<26s} {:<5s}{}\n", "strategy", "mode", budget_header);
     std::fflush(stdout);
     json& jd = out["datasets"][name];
     jd = {{"product", cache->space().size()}, {"measured", cache->measured_count()},
@@ -187,6 +187,11 @@ int Main(int argc, char** argv) {
                              {"seq_per_seed", r.seq_per_seed}, {"inflight_per_seed", r.inflight_per_seed}};
       results.emplace(s, std::move(r));
     }
+    // A check on the scoring: what uniform random sampling scores in expectation.
+    std::vector<double> expected;
+    for (size_t b : budgets) expected.push_back(ExpectedRandomFraction(objective, b));
+    fmt::print("{}\n", Row("random, expected", "", expected));
+    jd["random_expected"] = expected;
     std::optional<std::vector<double>> optuna_best;
     if (!optuna.is_null() && optuna["datasets"].contains(name)) {
       for (const auto& [sampler, v] : optuna["datasets"][name].items()) {
@@ -225,7 +230,7 @@ int Main(int argc, char** argv) {
     if (!have_auto) {
       std::string names;
       for (const auto& n : ref_name) names += fmt::format("{:>7s}", n.substr(0, 6));
-      fmt::print("  {:<22s} {:<5s}{}\n", "best of ours is", "", names);
+      fmt::print("  {:<26s} {:<5s}{}\n", "best of ours is", "", names);
     }
     if (optuna_best) {
       std::vector<double> ratio;

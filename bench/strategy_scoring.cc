@@ -1,6 +1,7 @@
 #include "bench/strategy_scoring.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -61,6 +62,30 @@ double FractionOfOptimum(double optimum, const std::vector<double>& times, size_
   if (n == 0) return 0;
   double best = *std::min_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(n));
   return optimum / best;
+}
+
+double ExpectedRandomFraction(const ReplayObjective& objective, size_t n) {
+  std::vector<double> sorted;
+  for (double t : objective.time) {
+    if (t < kPenaltyTime) sorted.push_back(t);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  const double total = static_cast<double>(objective.time.size());
+  n = std::min<size_t>(n, objective.time.size());
+  auto log_choose = [](double a, double b) { return std::lgamma(a + 1) - std::lgamma(b + 1) - std::lgamma(a - b + 1); };
+  // P(none of the i fastest configs is drawn) = C(N - i, n) / C(N, n).
+  auto none_of_fastest = [&](size_t i) {
+    double rest = total - static_cast<double>(i);
+    return rest < static_cast<double>(n) ? 0.0 : std::exp(log_choose(rest, static_cast<double>(n)) -
+                                                          log_choose(total, static_cast<double>(n)));
+  };
+  double expected = 0, before = 1;
+  for (size_t i = 0; i < sorted.size() && before > 0; ++i) {
+    double after = none_of_fastest(i + 1);
+    expected += (before - after) * objective.optimum / sorted[i];
+    before = after;
+  }
+  return expected + before * objective.optimum / kPenaltyTime;  // only failed configs drawn
 }
 
 }  // namespace tunefleet::bench

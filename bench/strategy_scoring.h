@@ -43,4 +43,8 @@ Trace RunStrategy(coordinator::Strategy& strategy, const ReplayObjective& object
 // an empty trace.
 double FractionOfOptimum(double optimum, const std::vector<double>& times, size_t n);
 
+// The exact expected fraction of optimum of uniform random sampling without replacement
+// from the full product after n draws: a check on the scoring and on `random`'s figures.
+double ExpectedRandomFraction(const ReplayObjective& objective, size_t n);
+
 }  // namespace tunefleet::bench

@@ -85,5 +85,16 @@ TEST(StrategyScoring, StopsWhenTheStrategyHasNothingLeft) {
   EXPECT_DOUBLE_EQ(FractionOfOptimum(1.0, {}, 25), 0.0);
 }
 
+TEST(StrategyScoring, ExpectedRandomFractionIsTheExactMeanOverAllDrawOrders) {
+  ReplayObjective o;
+  o.time = {1.0, 2.0, kPenaltyTime};
+  o.optimum = 1.0;
+  // One draw: each config with probability 1/3.
+  EXPECT_NEAR(ExpectedRandomFraction(o, 1), (1.0 + 0.5 + 1.0 / kPenaltyTime) / 3, 1e-12);
+  // Two draws: the optimum is missed only by the pair {2, failed}, 1 of 3 pairs.
+  EXPECT_NEAR(ExpectedRandomFraction(o, 2), (2 * 1.0 + 0.5) / 3, 1e-12);
+  EXPECT_NEAR(ExpectedRandomFraction(o, 3), 1.0, 1e-12);
+}
+
 }  // namespace
 }  // namespace tunefleet::bench
