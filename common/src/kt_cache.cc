@@ -141,7 +141,10 @@ Result<KtCache> KtCache::Parse(std::string_view json_text, std::string_view sour
   if (!space.ok()) return bad("tune_params: " + space.status().message());
 
   KtCache cache(std::move(space).value());
-  cache.kernel_name_ = doc.value("kernel_name", "");
+  // Descriptive only: a non-string name is ignored rather than rejected.
+  if (doc.contains("kernel_name") && doc["kernel_name"].is_string()) {
+    cache.kernel_name_ = doc["kernel_name"].get<std::string>();
+  }
   if (doc.contains("device_name") && doc["device_name"].is_string()) {
     cache.device_name_ = doc["device_name"].get<std::string>();
   }
