@@ -205,7 +205,11 @@ Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& 
       TileKind& k = kinds[0];
       k.count = per_core;
       k.read_hbm_eq = s.full_inputs * TransferEq(static_cast<double>(n * in_b), 1, false, soc);
-      k.read_l2_eq = s.broadcast_inputs * TransferEq(static_cast<double>(n * in_b), 1, false, soc);
+      // A broadcast input (a bias row, a scalar) is loaded per tile at its own size, at
+      // most a tile, and served by L2 after the first core read it.
+      const int64_t bcast_n =
+          s.broadcast_inputs > 0 ? std::min(n, CeilDiv(s.broadcast_elements, s.broadcast_inputs)) : 0;
+      k.read_l2_eq = s.broadcast_inputs * TransferEq(static_cast<double>(bcast_n * in_b), 1, false, soc);
       k.write_eq = TransferEq(static_cast<double>(n * out_b), 1, false, soc);
       k.mte2_instrs = s.full_inputs + s.broadcast_inputs;
       k.mte3_instrs = 1;
@@ -216,7 +220,7 @@ Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& 
       const double bcast = static_cast<double>(s.broadcast_elements * in_b);
       compulsory = e * s.full_inputs * in_b + bcast + e * out_b;
       hbm_bytes = compulsory;
-      l2_bytes = std::max(0.0, e * s.broadcast_inputs * in_b - bcast);
+      l2_bytes = std::max(0.0, static_cast<double>(blk.tiles * s.broadcast_inputs * bcast_n * in_b) - bcast);
       element_ops = e * VectorInstructionsPerElement(s);
       break;
     }
@@ -311,7 +315,7 @@ Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& 
 
   // HBM is shared by the active cores (NPU_MODEL.md "Memory"): with all of them streaming,
   // each gets 1/cores of the sustained bandwidth; a core alone is limited by its own DMA.
-  const double cycles_per_us = soc.CyclesPerUs();
+  const double cycles_per_us = soc.CyclesPerUs();  // vector cores share the AI Core clock
   const double hbm_bytes_per_cycle =
       soc.hbm_bandwidth_gbps * 1e3 * soc.hbm_stream_efficiency / cycles_per_us;
   const double tau = static_cast<double>(cores) / hbm_bytes_per_cycle;
@@ -341,27 +345,20 @@ Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& 
                 soc.scalar_cycles_per_iteration *
                     static_cast<double>(k.vec_instrs + k.mte2_instrs + k.mte3_instrs);
     st.vec = k.vec_cycles;
-    // One tile's stages back to back: the whole tile without ping-pong buffers, and the
-    // pipeline fill and drain with them. Its transfers stretch only when the cores'
-    // HBM demand exceeds the bandwidth (other cores' traffic then hides the latency).
-    const double own = st.scalar + lat2 + data2 + st.vec + lat3 + data3;
-    const double serial_tile = std::max(own, share);
+    // The cores run the same loop in lock-step, so while they all transfer each gets
+    // 1/cores of HBM; a DMA's latency is not hidden by other cores' traffic.
+    st.mte2 = lat2 + std::max(data2, k.read_hbm_eq * tau + k.read_l2_eq / soc.mte2_bytes_per_cycle);
+    st.mte3 = lat3 + std::max(data3, k.write_eq * tau);
+    // Without ping-pong buffers a tile's stages run back to back; with them that is the
+    // pipeline's fill and drain, once, and the steady state is the slowest stage or the
+    // core's HBM share when MTE2 and MTE3 stream together (NPU_MODEL.md "Pipes and
+    // timing"), never slower than the serial tile.
+    const double serial_tile = st.scalar + st.mte2 + st.vec + st.mte3;
     if (ping_pong) {
-      // The steady state is the slowest stage (NPU_MODEL.md "Pipes and timing"), never
-      // slower than the serial tile: ping-pong only ever adds overlap. When the cores'
-      // HBM demand is the limit, each DMA's latency overlaps other cores' traffic.
-      const double steady = std::min(
-          serial_tile, std::max({st.scalar, lat2 + data2, st.vec, lat3 + data3, share}));
-      // MTE2 and MTE3 stream concurrently and split the core's HBM share; a pipe waiting
-      // on its DMA's latency counts as busy, as msprof counts it.
-      st.mte2 = std::min(steady, lat2 + std::max(data2, k.read_hbm_eq * tau +
-                                                            k.read_l2_eq / soc.mte2_bytes_per_cycle));
-      st.mte3 = std::min(steady, lat3 + std::max(data3, k.write_eq * tau));
+      const double steady =
+          std::min(serial_tile, std::max({st.scalar, st.mte2, st.vec, st.mte3, share}));
       cycles += (first ? serial_tile - steady : 0) + static_cast<double>(k.count) * steady;
     } else {
-      const double stretch = data2 + data3 > 0 ? (serial_tile - own) / (data2 + data3) + 1 : 1;
-      st.mte2 = lat2 + data2 * stretch;
-      st.mte3 = lat3 + data3 * stretch;
       cycles += static_cast<double>(k.count) * serial_tile;
     }
     first = false;
