@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace tunefleet {
 namespace {
@@ -20,6 +21,132 @@ bool AttrTrue(const OpKey& key, const char* name) {
 std::string B(int64_t bytes) { return std::to_string(bytes) + " B"; }
 
 }  // namespace
+
+namespace {
+
+bool AnyAttrTrue(const OpKey& key, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (AttrTrue(key, n)) return true;
+  }
+  return false;
+}
+
+std::string Dims(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+Result<DType> CubeInputDType(const OpKey& key, const TensorDesc& a, const TensorDesc& b) {
+  if (a.dtype != b.dtype) {
+    return InvalidArgument(key.op_type + " inputs A and B must share a dtype, got " + a.dtype +
+                           " and " + b.dtype);
+  }
+  TF_ASSIGN_OR_RETURN(DType dt, ParseDType(a.dtype));
+  if (dt == DType::kFloat32) {
+    return InvalidArgument(key.op_type + " on the cube takes float16, bfloat16 or int8 inputs");
+  }
+  return dt;
+}
+
+Result<MatmulShape> BatchMatmulShapeFromOpKey(const OpKey& key) {
+  if (key.inputs.size() != 2) {
+    return InvalidArgument("BatchMatMul needs exactly 2 inputs (A and B), got " +
+                           std::to_string(key.inputs.size()));
+  }
+  const TensorDesc& a = key.inputs[0];
+  const TensorDesc& b = key.inputs[1];
+  if (a.shape.size() < 2 || b.shape.size() < 2) {
+    return InvalidArgument("BatchMatMul inputs must have at least 2 dimensions [..., rows, cols], got A " +
+                           Dims(a.shape) + " and B " + Dims(b.shape));
+  }
+  MatmulShape s;
+  TF_ASSIGN_OR_RETURN(s.in_dtype, CubeInputDType(key, a, b));
+  s.transpose_a = AnyAttrTrue(key, {"transpose_a", "adj_x1"});
+  s.transpose_b = AnyAttrTrue(key, {"transpose_b", "adj_x2"});
+  s.a_nz = a.format == "FRACTAL_NZ";
+  s.b_nz = b.format == "FRACTAL_NZ";
+  const size_t ra = a.shape.size(), rb = b.shape.size();
+  s.m = s.transpose_a ? a.shape[ra - 1] : a.shape[ra - 2];
+  s.k = s.transpose_a ? a.shape[ra - 2] : a.shape[ra - 1];
+  const int64_t kb = s.transpose_b ? b.shape[rb - 1] : b.shape[rb - 2];
+  s.n = s.transpose_b ? b.shape[rb - 2] : b.shape[rb - 1];
+  if (kb != s.k) {
+    return InvalidArgument("BatchMatMul inner dimensions differ: A has K=" + std::to_string(s.k) +
+                           ", B has K=" + std::to_string(kb) + " (check transpose_a/transpose_b)");
+  }
+  int64_t batch = 1;
+  for (size_t i = 0; i + 2 < ra; ++i) batch *= a.shape[i];
+  if (rb == 2 && ra > 2) {
+    // One weight for every batch: the batch rows stack into M, an exact MatMul.
+    if (s.transpose_a || s.a_nz) {
+      return InvalidArgument("BatchMatMul with a 2-D B needs an ND A that is not transposed "
+                             "(its batches then stack into M); give B the batch dimensions of A");
+    }
+    s.m *= batch;
+    return s;
+  }
+  if (ra != rb || !std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin())) {
+    return InvalidArgument("BatchMatMul batch dimensions differ: A " + Dims(a.shape) + ", B " +
+                           Dims(b.shape) + " (broadcasting is not supported: give both the same "
+                           "leading dimensions, or B as a 2-D weight)");
+  }
+  s.batch = batch;
+  return s;
+}
+
+Result<MatmulShape> GemmShapeFromOpKey(const OpKey& key) {
+  if (key.inputs.size() != 2 && key.inputs.size() != 3) {
+    return InvalidArgument("Gemm needs 2 or 3 inputs (A, B and an optional bias C), got " +
+                           std::to_string(key.inputs.size()));
+  }
+  const TensorDesc& a = key.inputs[0];
+  const TensorDesc& b = key.inputs[1];
+  if (a.shape.size() != 2 || b.shape.size() != 2) {
+    return InvalidArgument("Gemm inputs A and B must be 2-D matrices, got A " + Dims(a.shape) +
+                           " and B " + Dims(b.shape));
+  }
+  MatmulShape s;
+  TF_ASSIGN_OR_RETURN(s.in_dtype, CubeInputDType(key, a, b));
+  s.transpose_a = AnyAttrTrue(key, {"transA", "transpose_a"});
+  s.transpose_b = AnyAttrTrue(key, {"transB", "transpose_b"});
+  s.a_nz = a.format == "FRACTAL_NZ";
+  s.b_nz = b.format == "FRACTAL_NZ";
+  s.m = s.transpose_a ? a.shape[1] : a.shape[0];
+  s.k = s.transpose_a ? a.shape[0] : a.shape[1];
+  const int64_t kb = s.transpose_b ? b.shape[1] : b.shape[0];
+  s.n = s.transpose_b ? b.shape[0] : b.shape[1];
+  if (kb != s.k) {
+    return InvalidArgument("Gemm inner dimensions differ: A has K=" + std::to_string(s.k) +
+                           ", B has K=" + std::to_string(kb) + " (check transA/transB)");
+  }
+  if (key.inputs.size() == 3) {
+    const TensorDesc& c = key.inputs[2];
+    const bool row = (c.shape.size() == 1 && (c.shape[0] == s.n || c.shape[0] == 1)) ||
+                     (c.shape.size() == 2 && c.shape[0] == 1 && (c.shape[1] == s.n || c.shape[1] == 1));
+    if (!row) {
+      return InvalidArgument("Gemm input 2 (C) must be a bias [" + std::to_string(s.n) + "], [1, " +
+                             std::to_string(s.n) + "] or [1], got " + Dims(c.shape) +
+                             ": a full C needs a vector epilogue this model does not time");
+    }
+    TF_ASSIGN_OR_RETURN(DType ct, ParseDType(c.dtype));
+    s.bias_bytes = DTypeBytes(ct);
+  }
+  return s;
+}
+
+}  // namespace
+
+bool IsCubeGemmOpType(std::string_view op_type) {
+  return op_type == "MatMul" || op_type == "BatchMatMul" || op_type == "Gemm";
+}
+
+Result<MatmulShape> CubeGemmShapeFromOpKey(const OpKey& key) {
+  if (key.op_type == "BatchMatMul") return BatchMatmulShapeFromOpKey(key);
+  if (key.op_type == "Gemm") return GemmShapeFromOpKey(key);
+  if (key.op_type == "MatMul") return MatmulShapeFromOpKey(key);
+  return InvalidArgument("op type '" + key.op_type + "' is not MatMul, BatchMatMul or Gemm");
+}
 
 Result<MatmulShape> MatmulShapeFromOpKey(const OpKey& key) {
   if (key.inputs.size() != 2) {

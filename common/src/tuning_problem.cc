@@ -10,8 +10,8 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
   if (key.soc != soc.name) {
     return InvalidArgument("op key is for SoC '" + key.soc + "' but the spec is '" + soc.name + "'");
   }
-  if (key.op_type == "MatMul") {
-    TF_ASSIGN_OR_RETURN(MatmulShape shape, MatmulShapeFromOpKey(key));
+  if (IsCubeGemmOpType(key.op_type)) {
+    TF_ASSIGN_OR_RETURN(MatmulShape shape, CubeGemmShapeFromOpKey(key));
     TF_ASSIGN_OR_RETURN(SearchSpace space, MatmulTilingSpace(shape, soc));
     Config def = MatmulConfigFromTiling(MatmulDefaultTiling(shape, soc));
     Status valid = space.Validate(def);
@@ -44,7 +44,7 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
 }
 
 std::vector<std::string> TunableOpTypes() {
-  std::vector<std::string> types = {"MatMul", "Conv2D"};
+  std::vector<std::string> types = {"MatMul", "BatchMatMul", "Gemm", "Conv2D"};
   for (const std::string& t : VectorOpTypes()) types.push_back(t);
   return types;
 }

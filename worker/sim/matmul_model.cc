@@ -223,6 +223,11 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
       const double b_passes = b_resident ? 1.0 : static_cast<double>(b.tiles_m);
       b.mte2_eq = a_eq * a_passes + b_eq * b_passes;
       b.raw_reads = a_raw * a_passes + b_raw * b_passes;
+      if (shape.bias_bytes > 0) {  // Gemm's bias row: one burst per block, for FIXPIPE
+        const double bias = cols * static_cast<double>(shape.bias_bytes);
+        b.mte2_eq += TransferEq(bias, 1, false, soc);
+        b.raw_reads += bias;
+      }
       b.first_chunk_eq = a_eq * a_first_share + b_eq * b_first_share;
       b.fix_eq = TransferEq(rows * cols * kOutBytes, rows * static_cast<double>(b.tiles_n),
                             c_misaligned, soc);
@@ -259,7 +264,9 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   const double miss_reads =
       batch * MissBytesPerBatch(walk, t.iterate_order, t.swizzle,
                                 static_cast<double>(soc.l2_size) * kL2UsableFraction);
-  const double hbm_bytes = miss_reads + batch * walk.c_total;
+  // Gemm's bias row comes from HBM once; its re-reads by other block rows hit L2.
+  const double bias_total = batch * n * static_cast<double>(shape.bias_bytes);
+  const double hbm_bytes = miss_reads + bias_total + batch * walk.c_total;
 
   // MTE2 cycles per bytes-equivalent on the busiest core: its own DMA rate, unless the
   // active cores together ask for more than the shared fabric gives. Every byte crosses
@@ -271,7 +278,8 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   const double p = static_cast<double>(cores);
   const double mte2_tau =
       std::max(1.0 / soc.mte2_bytes_per_cycle,
-               p / l2_bytes_per_cycle + miss_reads / (hbm_bytes_per_cycle * crit_mte2_eq));
+               p / l2_bytes_per_cycle +
+                   (miss_reads + bias_total) / (hbm_bytes_per_cycle * crit_mte2_eq));
   const double fix_tau = std::max(1.0 / soc.fixpipe_bytes_per_cycle, p / l2_bytes_per_cycle);
 
   const double step_k_min = static_cast<double>(std::min({t.step_ka, t.step_kb, kt}));
@@ -325,8 +333,8 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   est.latency_us = est.launch_us + est.duration_us;
   est.block_dim = cores;
   est.hbm_bytes = hbm_bytes;
-  est.l2_bytes = std::max(0.0, total_raw_reads - miss_reads);
-  est.compulsory_bytes = batch * (walk.a_total + walk.b_total + walk.c_total);
+  est.l2_bytes = std::max(0.0, total_raw_reads - miss_reads - bias_total);
+  est.compulsory_bytes = batch * (walk.a_total + walk.b_total + walk.c_total) + bias_total;
   est.flops = 2.0 * m * n * k * batch;
   est.compute_roof_flops = soc.CubePeakFlops() * static_cast<double>(cube_k0) / soc.cube_k_size;
   return est;

@@ -16,8 +16,8 @@ Result<PreparedProblem> Prepare(const TuningProblem& problem, const SocSpec& soc
   }
   PreparedProblem prepared;
   prepared.problem = &problem;
-  if (problem.key.op_type == "MatMul") {
-    TF_ASSIGN_OR_RETURN(prepared.matmul, MatmulShapeFromOpKey(problem.key));
+  if (IsCubeGemmOpType(problem.key.op_type)) {
+    TF_ASSIGN_OR_RETURN(prepared.matmul, CubeGemmShapeFromOpKey(problem.key));
     prepared.op = PreparedProblem::Op::kMatmul;
     return prepared;
   }

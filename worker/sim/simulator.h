@@ -23,7 +23,7 @@ struct PreparedProblem {
   enum class Op { kMatmul, kConv2d, kVector };
   const TuningProblem* problem = nullptr;  // borrowed
   Op op = Op::kMatmul;
-  MatmulShape matmul;  // when op == kMatmul
+  MatmulShape matmul;  // when op == kMatmul (MatMul, BatchMatMul, Gemm)
   Conv2dShape conv2d;  // when op == kConv2d
   VectorShape vector;  // when op == kVector
 };

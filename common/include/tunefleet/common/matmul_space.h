@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "tunefleet/common/op_key.h"
 #include "tunefleet/common/search_space.h"
@@ -20,6 +21,7 @@ struct MatmulShape {
   DType in_dtype = DType::kFloat16;  // inputs; accumulation and output in fp32
   bool transpose_a = false, transpose_b = false;
   bool a_nz = false, b_nz = false;   // FRACTAL_NZ in GM (long bursts) vs ND
+  int64_t bias_bytes = 0;  // Gemm's C as a bias row [N]: bytes per element; 0 = none
 };
 
 struct MatmulTiling {
@@ -34,6 +36,15 @@ struct MatmulTiling {
 // Reads MatMul (A[M,K] x B[K,N], transpose_a/transpose_b attrs) from an op key.
 // kInvalidArgument naming the field when shapes disagree or the dtype is unsupported.
 Result<MatmulShape> MatmulShapeFromOpKey(const OpKey& key);
+
+// The ops that run as one GEMM on the cube with the MatMul space: MatMul, BatchMatMul
+// (A [..., M, K] x B [..., K, N], equal leading dims, or a 2-D B folded into M when A is
+// not transposed; transpose_a/transpose_b or CANN's adj_x1/adj_x2) and Gemm (ONNX: 2-D
+// A and B, transA/transB or transpose_a/transpose_b, alpha, beta, optional C that must
+// be a bias [N], [1, N] or [1], added by FIXPIPE). kInvalidArgument naming the input
+// or attribute to fix.
+bool IsCubeGemmOpType(std::string_view op_type);
+Result<MatmulShape> CubeGemmShapeFromOpKey(const OpKey& key);
 
 // Parameter names, in space order.
 inline constexpr const char* kMatmulParams[] = {
