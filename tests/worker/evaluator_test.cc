@@ -99,5 +99,22 @@ TEST_F(EvaluatorTest, FixedEvaluatorReportsItsLatencyForValidConfigs) {
   EXPECT_EQ(e.latency_us, 42);
 }
 
+TEST_F(EvaluatorTest, TheSimEvaluatorTimesVectorOpsAndRejectsTheirUbOverflows) {
+  OpKey gelu;
+  gelu.soc = "Ascend910B2";
+  gelu.op_type = "Gelu";
+  gelu.inputs = {{{4096, 3072}, "float16", "ND"}};
+  auto job = MakeSimEvaluator(catalog_)->Prepare(gelu, 3).value();
+  TuningProblem p = MakeTuningProblem(gelu, soc()).value();
+  Evaluation e = job->Evaluate(p.default_index);
+  ASSERT_TRUE(e.ok) << e.error;
+  EXPECT_DOUBLE_EQ(e.latency_us, sim::Simulate(p, p.default_config, soc())->latency_us);
+  // 65536 fp16 elements x 6 bytes x 2 buffers overflow the 192 KiB UB.
+  Evaluation big = job->Evaluate(p.space.Encode({65536, 2, 48}).value());
+  EXPECT_FALSE(big.ok);
+  EXPECT_TRUE(big.rejected);
+  EXPECT_NE(big.error.find("ub_size"), std::string::npos) << big.error;
+}
+
 }  // namespace
 }  // namespace tunefleet::worker
