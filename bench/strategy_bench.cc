@@ -8,6 +8,7 @@
 // Run everything with `bash bench/strategies.sh`.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -245,12 +246,22 @@ int Main(int argc, char** argv) {
       jd["ratio_to_published"] = ratio;
     }
     jd["reference"] = {{"label", ref_label}, {"per_budget", ref_name}, {"seq", ref}};
-    fmt::print("  x{} minus seq (target for auto: >= -0.02)\n", in_flight);
+    fmt::print("  x{} minus seq (target for auto: >= -0.02); se = largest standard error of the\n"
+               "  seed-paired difference over the budgets\n", in_flight);
     for (const auto& [s, r] : results) {
-      std::vector<double> diff;
-      for (size_t b = 0; b < budgets.size(); ++b) diff.push_back(r.inflight[b] - r.seq[b]);
-      fmt::print("{}\n", Row(s, "", diff, "{:+7.3f}"));
+      std::vector<double> diff, se;
+      for (size_t b = 0; b < budgets.size(); ++b) {
+        diff.push_back(r.inflight[b] - r.seq[b]);
+        double sq = 0;
+        for (int i = 0; i < seeds; ++i) {
+          double d = r.inflight_per_seed[i][b] - r.seq_per_seed[i][b] - diff.back();
+          sq += d * d;
+        }
+        se.push_back(seeds > 1 ? std::sqrt(sq / (seeds - 1) / seeds) : 0.0);
+      }
+      fmt::print("{}   se {:.3f}\n", Row(s, "", diff, "{:+7.3f}"), *std::max_element(se.begin(), se.end()));
       jd["strategies"][s]["inflight_minus_seq"] = diff;
+      jd["strategies"][s]["inflight_minus_seq_se"] = se;
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
