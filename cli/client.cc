@@ -73,6 +73,8 @@ Result<SubmitOutcome> Client::Submit(const SubmitSpec& spec) {
   for (unsigned i = 0; i < spec.ops.size(); ++i) wire::FillOpKey(ops[i], spec.ops[i]);
   req.setStrategy(spec.strategy);
   req.setBudget(spec.budget);
+  req.setBudgetSeconds(spec.budget_seconds);
+  req.setPatience(spec.patience);
   req.setSeed(spec.seed);
   req.setForce(spec.force);
   req.setPriority(spec.priority);

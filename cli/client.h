@@ -22,8 +22,10 @@ namespace tunefleet::client {
 
 struct SubmitSpec {
   std::vector<OpKey> ops;
-  std::string strategy = "exhaustive";
+  std::string strategy = "auto";
   uint64_t budget = 0;  // 0 = whole valid space
+  double budget_seconds = 0;  // per task; 0 = no time limit
+  uint64_t patience = 0;      // per task: evaluations without improvement; 0 = no limit
   uint64_t seed = 1;
   bool force = false;
   int32_t priority = 0;

@@ -39,8 +39,10 @@ int Fail(const Status& s) {
 struct SubmitFlags {
   std::string ops_file;
   std::string soc;
-  std::string strategy = "exhaustive";
+  std::string strategy = "auto";
   uint64_t budget = 0;
+  double budget_seconds = 0;
+  uint64_t patience = 0;
   uint64_t seed = 1;
   bool force = false;
   bool warm_start = false;
@@ -52,8 +54,14 @@ struct SubmitFlags {
 
 void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   cmd->add_option("--soc", f.soc, "SoC for every op (overrides the file's)");
-  cmd->add_option("--strategy", f.strategy, "exhaustive or random")->capture_default_str();
+  cmd->add_option("--strategy", f.strategy,
+                  "auto (model-based search, or exhaustive when the budget covers the whole space), "
+                  "exhaustive, random, annealing, genetic, ils (iterated local search), model")
+      ->capture_default_str();
   cmd->add_option("--budget", f.budget, "evaluations per op; 0 = the whole valid space")->capture_default_str();
+  cmd->add_option("--budget-seconds", f.budget_seconds, "per op: stop handing out configs after this many seconds (0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--patience", f.patience, "per op: stop after this many evaluations without improvement (0 = no limit)");
   cmd->add_option("--seed", f.seed, "seed of the strategy and of measurement noise")->capture_default_str();
   cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)");
   cmd->add_flag("--force", f.force, "re-tune ops already in the knowledge base");
@@ -69,6 +77,8 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
   for (const auto& op : ops) spec.ops.push_back(op.key);
   spec.strategy = f.strategy;
   spec.budget = f.budget;
+  spec.budget_seconds = f.budget_seconds;
+  spec.patience = f.patience;
   spec.seed = f.seed;
   spec.force = f.force;
   spec.job_size = f.job_size;

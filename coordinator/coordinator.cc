@@ -24,6 +24,10 @@ namespace {
 
 using TimePoint = Clock::TimePoint;
 
+// A running task's strategy is checkpointed with its results once at least this many
+// new results (and a quarter of all so far) have arrived since the last checkpoint.
+constexpr uint64_t kCheckpointEvery = 64;
+
 struct WorkerEntry {
   std::string identity;  // ZeroMQ routing id
   std::string id;        // what the worker calls itself
@@ -62,6 +66,8 @@ struct Task {
   size_t in_flight = 0;
   bool strategy_done = false;
   uint64_t best_job_id = 0;
+  uint64_t improved_at = 0;      // evaluations recorded when the best last improved
+  uint64_t checkpointed_at = 0;  // evaluations recorded at the last strategy checkpoint
   // Set when the task shares its submission's total budget: the submission's
   // scheduler, not the task's own budget, decides how much it gets.
   uint64_t scheduled_by = 0;
@@ -127,8 +133,13 @@ class Coordinator::Impl {
   void RecordFailure(Task& task, uint64_t job_id, const std::vector<ConfigIndex>& configs,
                      const std::string& why);
   // `out` receives the result to persist; nullptr while replaying recovered results.
+  // `tell` is false for recovered results a restored strategy checkpoint already saw.
   void Record(Task& task, uint64_t job_id, ConfigIndex index, bool ok, double latency,
-              const std::string& error, std::vector<StoredResult>* out);
+              const std::string& error, std::vector<StoredResult>* out, bool tell = true);
+  // Persists results, with a strategy checkpoint when enough is new since the last one.
+  void Persist(Task& task, const std::vector<StoredResult>& stored);
+  // Whether the task's time or no-improvement budget is spent.
+  bool OutOfPatienceOrTime(const Task& task) const;
   void MaybeFinish(Task& task);
   void Requeue(Lease lease, const std::string& why);
   // The task's next job of at most `cap` new configs (requeued work first); `fresh` says
@@ -233,15 +244,47 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   task.problem.emplace(std::move(problem));
   task.planned = IndexSet(task.problem->space.size());
   task.recorded = IndexSet(task.problem->space.size());
-  TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed));
+  // "auto" picks by budget: a shared submission budget counts as this task's budget.
+  uint64_t budget = task.rec.budget;
+  if (auto sub = submissions_.find(task.rec.submission_id); sub != submissions_.end() && sub->second.total_budget) {
+    budget = sub->second.total_budget;
+  }
+  TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
   task.rec.state = TaskState::kRunning;
   task.rec.evaluated = 0;
   task.rec.failed_configs = 0;
   task.rec.has_best = false;
-  for (const StoredResult& r : recovered) {
+
+  // Restore the strategy's checkpoint when there is one: it has seen the results with
+  // seq < told; the rest are told in recording order, and what was out when it was
+  // taken is measured again. Without one, a fresh strategy learns every recovered result.
+  std::optional<StrategyCheckpointRecord> checkpoint;
+  if (!recovered.empty()) {
+    TF_ASSIGN_OR_RETURN(checkpoint, store_.LoadCheckpoint(task.rec.task_id));
+  }
+  if (checkpoint) {
+    Status restored = task.strategy->Restore(checkpoint->state);
+    if (!restored.ok()) {
+      fmt::print(stderr, "coordinator: task {}: {}; relearning from its results\n", task.rec.task_id, restored.ToString());
+      TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
+      checkpoint.reset();
+    }
+  }
+  std::vector<StoredResult> in_order = recovered;
+  std::stable_sort(in_order.begin(), in_order.end(),
+                   [](const StoredResult& a, const StoredResult& b) { return a.seq < b.seq; });
+  for (const StoredResult& r : in_order) {
     if (r.index >= task.problem->space.size()) continue;  // not of this space: re-measure
     task.planned.insert(r.index);
-    Record(task, r.job_id, r.index, r.ok, r.latency_us, r.error, nullptr);
+    Record(task, r.job_id, r.index, r.ok, r.latency_us, r.error, nullptr, !checkpoint || r.seq >= checkpoint->told);
+  }
+  task.checkpointed_at = task.rec.evaluated;
+  if (checkpoint) {
+    JobSpec again;
+    for (ConfigIndex i : checkpoint->outstanding) {
+      if (i < task.problem->space.size() && task.planned.insert(i)) again.configs.push_back(i);
+    }
+    if (!again.configs.empty()) task.waiting.push_back(std::move(again));
   }
   // The default tiling is measured first: it is the baseline improvements are quoted against.
   ConfigIndex def = task.problem->default_index;
@@ -256,13 +299,14 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
 
 void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, bool ok,
                                double latency, const std::string& error,
-                               std::vector<StoredResult>* out) {
+                               std::vector<StoredResult>* out, bool tell) {
   task.recorded.insert(index);
-  ++task.rec.evaluated;
+  const uint64_t seq = task.rec.evaluated++;
   if (out) metrics_.evaluations.Increment();
   if (ok) {
     if (!task.rec.has_best || latency < task.rec.best_latency_us ||
         (latency == task.rec.best_latency_us && index < task.rec.best_index)) {
+      if (!task.rec.has_best || latency < task.rec.best_latency_us) task.improved_at = task.rec.evaluated;
       task.rec.has_best = true;
       task.rec.best_index = index;
       task.rec.best_latency_us = latency;
@@ -273,8 +317,40 @@ void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, b
     ++task.rec.failed_configs;
     if (out) metrics_.failed_evaluations.Increment();
   }
-  if (task.strategy) task.strategy->Tell(index, ok ? std::optional<double>(latency) : std::nullopt);
-  if (out) out->push_back({index, ok, latency, error, job_id});
+  if (task.strategy && tell) task.strategy->Tell(index, ok ? std::optional<double>(latency) : std::nullopt);
+  if (out) out->push_back({index, ok, latency, error, job_id, seq});
+}
+
+void Coordinator::Impl::Persist(Task& task, const std::vector<StoredResult>& stored) {
+  if (stored.empty()) return;
+  // Checkpoints grow with what the strategy remembers, so they are taken geometrically
+  // less often: at most ~log(evaluations) of them plus one per kCheckpointEvery.
+  std::optional<StrategyCheckpointRecord> checkpoint;
+  const uint64_t fresh = task.rec.evaluated - task.checkpointed_at;
+  if (task.strategy && fresh >= std::max<uint64_t>(kCheckpointEvery, task.checkpointed_at / 4)) {
+    checkpoint.emplace();
+    checkpoint->state = task.strategy->Checkpoint();
+    checkpoint->told = task.rec.evaluated;
+    auto outstanding = [&](const JobSpec& spec) {
+      for (ConfigIndex i : spec.configs) {
+        if (!task.recorded.contains(i)) checkpoint->outstanding.push_back(i);
+      }
+    };
+    for (const auto& [id, lease] : leases_) {
+      if (lease.task_id == task.rec.task_id) outstanding(lease.spec);
+    }
+    for (const JobSpec& spec : task.waiting) outstanding(spec);
+    std::sort(checkpoint->outstanding.begin(), checkpoint->outstanding.end());
+    task.checkpointed_at = task.rec.evaluated;
+  }
+  Status s = store_.PutResults(task.rec.task_id, stored, checkpoint ? &*checkpoint : nullptr);
+  if (!s.ok()) fmt::print(stderr, "coordinator: cannot persist results: {}\n", s.ToString());
+}
+
+bool Coordinator::Impl::OutOfPatienceOrTime(const Task& task) const {
+  if (task.rec.patience && task.rec.has_best && task.rec.evaluated - task.improved_at >= task.rec.patience) return true;
+  return task.rec.budget_seconds > 0 && task.rec.started_ms > 0 &&
+         static_cast<double>(clock_.UnixMillis() - task.rec.started_ms) >= task.rec.budget_seconds * 1000;
 }
 
 void Coordinator::Impl::RecordResults(Task& task, uint64_t job_id, schema::JobResult::Reader r) {
@@ -289,8 +365,7 @@ void Coordinator::Impl::RecordResults(Task& task, uint64_t job_id, schema::JobRe
     Record(task, job_id, index, e.getOk(), e.getLatencyUs(), e.getError(), &stored);
   }
   if (stored.empty()) return;
-  Status s = store_.PutResults(task.rec.task_id, stored);
-  if (!s.ok()) fmt::print(stderr, "coordinator: cannot persist results: {}\n", s.ToString());
+  Persist(task, stored);
   if (task.rec.has_best && task.rec.baseline_latency_us > 0) {
     metrics_.task_best_improvement.Add({{"task", std::to_string(task.rec.task_id)}})
         .Set(task.rec.baseline_latency_us / task.rec.best_latency_us);
@@ -304,7 +379,7 @@ void Coordinator::Impl::RecordFailure(Task& task, uint64_t job_id,
   for (ConfigIndex i : configs) {
     if (!task.recorded.contains(i)) Record(task, job_id, i, false, 0, why, &stored);
   }
-  if (!stored.empty()) (void)store_.PutResults(task.rec.task_id, stored);
+  Persist(task, stored);
 }
 
 void Coordinator::Impl::MaybeFinish(Task& task) {
@@ -377,6 +452,10 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool
     task.waiting.pop_front();
     return spec;
   }
+  if (!task.strategy_done && OutOfPatienceOrTime(task)) {
+    task.strategy_done = true;
+    MaybeFinish(task);
+  }
   if (task.strategy_done || task.planned.size() >= task.limit() || cap == 0) return std::nullopt;
   uint32_t job_size = task.rec.job_size ? task.rec.job_size : options_.default_job_size;
   size_t max = std::min<uint64_t>({job_size, task.limit() - task.planned.size(), cap});
@@ -404,6 +483,11 @@ void Coordinator::Impl::SendJob(const std::string& identity, WorkerEntry& worker
   lease.spec = std::move(spec);
   lease.worker = identity;
   lease.dispatched = clock_.Now();
+  if (task.rec.started_ms == 0) {
+    task.rec.started_ms = clock_.UnixMillis();
+    Status s = store_.PutTask(task.rec);  // so a time budget survives a restart
+    if (!s.ok()) fmt::print(stderr, "coordinator: cannot persist task start: {}\n", s.ToString());
+  }
   lease.deadline = lease.dispatched + protocol::kLeaseFloor +
                    protocol::kLeasePerConfig * static_cast<int64_t>(lease.spec.configs.size());
 
@@ -740,7 +824,8 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   auto ops = req.getOps();
   if (ops.size() == 0) return InvalidArgument("submission has no ops");
   std::string strategy = req.getStrategy();
-  if (strategy.empty()) strategy = "exhaustive";
+  if (strategy.empty()) strategy = "auto";
+  if (!(req.getBudgetSeconds() >= 0)) return InvalidArgument("budget seconds must be >= 0 (0: no time limit)");
   TF_RETURN_IF_ERROR(CheckStrategyName(strategy));
   const uint64_t total_budget = req.getTotalBudget();
   TF_RETURN_IF_ERROR(ParseSchedulerName(req.getScheduler()).status());
@@ -803,6 +888,8 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     rec.job_size = req.getJobSize();
     rec.force = req.getForce();
     rec.priority = req.getPriority();
+    rec.budget_seconds = req.getBudgetSeconds();
+    rec.patience = req.getPatience();
     rec.created_ms = clock_.UnixMillis();
     rec.state = TaskState::kQueued;
     bool cached = false;
@@ -835,6 +922,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     }
   }
   TF_RETURN_IF_ERROR(store_.PutSubmission(sub, new_tasks));
+  submissions_[sub.submission_id] = sub;
   for (TaskRecord& rec : new_tasks) {
     Task& task = tasks_[rec.task_id];
     task.rec = std::move(rec);
@@ -848,7 +936,6 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
       TF_RETURN_IF_ERROR(store_.PutTask(task.rec));
     }
   }
-  submissions_[sub.submission_id] = sub;
   TF_RETURN_IF_ERROR(RestoreSchedule(sub));
   metrics_.submissions.Increment();
   UpdateTaskGauges();

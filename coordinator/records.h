@@ -41,6 +41,9 @@ struct TaskRecord {
   bool force = false;
   int32_t priority = 0;
   int64_t created_ms = 0;
+  double budget_seconds = 0;  // 0: no time limit
+  uint64_t patience = 0;      // 0: no limit on evaluations without improvement
+  int64_t started_ms = 0;     // first dispatch; 0 = not yet
   TaskState state = TaskState::kQueued;
   // Outcome (final once the task has finished).
   uint64_t evaluated = 0;
@@ -69,6 +72,15 @@ struct StoredResult {
   double latency_us = 0;
   std::string error;
   uint64_t job_id = 0;
+  uint64_t seq = 0;  // order of recording within the task
+};
+
+// A running task's strategy state (Strategy::Checkpoint) and what it has not seen:
+// results with seq >= told, and the configs that were out when it was taken.
+struct StrategyCheckpointRecord {
+  std::string state;
+  uint64_t told = 0;
+  std::vector<ConfigIndex> outstanding;
 };
 
 }  // namespace tunefleet::coordinator

@@ -61,6 +61,11 @@ std::string SubmissionKey(uint64_t id) {
   PutBe64(k, id);
   return k;
 }
+std::string CheckpointKey(uint64_t id) {
+  std::string k = "c/";
+  PutBe64(k, id);
+  return k;
+}
 std::string ResultKey(uint64_t task, ConfigIndex index) {
   std::string k;
   PutBe64(k, task);
@@ -149,6 +154,9 @@ std::string EncodeTask(const TaskRecord& t) {
   r.setBaselineLatencyUs(t.baseline_latency_us);
   r.setFromCache(t.from_cache);
   r.setPriority(t.priority);
+  r.setBudgetSeconds(t.budget_seconds);
+  r.setPatience(t.patience);
+  r.setStartedUnixMs(t.started_ms);
   return ToBytes(b);
 }
 
@@ -176,6 +184,9 @@ Result<TaskRecord> DecodeTask(const std::string& bytes) {
     t.baseline_latency_us = r.getBaselineLatencyUs();
     t.from_cache = r.getFromCache();
     t.priority = r.getPriority();
+    t.budget_seconds = r.getBudgetSeconds();
+    t.patience = r.getPatience();
+    t.started_ms = r.getStartedUnixMs();
     return Status::Ok();
   });
   if (!s.ok()) return s;
@@ -205,6 +216,7 @@ std::string EncodeResult(const StoredResult& res) {
   r.setLatencyUs(res.latency_us);
   r.setError(res.error);
   r.setJobId(res.job_id);
+  r.setSeq(res.seq);
   return ToBytes(b);
 }
 
@@ -314,10 +326,38 @@ Status Store::PutTask(const TaskRecord& task) {
   return impl_->Write(batch, "write task");
 }
 
-Status Store::PutResults(uint64_t task_id, const std::vector<StoredResult>& results) {
+Status Store::PutResults(uint64_t task_id, const std::vector<StoredResult>& results,
+                         const StrategyCheckpointRecord* checkpoint) {
   rocksdb::WriteBatch batch;
   for (const StoredResult& r : results) batch.Put(impl_->results, ResultKey(task_id, r.index), EncodeResult(r));
+  if (checkpoint) {
+    capnp::MallocMessageBuilder b;
+    auto c = b.initRoot<schema::StrategyCheckpoint>();
+    c.setState(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(checkpoint->state.data()),
+                                   checkpoint->state.size()));
+    c.setTold(checkpoint->told);
+    auto out = c.initOutstanding(static_cast<unsigned>(checkpoint->outstanding.size()));
+    for (unsigned i = 0; i < checkpoint->outstanding.size(); ++i) out.set(i, checkpoint->outstanding[i]);
+    batch.Put(impl_->tasks, CheckpointKey(task_id), ToBytes(b));
+  }
   return impl_->Write(batch, "write results", /*sync=*/false);
+}
+
+Result<std::optional<StrategyCheckpointRecord>> Store::LoadCheckpoint(uint64_t task_id) const {
+  std::string bytes;
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->tasks, CheckpointKey(task_id), &bytes);
+  if (s.IsNotFound()) return std::optional<StrategyCheckpointRecord>();
+  TF_RETURN_IF_ERROR(FromRocks(s, "load strategy checkpoint"));
+  StrategyCheckpointRecord c;
+  TF_RETURN_IF_ERROR(FromBytes<schema::StrategyCheckpoint>(
+      bytes, [&](schema::StrategyCheckpoint::Reader r) -> Status {
+        auto state = r.getState();
+        c.state.assign(reinterpret_cast<const char*>(state.begin()), state.size());
+        c.told = r.getTold();
+        for (uint64_t i : r.getOutstanding()) c.outstanding.push_back(i);
+        return Status::Ok();
+      }));
+  return std::optional<StrategyCheckpointRecord>(std::move(c));
 }
 
 Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEntry>& entry) {
@@ -333,6 +373,7 @@ Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEnt
     }
   }
   batch.DeleteRange(impl_->results, ResultKey(task.task_id, 0), ResultKey(task.task_id + 1, 0));
+  batch.Delete(impl_->tasks, CheckpointKey(task.task_id));
   TF_RETURN_IF_ERROR(impl_->Write(batch, "finish task"));
   return wrote_kb;
 }
@@ -388,6 +429,7 @@ Result<std::vector<StoredResult>> Store::LoadResults(uint64_t task_id) const {
           res.latency_us = r.getLatencyUs();
           res.error = r.getError();
           res.job_id = r.getJobId();
+          res.seq = r.getSeq();
           return Status::Ok();
         }));
     out.push_back(std::move(res));

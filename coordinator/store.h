@@ -1,6 +1,6 @@
 // Store: the coordinator's RocksDB database with the column families of DESIGN.md
 // "Persistence": kb (knowledge base, keyed by op-key hash), tasks (task and submission
-// records), results (every evaluation of unfinished tasks), meta (id counters). The one
+// records, strategy checkpoints), results (every evaluation of unfinished tasks), meta (id counters). The one
 // place RocksDB errors become Status. Every state change that must survive a crash is
 // one WriteBatch written with sync=true. Not thread-safe for writers: the coordinator's
 // loop thread owns it; reads (Get*) may come from any thread.
@@ -37,8 +37,12 @@ class Store {
   // A new submission with its tasks, in one synced batch.
   Status PutSubmission(const SubmissionRecord& sub, const std::vector<TaskRecord>& new_tasks);
   Status PutTask(const TaskRecord& task);
-  // Appends results of a running task (one batch).
-  Status PutResults(uint64_t task_id, const std::vector<StoredResult>& results);
+  // Appends results of a running task, and replaces its strategy checkpoint when one is
+  // given, in one batch (so the checkpoint never runs ahead of the results it saw).
+  Status PutResults(uint64_t task_id, const std::vector<StoredResult>& results,
+                    const StrategyCheckpointRecord* checkpoint = nullptr);
+  // The task's last strategy checkpoint, or nullopt when it has none.
+  Result<std::optional<StrategyCheckpointRecord>> LoadCheckpoint(uint64_t task_id) const;
   // Ends a task: its final record, the knowledge-base entry when it improves on the
   // stored one (kept only if better), and deletion of its results, in one synced batch.
   // Returns whether the kb entry was written.

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tunefleet/common/search_space.h"
@@ -33,13 +34,24 @@ class Strategy {
   virtual Batch Ask(size_t max_configs, const Taken& taken) = 0;
   // latency is nullopt for a config that failed.
   virtual void Tell(ConfigIndex index, std::optional<double> latency_us) = 0;
+
+  // Everything Ask and Tell depend on, as bytes. Restore() on a strategy made with the
+  // same name, space and seed continues exactly as this one would (same proposals for
+  // the same results). kInvalidArgument when the bytes are not such a checkpoint; the
+  // strategy is then unusable and must be recreated.
+  virtual std::string Checkpoint() const = 0;
+  virtual Status Restore(std::string_view bytes) = 0;
 };
 
 // "exhaustive" walks the valid space in index order; "random" draws valid configs
-// uniformly without replacement. kInvalidArgument listing the known names otherwise.
-// The space must outlive the strategy.
+// uniformly without replacement; "annealing", "genetic", "ils" (iterated local search)
+// and "model" (surrogate-model-guided evolution) learn from results; "auto", the
+// default, picks the one bench/strategies measured best (see strategy.cc).
+// kInvalidArgument listing the known names otherwise. The space must outlive the strategy.
+// `budget` is the evaluations the task may spend (0: the whole valid space); only
+// "auto" looks at it.
 Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const SearchSpace& space,
-                                               uint64_t seed);
+                                               uint64_t seed, uint64_t budget = 0);
 std::vector<std::string> StrategyNames();
 // kInvalidArgument listing the known names when name is not one of them.
 Status CheckStrategyName(const std::string& name);

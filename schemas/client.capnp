@@ -8,7 +8,7 @@ using Kb = import "kb.capnp";
 
 struct SubmitRequest {
   ops @0 :List(Common.OpKey);
-  strategy @1 :Text;           # "exhaustive", "random"
+  strategy @1 :Text;           # "auto" (default), "exhaustive", "random", "annealing", "genetic", "ils", "model"
   budget @2 :UInt64;           # evaluations per task; 0 = whole valid space
   seed @3 :UInt64;
   force @4 :Bool;              # re-tune keys already in the knowledge base
@@ -19,6 +19,8 @@ struct SubmitRequest {
                                # split by `scheduler`; then `budget` is ignored
   scheduler @9 :Text;          # "gradient" (default) or "round-robin"
   weights @10 :List(Float64);  # per op: how often it runs per model step (default 1)
+  budgetSeconds @11 :Float64;  # per task: stop planning after this many seconds (0: none)
+  patience @12 :UInt64;        # per task: stop after this many evaluations without improvement
 }
 
 struct SubmitReply {

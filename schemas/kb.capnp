@@ -42,6 +42,9 @@ struct TaskRecord {
   baselineLatencyUs @15 :Float64;
   fromCache @16 :Bool;         # answered from the knowledge base, never run
   priority @17 :Int32;
+  budgetSeconds @18 :Float64;  # stop planning after this long since the task started (0: none)
+  patience @19 :UInt64;        # stop after this many evaluations without improvement (0: none)
+  startedUnixMs @20 :Int64;    # first dispatch
 }
 
 # Column family `tasks`, key = "s/" + big-endian submission id.
@@ -61,4 +64,13 @@ struct ResultRecord {
   latencyUs @1 :Float64;
   error @2 :Text;
   jobId @3 :UInt64;
+  seq @4 :UInt64;              # order in which the coordinator recorded it (0-based)
+}
+
+# Column family `tasks`, key = "c/" + big-endian task id: a running task's strategy
+# state, written in the same batch as the results it has seen.
+struct StrategyCheckpoint {
+  state @0 :Data;              # Strategy::Checkpoint()
+  told @1 :UInt64;             # results (by seq) the state has learned from
+  outstanding @2 :List(UInt64);  # configs handed out but not yet recorded: re-measured on resume
 }

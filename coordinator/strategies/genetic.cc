@@ -14,6 +14,23 @@ class Genetic final : public GuidedStrategy {
   using GuidedStrategy::GuidedStrategy;
 
  private:
+  std::string_view Tag() const override { return "genetic"; }
+  void SaveOwn(CheckpointWriter& w) const override {
+    w.U64(population_.size());
+    for (const auto& [latency, index] : population_) {
+      w.F64(latency);
+      w.U64(index);
+    }
+  }
+  void LoadOwn(CheckpointReader& r) override {
+    population_.clear();
+    const uint64_t n = r.U64();
+    for (uint64_t k = 0; k < n && !r.failed(); ++k) {
+      const double latency = r.F64();
+      population_.emplace_back(latency, r.U64());
+    }
+  }
+
   std::optional<ConfigIndex> Propose(const Taken& taken) override {
     if (population_.size() < kPopulation) return std::nullopt;
     ConfigIndex a = Tournament(), b = Tournament();

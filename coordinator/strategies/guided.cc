@@ -1,6 +1,7 @@
 #include "coordinator/strategies/guided.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -21,10 +22,48 @@ Batch GuidedStrategy::Ask(size_t max_configs, const Taken& taken) {
 void GuidedStrategy::Tell(ConfigIndex index, std::optional<double> latency_us) {
   double lat = latency_us.value_or(std::numeric_limits<double>::infinity());
   results_[index] = lat;
+  history_.emplace_back(index, lat);
   if (latency_us && (!best_ || lat < Latency(*best_) || (lat == Latency(*best_) && index < *best_))) {
     best_ = index;
   }
   Learn(index, lat);
+}
+
+std::string GuidedStrategy::Checkpoint() const {
+  CheckpointWriter w(Tag());
+  w.Rng(rng_);
+  w.U64(history_.size());
+  for (const auto& [index, latency] : history_) {
+    w.U64(index);
+    w.F64(latency);
+  }
+  std::vector<ConfigIndex> proposed(proposed_.begin(), proposed_.end());
+  std::sort(proposed.begin(), proposed.end());
+  w.Indices(proposed);
+  SaveOwn(w);
+  return w.Take();
+}
+
+Status GuidedStrategy::Restore(std::string_view bytes) {
+  CheckpointReader r(bytes, Tag());
+  r.Rng(rng_);
+  history_.clear();
+  results_.clear();
+  best_.reset();
+  const uint64_t n = r.U64();
+  for (uint64_t k = 0; k < n && !r.failed(); ++k) {
+    ConfigIndex index = r.U64();
+    double latency = r.F64();
+    history_.emplace_back(index, latency);
+    results_[index] = latency;
+    if (std::isfinite(latency) && (!best_ || latency < Latency(*best_) || (latency == Latency(*best_) && index < *best_))) {
+      best_ = index;
+    }
+  }
+  std::vector<ConfigIndex> proposed = r.Indices();
+  proposed_ = std::unordered_set<ConfigIndex>(proposed.begin(), proposed.end());
+  LoadOwn(r);
+  return r.status();
 }
 
 double GuidedStrategy::Latency(ConfigIndex i) const {
@@ -62,7 +101,7 @@ std::vector<size_t> GuidedStrategy::Positions(ConfigIndex index) const {
   return pos;
 }
 
-std::optional<ConfigIndex> GuidedStrategy::EncodePositions(const std::vector<size_t>& positions) {
+ConfigIndex GuidedStrategy::EncodePositions(const std::vector<size_t>& positions) const {
   ConfigIndex index = 0;
   for (size_t d = 0; d < space_.dims(); ++d) index = index * space_.params()[d].values.size() + positions[d];
   return index;
@@ -79,8 +118,8 @@ std::optional<ConfigIndex> GuidedStrategy::Neighbour(ConfigIndex from, const Tak
   for (const auto& [d, step] : moves) {
     std::vector<size_t> p = pos;
     p[d] = static_cast<size_t>(static_cast<int64_t>(p[d]) + step);
-    auto i = EncodePositions(p);
-    if (i && Usable(*i, taken)) return i;
+    ConfigIndex i = EncodePositions(p);
+    if (Usable(i, taken)) return i;
   }
   return std::nullopt;
 }
@@ -92,8 +131,8 @@ std::optional<ConfigIndex> GuidedStrategy::Mutate(ConfigIndex from, int k, const
       size_t d = std::uniform_int_distribution<size_t>(0, pos.size() - 1)(rng_);
       pos[d] = std::uniform_int_distribution<size_t>(0, space_.params()[d].values.size() - 1)(rng_);
     }
-    auto i = EncodePositions(pos);
-    if (i && Usable(*i, taken)) return i;
+    ConfigIndex i = EncodePositions(pos);
+    if (Usable(i, taken)) return i;
   }
   return std::nullopt;
 }
@@ -108,8 +147,8 @@ std::optional<ConfigIndex> GuidedStrategy::Cross(ConfigIndex a, ConfigIndex b, d
       size_t d = std::uniform_int_distribution<size_t>(0, child.size() - 1)(rng_);
       child[d] = std::uniform_int_distribution<size_t>(0, space_.params()[d].values.size() - 1)(rng_);
     }
-    auto i = EncodePositions(child);
-    if (i && Usable(*i, taken)) return i;
+    ConfigIndex i = EncodePositions(child);
+    if (Usable(i, taken)) return i;
   }
   return std::nullopt;
 }

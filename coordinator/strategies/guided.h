@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "coordinator/strategies/checkpoint.h"
 #include "coordinator/strategy.h"
 
 namespace tunefleet::coordinator {
@@ -23,8 +24,15 @@ class GuidedStrategy : public Strategy {
 
   Batch Ask(size_t max_configs, const Taken& taken) final;
   void Tell(ConfigIndex index, std::optional<double> latency_us) final;
+  // The shared state, then the strategy's own (SaveOwn/LoadOwn), under Tag().
+  std::string Checkpoint() const final;
+  Status Restore(std::string_view bytes) final;
 
  protected:
+  virtual std::string_view Tag() const = 0;
+  virtual void SaveOwn(CheckpointWriter& w) const = 0;
+  virtual void LoadOwn(CheckpointReader& r) = 0;
+
   // The next config the strategy wants, or nullopt to fall back to a random one.
   // Must not return proposed or taken configs (use Usable()).
   virtual std::optional<ConfigIndex> Propose(const Taken& taken) = 0;
@@ -40,19 +48,34 @@ class GuidedStrategy : public Strategy {
   std::optional<ConfigIndex> Cross(ConfigIndex a, ConfigIndex b, double p_mutate, const Taken& taken);
 
   double Latency(ConfigIndex i) const;  // told latency, +inf when failed or unknown
+  // Each parameter's position in its value list, and back.
+  std::vector<size_t> Positions(ConfigIndex index) const;
+  ConfigIndex EncodePositions(const std::vector<size_t>& positions) const;
+
   const SearchSpace& space_;
   std::mt19937_64 rng_;
   std::unordered_map<ConfigIndex, double> results_;
+  std::vector<std::pair<ConfigIndex, double>> history_;  // every result, in the order told
   std::optional<ConfigIndex> best_;
 
  private:
-  std::optional<ConfigIndex> EncodePositions(const std::vector<size_t>& positions);
-  std::vector<size_t> Positions(ConfigIndex index) const;
   std::unordered_set<ConfigIndex> proposed_;
 };
 
 std::unique_ptr<Strategy> MakeSimulatedAnnealing(const SearchSpace& space, uint64_t seed);
 std::unique_ptr<Strategy> MakeGenetic(const SearchSpace& space, uint64_t seed);
 std::unique_ptr<Strategy> MakeIteratedLocalSearch(const SearchSpace& space, uint64_t seed);
+// The model-based search's knobs; the defaults are what bench/strategies measured best.
+struct ModelOptions {
+  size_t initial = 6;               // random draws before the first model
+  size_t refit_divisor = 16;        // refit after history/refit_divisor new results (>= 1)
+  size_t elite = 8;                 // fastest configs whose neighbourhoods are candidates
+  bool sweep = true;                // neighbours: every value of one parameter (else +-2 steps)
+  size_t mutations_per_elite = 24;  // and as many crossovers
+  size_t random_candidates = 512;
+  size_t ranked = 64;               // proposals kept from one ranking
+  double min_p_runs = 0.02;         // floor of P(runs) in the acquisition
+};
+std::unique_ptr<Strategy> MakeModelBased(const SearchSpace& space, uint64_t seed, ModelOptions options = {});
 
 }  // namespace tunefleet::coordinator

@@ -14,6 +14,21 @@ class IteratedLocalSearch final : public GuidedStrategy {
   using GuidedStrategy::GuidedStrategy;
 
  private:
+  std::string_view Tag() const override { return "ils"; }
+  void SaveOwn(CheckpointWriter& w) const override {
+    w.U64(centre_.has_value());
+    w.U64(centre_.value_or(0));
+    w.U64(stall_);
+    w.U64(hop_pending_);
+  }
+  void LoadOwn(CheckpointReader& r) override {
+    const bool has = r.U64() != 0;
+    const ConfigIndex centre = r.U64();
+    centre_ = has ? std::optional<ConfigIndex>(centre) : std::nullopt;
+    stall_ = r.U64();
+    hop_pending_ = r.U64() != 0;
+  }
+
   std::optional<ConfigIndex> Propose(const Taken& taken) override {
     if (!best_) return std::nullopt;
     if (!centre_) centre_ = best_;

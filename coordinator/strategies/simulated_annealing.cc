@@ -15,6 +15,21 @@ class SimulatedAnnealing final : public GuidedStrategy {
   using GuidedStrategy::GuidedStrategy;
 
  private:
+  std::string_view Tag() const override { return "annealing"; }
+  void SaveOwn(CheckpointWriter& w) const override {
+    w.U64(current_.has_value());
+    w.U64(current_.value_or(0));
+    w.F64(current_latency_);
+    w.F64(temperature_);
+  }
+  void LoadOwn(CheckpointReader& r) override {
+    const bool has = r.U64() != 0;
+    const ConfigIndex current = r.U64();
+    current_ = has ? std::optional<ConfigIndex>(current) : std::nullopt;
+    current_latency_ = r.F64();
+    temperature_ = r.F64();
+  }
+
   std::optional<ConfigIndex> Propose(const Taken& taken) override {
     if (!current_) return std::nullopt;
     if (auto n = Neighbour(*current_, taken)) return n;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -77,7 +78,10 @@ class ScriptedWorker {
     return std::nullopt;
   }
 
-  void Answer(const ReceivedJob& job, double latency_us) {
+  // Every config of the job at the same latency: nothing ever improves on the first.
+  void AnswerFlat(const ReceivedJob& job, double latency_us) { Answer(job, latency_us, false); }
+
+  void Answer(const ReceivedJob& job, double latency_us, bool vary = true) {
     wire::Outgoing msg;
     auto r = msg.Body().initJobResult();
     r.setTaskId(job.task_id);
@@ -88,7 +92,7 @@ class ScriptedWorker {
     for (unsigned i = 0; i < job.configs.size(); ++i) {
       list[i].setConfigIndex(job.configs[i]);
       list[i].setOk(true);
-      list[i].setLatencyUs(latency_us + static_cast<double>(job.configs[i] % 97));
+      list[i].setLatencyUs(latency_us + (vary ? static_cast<double>(job.configs[i] % 97) : 0.0));
     }
     EXPECT_TRUE(transport::Send(socket_, msg).ok());
   }
@@ -121,17 +125,33 @@ class CoordinatorTest : public ::testing::Test {
     thread_ = std::thread([this] { EXPECT_TRUE(coordinator_->Run().ok()); });
   }
   void TearDown() override {
+    StopCoordinator();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void StopCoordinator() {
+    if (!coordinator_) return;
     coordinator_->Stop();
     thread_.join();
     coordinator_.reset();
-    store_.reset();
-    std::filesystem::remove_all(dir_);
+  }
+  // A new coordinator on the same RocksDB folder: what a restarted process sees.
+  void Restart() {
+    StopCoordinator();
+    // New inproc names: ZeroMQ releases the old ones asynchronously after close.
+    options_.client_endpoint += "-restarted";
+    options_.worker_endpoint += "-restarted";
+    auto c = Coordinator::Create(options_, *store_, catalog_, clock_, registry2_, ctx_);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    coordinator_ = std::move(c).value();
+    thread_ = std::thread([this] { EXPECT_TRUE(coordinator_->Run().ok()); });
   }
 
   std::filesystem::path dir_;
   SocCatalog catalog_ = SocCatalog::Builtin();
   FakeClock clock_;
   prometheus::Registry registry_;
+  prometheus::Registry registry2_;  // the restarted coordinator's
   zmq::context_t ctx_{1};
   CoordinatorOptions options_;
   std::unique_ptr<Store> store_;
@@ -338,6 +358,116 @@ TEST_F(CoordinatorTest, NearestLookupAndWarmStartUseTheClosestTunedShape) {
   auto warm = w.NextJob();
   ASSERT_TRUE(warm);
   EXPECT_EQ(warm->configs, std::vector<ConfigIndex>{*expected});
+}
+
+OpKey MediumMatmul() {
+  OpKey k = SmallMatmul();
+  k.inputs = {{{1024, 256}, "float16", "ND"}, {{256, 512}, "float16", "ND"}};
+  return k;
+}
+
+TEST_F(CoordinatorTest, PatienceEndsATaskThatStoppedImproving) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul()};
+  spec.strategy = "random";
+  spec.budget = 1000;
+  spec.patience = 5;
+  spec.job_size = 1;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  for (int jobs = 0; jobs < 50; ++jobs) {
+    auto job = w.NextJob(1s);
+    if (!job) break;
+    w.AnswerFlat(*job, 10);
+  }
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 6u) << "the first result, then 5 without improvement";
+}
+
+TEST_F(CoordinatorTest, ATimeBudgetStopsHandingOutConfigsOnceItIsSpent) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul()};
+  spec.strategy = "random";
+  spec.budget = 1000;
+  spec.budget_seconds = 5;
+  spec.job_size = 1;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  for (int jobs = 0; jobs < 3; ++jobs) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    w.Answer(*job, 10);
+  }
+  auto last = w.NextJob();  // out when the time runs out: still measured
+  ASSERT_TRUE(last);
+  for (int s = 0; s < 6; ++s) {  // 6 s of fake time, heartbeating so the worker stays
+    clock_.Advance(1000ms);
+    w.Heartbeat();
+    std::this_thread::sleep_for(30ms);
+  }
+  w.Answer(*last, 10);
+  EXPECT_FALSE(w.NextJob(500ms)) << "no config is handed out after the time budget";
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 4u);
+}
+
+TEST_F(CoordinatorTest, ARestartedCoordinatorRestoresTheStrategyCheckpointAndSpendsTheBudgetExactly) {
+  client::SubmitSpec spec;
+  spec.ops = {MediumMatmul()};
+  spec.strategy = "model";
+  spec.budget = 160;
+  spec.job_size = 8;
+  std::set<ConfigIndex> measured;
+  uint64_t task_id = 0;
+  {
+    client::Client client(ctx_, options_.client_endpoint);
+    auto sub = client.Submit(spec);
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    task_id = sub->task_ids[0];
+    ScriptedWorker w(ctx_, options_.worker_endpoint, "before");
+    while (measured.size() < 100) {
+      auto job = w.NextJob();
+      ASSERT_TRUE(job);
+      for (ConfigIndex i : job->configs) EXPECT_TRUE(measured.insert(i).second) << "config " << i << " twice";
+      w.Answer(*job, 10);
+    }
+    auto lost = w.NextJob();  // out when the coordinator dies
+    ASSERT_TRUE(lost);
+    std::this_thread::sleep_for(100ms);
+    StopCoordinator();
+    auto checkpoint = store_->LoadCheckpoint(task_id);
+    ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
+    EXPECT_GE((*checkpoint)->told, 64u);
+    EXPECT_FALSE((*checkpoint)->state.empty());
+  }
+  Restart();
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "after");
+  std::set<ConfigIndex> remeasured;
+  for (int jobs = 0; jobs < 100; ++jobs) {
+    auto job = w.NextJob(1s);
+    if (!job) break;
+    for (ConfigIndex i : job->configs) {
+      if (!measured.insert(i).second) remeasured.insert(i);
+    }
+    w.Answer(*job, 10);
+  }
+  EXPECT_TRUE(remeasured.empty()) << remeasured.size() << " recorded configs were handed out again";
+  auto st = client.GetStatus(1);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 160u) << "budget accounting is exact across the restart";
+  auto gone = store_->LoadCheckpoint(task_id);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->has_value()) << "a finished task's checkpoint is deleted with its results";
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ std::vector<ConfigIndex> RunWithResults(Strategy& s, const SearchSpace& space, s
 
 TEST(Strategies, GuidedStrategiesNeverRepeatUnderOutOfOrderResultsAndAreDeterministic) {
   SearchSpace space = Space();
-  for (const std::string name : {"annealing", "genetic", "ils"}) {
+  for (const std::string name : {"annealing", "genetic", "ils", "model"}) {
     auto a = RunWithResults(*MakeStrategy(name, space, 5).value(), space, 150, 8, 99);
     auto b = RunWithResults(*MakeStrategy(name, space, 5).value(), space, 150, 8, 99);
     EXPECT_EQ(a, b) << name << " must be deterministic given seed and result order";
@@ -133,11 +133,110 @@ TEST(Strategies, GuidedStrategiesFindTheOptimumOfASmoothSpaceFasterThanRandom) {
   };
   double random = 0;
   for (uint64_t seed = 0; seed < 20; ++seed) random += evaluations_to_optimum("random", seed);
-  for (const std::string name : {"annealing", "genetic", "ils"}) {
+  for (const std::string name : {"annealing", "genetic", "ils", "model"}) {
     double guided = 0;
     for (uint64_t seed = 0; seed < 20; ++seed) guided += evaluations_to_optimum(name, seed);
     EXPECT_LT(guided, random) << name << " mean " << guided / 20 << " vs random " << random / 20;
   }
+}
+
+}  // namespace
+}  // namespace tunefleet::coordinator
+
+namespace tunefleet::coordinator {
+namespace {
+
+// Drives a strategy the way the coordinator does: up to `in_flight` configs outstanding,
+// results told one at a time in a seeded shuffled order. Copyable, so two strategies
+// can be driven through identical futures.
+struct Driver {
+  std::set<ConfigIndex> taken;
+  std::vector<ConfigIndex> pending, proposed;
+  std::mt19937_64 order{42};
+  std::optional<double> best;
+
+  bool Step(Strategy& s, const SearchSpace& space, size_t in_flight) {
+    Batch b = s.Ask(in_flight - pending.size(), [&](ConfigIndex i) { return taken.count(i) > 0; });
+    for (ConfigIndex i : b.configs) {
+      taken.insert(i);
+      proposed.push_back(i);
+      pending.push_back(i);
+    }
+    if (pending.empty()) return false;
+    std::shuffle(pending.begin(), pending.end(), order);
+    std::optional<double> latency = Objective(space, pending.back());
+    if (latency && (!best || *latency < *best)) best = latency;
+    s.Tell(pending.back(), latency);
+    pending.pop_back();
+    return true;
+  }
+};
+
+TEST(Strategies, ARestoredCheckpointContinuesExactlyAsTheUninterruptedRun) {
+  SearchSpace space = Space();
+  for (const std::string& name : StrategyNames()) {
+    auto original = MakeStrategy(name, space, 17).value();
+    Driver driver;
+    for (int step = 0; step < 30; ++step) driver.Step(*original, space, 4);
+    const std::string bytes = original->Checkpoint();
+
+    auto restored = MakeStrategy(name, space, 17).value();
+    ASSERT_TRUE(restored->Restore(bytes).ok()) << name;
+    EXPECT_EQ(restored->Checkpoint(), bytes) << name << ": restore must reproduce the state";
+    Driver twin = driver;
+    for (int step = 0; step < 60; ++step) {
+      driver.Step(*original, space, 4);
+      twin.Step(*restored, space, 4);
+    }
+    EXPECT_EQ(twin.proposed, driver.proposed) << name;
+    EXPECT_EQ(twin.best, driver.best) << name;
+    EXPECT_GT(driver.proposed.size(), 30u) << name;
+  }
+}
+
+TEST(Strategies, RestoreRefusesAnotherStrategysOrACorruptCheckpoint) {
+  SearchSpace space = Space();
+  auto annealing = MakeStrategy("annealing", space, 1).value();
+  Driver driver;
+  for (int step = 0; step < 10; ++step) driver.Step(*annealing, space, 2);
+  const std::string bytes = annealing->Checkpoint();
+
+  Status foreign = MakeStrategy("genetic", space, 1).value()->Restore(bytes);
+  EXPECT_EQ(foreign.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(foreign.message().find("genetic"), std::string::npos) << foreign.message();
+  Status truncated = MakeStrategy("annealing", space, 1).value()->Restore(bytes.substr(0, bytes.size() - 3));
+  EXPECT_EQ(truncated.code(), StatusCode::kInvalidArgument);
+  Status padded = MakeStrategy("annealing", space, 1).value()->Restore(bytes + "x");
+  EXPECT_EQ(padded.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(MakeStrategy("annealing", space, 1).value()->Restore(bytes).ok());
+}
+
+TEST(Strategies, ModelBasedLearnsWhichConfigsFailAndStopsSpendingOnThem) {
+  // Half the product (a == 1 && b == 1 corner, plus every c == 2) fails at run time: a
+  // space whose restrictions are not known in advance. Random keeps paying for them.
+  SearchSpace space = Space();
+  auto failures_in_first = [&](const std::string& name, uint64_t seed, size_t n) {
+    auto s = MakeStrategy(name, space, seed).value();
+    std::set<ConfigIndex> taken;
+    size_t failed = 0;
+    for (size_t k = 0; k < n; ++k) {
+      Batch b = s->Ask(1, [&](ConfigIndex i) { return taken.count(i) > 0; });
+      if (b.configs.empty()) break;
+      ConfigIndex i = b.configs[0];
+      taken.insert(i);
+      std::optional<double> latency = Objective(space, i);
+      if (space.Get(space.Decode(i), "c") == 2) latency.reset();
+      failed += !latency;
+      s->Tell(i, latency);
+    }
+    return failed;
+  };
+  size_t model = 0, random = 0;
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    model += failures_in_first("model", seed, 60);
+    random += failures_in_first("random", seed, 60);
+  }
+  EXPECT_LT(model * 2, random) << "model " << model << " vs random " << random << " failures";
 }
 
 }  // namespace

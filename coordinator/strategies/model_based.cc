@@ -1,0 +1,157 @@
+// Model-based search (as Ansor and MetaSchedule do, with the expected improvement of
+// Bayesian optimisation): two random forests over the parameter positions -- one on the
+// log latency of the configs that ran, one on whether a config ran at all (failures
+// are learned from, so a space whose restrictions are unknown is mapped as it is
+// measured) -- rank an evolutionary candidate pool (one- and two-step neighbours,
+// mutations and crossovers of the fastest configs, plus random draws) by
+// EI x P(runs). The ranking is refreshed whenever enough new results arrived, so with
+// B configs in flight the next proposals already use every result told so far.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "coordinator/strategies/forest.h"
+#include "coordinator/strategies/guided.h"
+
+namespace tunefleet::coordinator {
+namespace {
+
+class ModelBased final : public GuidedStrategy {
+ public:
+  ModelBased(const SearchSpace& space, uint64_t seed, ModelOptions options)
+      : GuidedStrategy(space, seed), o_(options) {}
+
+ private:
+  std::string_view Tag() const override { return "model"; }
+  void SaveOwn(CheckpointWriter& w) const override {
+    w.U64(ok_count_);
+    w.U64(fitted_at_);
+    w.Indices(ranked_);
+    w.U64(cursor_);
+  }
+  void LoadOwn(CheckpointReader& r) override {
+    ok_count_ = r.U64();
+    fitted_at_ = r.U64();
+    ranked_ = r.Indices();
+    cursor_ = r.U64();
+  }
+
+  std::optional<ConfigIndex> Propose(const Taken& taken) override {
+    if (history_.size() < o_.initial || ok_count_ < 2) return std::nullopt;
+    const size_t fresh = history_.size() - fitted_at_;
+    if (cursor_ >= ranked_.size() || fresh >= std::max<size_t>(1, history_.size() / o_.refit_divisor)) {
+      Rank(taken);
+    }
+    while (cursor_ < ranked_.size()) {
+      ConfigIndex i = ranked_[cursor_++];
+      if (Usable(i, taken)) return i;
+    }
+    return std::nullopt;
+  }
+
+  void Learn(ConfigIndex, double latency) override {
+    if (std::isfinite(latency)) ++ok_count_;
+  }
+
+  std::vector<float> Features(ConfigIndex index) const {
+    std::vector<size_t> pos = Positions(index);
+    return std::vector<float>(pos.begin(), pos.end());
+  }
+
+  void Rank(const Taken& taken) {
+    fitted_at_ = history_.size();
+    cursor_ = 0;
+    ranked_.clear();
+
+    // Training sets, in the order results were told (deterministic).
+    std::vector<std::vector<float>> ok_rows, all_rows;
+    std::vector<double> log_latency, ran;
+    std::vector<std::pair<double, ConfigIndex>> fastest;
+    for (const auto& [index, latency] : history_) {
+      std::vector<float> row = Features(index);
+      const bool ok = std::isfinite(latency);
+      all_rows.push_back(row);
+      ran.push_back(ok ? 1.0 : 0.0);
+      if (!ok) continue;
+      ok_rows.push_back(std::move(row));
+      log_latency.push_back(std::log(latency));
+      fastest.emplace_back(latency, index);
+    }
+    std::sort(fastest.begin(), fastest.end());
+    const double best = std::log(fastest.front().first);
+    RegressionForest cost;
+    cost.Fit(ok_rows, log_latency, rng_);
+    RegressionForest runs;
+    const bool any_failed = ok_rows.size() < all_rows.size();
+    if (any_failed) runs.Fit(all_rows, ran, rng_);
+
+    // Candidate pool: the neighbourhoods of the elite, their mutations and crossovers,
+    // and random draws for exploration.
+    std::set<ConfigIndex> pool;
+    auto add = [&](ConfigIndex i) {
+      if (Usable(i, taken)) pool.insert(i);
+    };
+    const size_t elite = std::min(o_.elite, fastest.size());
+    for (size_t e = 0; e < elite; ++e) {
+      std::vector<size_t> pos = Positions(fastest[e].second);
+      for (size_t d = 0; d < pos.size(); ++d) {
+        const size_t radix = space_.params()[d].values.size();
+        for (size_t p = 0; p < radix; ++p) {
+          int64_t dist = static_cast<int64_t>(p) - static_cast<int64_t>(pos[d]);
+          if (!o_.sweep && (dist < -2 || dist > 2)) continue;
+          std::vector<size_t> n = pos;
+          n[d] = p;
+          add(EncodePositions(n));
+        }
+      }
+      for (size_t m = 0; m < o_.mutations_per_elite; ++m) {
+        std::vector<size_t> n = pos;
+        for (int k = 0; k < 2; ++k) {
+          const size_t d = std::uniform_int_distribution<size_t>(0, n.size() - 1)(rng_);
+          n[d] = std::uniform_int_distribution<size_t>(0, space_.params()[d].values.size() - 1)(rng_);
+        }
+        add(EncodePositions(n));
+        const size_t other = std::uniform_int_distribution<size_t>(0, elite - 1)(rng_);
+        std::vector<size_t> mate = Positions(fastest[other].second);
+        for (size_t d = 0; d < n.size(); ++d) n[d] = (rng_() & 1) ? pos[d] : mate[d];
+        add(EncodePositions(n));
+      }
+    }
+    std::uniform_int_distribution<ConfigIndex> any(0, space_.size() - 1);
+    for (size_t r = 0; r < o_.random_candidates; ++r) add(any(rng_));
+
+    // Expected improvement (minimising log latency) times the chance the config runs.
+    std::vector<std::pair<double, ConfigIndex>> scored;
+    scored.reserve(pool.size());
+    for (ConfigIndex i : pool) {
+      std::vector<float> row = Features(i);
+      RegressionForest::Prediction p = cost.Predict(row);
+      const double sigma = std::max(p.stddev, 1e-3);
+      const double z = (best - p.mean) / sigma;
+      const double ei = (best - p.mean) * NormalCdf(z) + sigma * NormalPdf(z);
+      const double p_runs = any_failed ? runs.Predict(row).mean : 1.0;
+      scored.emplace_back(-ei * std::max(p_runs, o_.min_p_runs), i);
+    }
+    const size_t keep = std::min(o_.ranked, scored.size());
+    std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep), scored.end());
+    for (size_t k = 0; k < keep; ++k) ranked_.push_back(scored[k].second);
+  }
+
+  static double NormalPdf(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI); }
+  static double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+
+  const ModelOptions o_;
+  size_t ok_count_ = 0;
+  size_t fitted_at_ = 0;
+  std::vector<ConfigIndex> ranked_;
+  size_t cursor_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> MakeModelBased(const SearchSpace& space, uint64_t seed, ModelOptions options) {
+  return std::make_unique<ModelBased>(space, seed, options);
+}
+
+}  // namespace tunefleet::coordinator
