@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -21,18 +22,16 @@ Result<std::vector<int64_t>> IntList(const OpKey& key, const std::string& name) 
   if (it == key.attrs.end()) return std::vector<int64_t>{};
   std::vector<int64_t> out;
   std::string cur;
+  size_t commas = 0;
   auto flush = [&]() -> Status {
     if (cur.empty()) return Status::Ok();
-    size_t used = 0;
-    try {
-      out.push_back(std::stoll(cur, &used));
-    } catch (...) {
-      used = 0;
-    }
-    if (used != cur.size()) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(cur.data(), cur.data() + cur.size(), v);
+    if (ec != std::errc() || end != cur.data() + cur.size()) {
       return InvalidArgument("Conv2D attr '" + name + "' must be integers like \"2,2\", got '" +
                              it->second + "'");
     }
+    out.push_back(v);
     cur.clear();
     return Status::Ok();
   };
@@ -40,10 +39,10 @@ Result<std::vector<int64_t>> IntList(const OpKey& key, const std::string& name) 
     if (ch == '[' || ch == ']' || ch == '(' || ch == ')' || std::isspace(static_cast<unsigned char>(ch))) {
       TF_RETURN_IF_ERROR(flush());
     } else if (ch == ',') {
-      if (cur.empty()) {
+      TF_RETURN_IF_ERROR(flush());
+      if (out.size() != ++commas) {
         return InvalidArgument("Conv2D attr '" + name + "' has an empty element: '" + it->second + "'");
       }
-      TF_RETURN_IF_ERROR(flush());
     } else {
       cur += ch;
     }

@@ -61,7 +61,7 @@ TEST_F(Conv2dSpaceTest, ReadsShapeAttributesAndDefaultsFromAnOpKey) {
   EXPECT_EQ(s->dilation_w, 1);
   EXPECT_EQ(s->groups, 1);
 
-  key.attrs = {{"strides", "[1, 1, 2, 1]"}, {"pads", "3,3,0,1"}, {"dilations", "2"}};
+  key.attrs = {{"strides", "[1, 1 ,2, 1]"}, {"pads", "3,3,0,1"}, {"dilations", "2"}};
   s = Conv2dShapeFromOpKey(key);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->stride_h, 2);
@@ -101,6 +101,8 @@ TEST_F(Conv2dSpaceTest, OpKeyErrorsNameTheFieldToFix) {
       {"'strides'", [](OpKey& k) { k.attrs["strides"] = "0,1"; }},
       {"'strides'", [](OpKey& k) { k.attrs["strides"] = "two"; }},
       {"'strides'", [](OpKey& k) { k.attrs["strides"] = "2,1,1,1"; }},
+      {"'strides'", [](OpKey& k) { k.attrs["strides"] = "2,,1"; }},
+      {"'strides'", [](OpKey& k) { k.attrs["strides"] = "[]"; }},
       {"'pads'", [](OpKey& k) { k.attrs["pads"] = "1,1,1"; }},
       {"'pads'", [](OpKey& k) { k.attrs["pads"] = "-1"; }},
       {"'data_format'", [](OpKey& k) { k.attrs["data_format"] = "NHWC"; }},
