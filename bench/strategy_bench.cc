@@ -61,19 +61,17 @@ StrategyResult Score(const std::string& name, const KtCache& cache, const Replay
   StrategyResult r;
   r.seq.assign(budgets.size(), 0);
   r.inflight.assign(budgets.size(), 0);
-  const size_t max_budget = *std::max_element(budgets.begin(), budgets.end());
   for (int seed = 1; seed <= seeds; ++seed) {
-    // Sequentially, a run to the largest budget is also every smaller run.
-    auto s = coordinator::MakeStrategy(name, cache.space(), static_cast<uint64_t>(seed), max_budget).value();
-    Trace seq = RunStrategy(*s, objective, max_budget, 1, failure_cost);
+    // Each budget is its own run, in both modes: a strategy is told its budget (auto
+    // plans its search by it), and in flight a budget-B run stops dispatching at B and
+    // waits for every result.
     std::vector<double> seq_f, inflight_f;
-    for (size_t b = 0; b < budgets.size(); ++b) seq_f.push_back(FractionOfOptimum(objective.optimum, seq.times, budgets[b]));
-    // In flight, a budget-B run stops dispatching at B and waits for every result, so
-    // each budget is its own run.
     for (size_t b = 0; b < budgets.size(); ++b) {
-      auto p = coordinator::MakeStrategy(name, cache.space(), static_cast<uint64_t>(seed), budgets[b]).value();
-      Trace t = RunStrategy(*p, objective, budgets[b], in_flight, failure_cost);
-      inflight_f.push_back(FractionOfOptimum(objective.optimum, t.times, budgets[b]));
+      for (size_t k : {size_t{1}, in_flight}) {
+        auto s = coordinator::MakeStrategy(name, cache.space(), static_cast<uint64_t>(seed), budgets[b]).value();
+        Trace t = RunStrategy(*s, objective, budgets[b], k, failure_cost);
+        (k == 1 ? seq_f : inflight_f).push_back(FractionOfOptimum(objective.optimum, t.times, budgets[b]));
+      }
     }
     for (size_t b = 0; b < budgets.size(); ++b) {
       r.seq[b] += seq_f[b] / seeds;
