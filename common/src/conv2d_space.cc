@@ -83,9 +83,9 @@ Status HwPair(const OpKey& key, const std::string& name, int64_t& h, int64_t& w)
 }  // namespace
 
 Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
-  if (key.inputs.size() != 2) {
-    return InvalidArgument("Conv2D needs exactly 2 inputs (x [N, Cin, H, W] and weight "
-                           "[Cout, Cin/groups, kh, kw]), got " +
+  if (key.inputs.size() != 2 && key.inputs.size() != 3) {
+    return InvalidArgument("Conv2D needs 2 or 3 inputs (x [N, Cin, H, W], weight "
+                           "[Cout, Cin/groups, kh, kw] and an optional bias [Cout]), got " +
                            Str(static_cast<int64_t>(key.inputs.size())));
   }
   const TensorDesc& x = key.inputs[0];
@@ -145,6 +145,14 @@ Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
                            " but x's Cin/groups is " + Str(s.in_channels) + "/" + Str(s.groups) +
                            " = " + Str(s.in_channels / s.groups));
   }
+  if (key.inputs.size() == 3) {
+    const TensorDesc& bias = key.inputs[2];
+    if (bias.shape.size() != 1 || bias.shape[0] != s.out_channels) {
+      return InvalidArgument("Conv2D input 2 (bias) must be [Cout] = [" + Str(s.out_channels) + "]");
+    }
+    TF_ASSIGN_OR_RETURN(DType bias_dtype, ParseDType(bias.dtype));
+    s.bias_bytes = DTypeBytes(bias_dtype);
+  }
   TF_RETURN_IF_ERROR(HwPair(key, "strides", s.stride_h, s.stride_w));
   TF_RETURN_IF_ERROR(HwPair(key, "dilations", s.dilation_h, s.dilation_w));
   TF_ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntList(key, "pads"));
@@ -185,6 +193,7 @@ MatmulShape Conv2dGemm(const Conv2dShape& s) {
   g.in_dtype = s.in_dtype;
   g.transpose_a = true;
   g.transpose_b = true;
+  g.bias_bytes = s.bias_bytes;
   return g;
 }
 

@@ -108,7 +108,8 @@ TEST_F(Conv2dSpaceTest, OpKeyErrorsNameTheFieldToFix) {
       {"'data_format'", [](OpKey& k) { k.attrs["data_format"] = "NHWC"; }},
       {"input 0 (x)", [](OpKey& k) { k.inputs[0].shape = {64, 56, 56}; }},
       {"input 1 (weight)", [](OpKey& k) { k.inputs[1].shape = {64, 64}; }},
-      {"2 inputs", [](OpKey& k) { k.inputs.pop_back(); }},
+      {"2 or 3 inputs", [](OpKey& k) { k.inputs.pop_back(); }},
+      {"input 2 (bias)", [](OpKey& k) { k.inputs.push_back({{32}, "float16", "ND"}); }},
       {"float32", [](OpKey& k) { k.inputs[0].dtype = k.inputs[1].dtype = "float32"; }},
       {"share a dtype", [](OpKey& k) { k.inputs[1].dtype = "int8"; }},
   };

@@ -316,6 +316,37 @@ TEST_F(Conv2dModel, DepthwiseConvRunsAsOneTinyGemmPerChannel) {
   EXPECT_GT(checked, 100);
 }
 
+TEST_F(Conv2dModel, ABiasCostsItsBytesOnce) {
+  OpKey key = ConvKey(32, 64, 56, 256, 1);
+  OpKey biased = key;
+  biased.inputs.push_back({{256}, "float32", "ND"});
+  TuningProblem plain = Problem(key);
+  TuningProblem with = Problem(biased);
+  auto p = Simulate(plain, plain.default_config, soc());
+  auto b = Simulate(with, plain.default_config, soc());
+  ASSERT_TRUE(p.ok() && b.ok());
+  EXPECT_DOUBLE_EQ(b->compulsory_bytes - p->compulsory_bytes, 256 * 4);
+  EXPECT_DOUBLE_EQ(b->hbm_bytes - p->hbm_bytes, 256 * 4);
+  EXPECT_GE(b->latency_us, p->latency_us);
+  EXPECT_GE(b->latency_us, RooflineUs(*b, soc()));
+}
+
+TEST_F(Conv2dModel, Int8UsesTheDoubleRateCubeAndHalfTheInputBytes) {
+  OpKey key = ConvKey(32, 128, 28, 128, 3, 1, 1);
+  OpKey int8 = key;
+  int8.inputs[0].dtype = int8.inputs[1].dtype = "int8";
+  const Conv2dShape s16 = Conv2dShapeFromOpKey(key).value();
+  const Conv2dShape s8 = Conv2dShapeFromOpKey(int8).value();
+  const KernelEstimate e16 = Estimate(s16, Plain());
+  const KernelEstimate e8 = Estimate(s8, Plain());
+  EXPECT_DOUBLE_EQ(e8.compute_roof_flops, 2 * soc().CubePeakFlops());
+  EXPECT_NEAR(e8.BusyUs(Pipe::kCube), e16.BusyUs(Pipe::kCube) / 2, 1e-9);
+  EXPECT_DOUBLE_EQ(Conv2dASide(s8, Plain(), soc()).total, Conv2dASide(s16, Plain(), soc()).total / 2);
+  EXPECT_GE(e8.latency_us, RooflineUs(e8, soc()));
+  TuningProblem p = Problem(int8);
+  EXPECT_TRUE(Simulate(p, p.default_config, soc()).ok());
+}
+
 TEST_F(Conv2dModel, EstimateRejectsATilingNoSpaceWouldProduce) {
   const Conv2dShape s = Conv2dShapeFromOpKey(ConvKey(1, 64, 56, 64, 3, 1, 1)).value();
   MatmulTiling t = Plain();

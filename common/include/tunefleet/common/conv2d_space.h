@@ -15,7 +15,8 @@
 
 namespace tunefleet {
 
-// x [N, Cin, H, W] (NCHW, ND in GM) convolved with weight [Cout, Cin/groups, kh, kw].
+// x [N, Cin, H, W] (NCHW, ND in GM) convolved with weight [Cout, Cin/groups, kh, kw],
+// plus an optional bias [Cout] that FIXPIPE adds.
 struct Conv2dShape {
   int64_t batch = 1, in_channels = 0, in_h = 0, in_w = 0;
   int64_t out_channels = 0, kernel_h = 1, kernel_w = 1;
@@ -24,6 +25,7 @@ struct Conv2dShape {
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;
   DType in_dtype = DType::kFloat16;  // x and weight; accumulation and output in fp32
+  int64_t bias_bytes = 0;            // bytes per element of the bias; 0 = no bias
   int64_t out_h = 0, out_w = 0;      // derived by Conv2dShapeFromOpKey
 
   int64_t GroupInChannels() const { return in_channels / groups; }
@@ -33,7 +35,7 @@ struct Conv2dShape {
 };
 
 // Reads Conv2D from an op key: inputs x and weight (same dtype: float16, bfloat16 or
-// int8), attrs "strides" (1 or 2 values, or 4 in NCHW order with 1 for N and C),
+// int8) and an optional bias [Cout] (any dtype), attrs "strides" (1 or 2 values, or 4 in NCHW order with 1 for N and C),
 // "pads" (1 value, 2 = [h, w], or 4 = [top, bottom, left, right] as CANN's Conv2D),
 // "dilations" (like strides), "groups" (default 1), "data_format" (NCHW only). List
 // attrs are strings such as "2,2" or "[1, 1]". kInvalidArgument naming the field for a
