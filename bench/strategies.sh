@@ -6,7 +6,8 @@
 #                            [strategy_bench flags, e.g. --strategies auto,random]
 # TUNEFLEET_BUILD_DIR picks the build folder (default: build). Optuna's figures are
 # deterministic per seed, so they are cached in $build/bench/optuna-<datasets>-s<N>.json
-# and reused until the script or the datasets change (delete the file to recompute).
+# and reused until the script or the datasets change (delete the file to recompute);
+# a cached full run serves every --datasets filter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${TUNEFLEET_BUILD_DIR:-build}
@@ -33,9 +34,14 @@ cmake --build "$build" --target strategy_bench >&2
 
 optuna_args=()
 if ((optuna)); then
+  fresh() { [[ -f $1 && ! bench/strategies_optuna.py -nt $1 && ! $datasets_dir -nt $1 ]]; }
   cache="$build/bench/optuna-${datasets:-all}-s$seeds.json"
   cache=${cache//,/+}
-  if [[ ! -f $cache || bench/strategies_optuna.py -nt $cache || $datasets_dir -nt $cache ]]; then
+  # A full run's figures serve any --datasets filter (strategy_bench ignores the rest).
+  if ! fresh "$cache" && fresh "$build/bench/optuna-all-s$seeds.json"; then
+    cache="$build/bench/optuna-all-s$seeds.json"
+  fi
+  if ! fresh "$cache"; then
     echo "strategies.sh: Optuna TPE + random, $seeds seeds x 400 trials per dataset (TPE takes minutes) ..." >&2
     /usr/bin/python3 bench/strategies_optuna.py --datasets-dir "$datasets_dir" --datasets "$datasets" \
       --seeds "$seeds" --out "$cache.tmp"
