@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -234,15 +235,17 @@ TEST_F(Conv2dModel, A3x3ConvCostsMoreMte2BytesThanItsIm2colMatmulWithoutAmplific
   const MatmulShape gemm = Conv2dGemm(s);
   for (MatmulTiling t : {Plain(), MatmulTiling{64, 128, 64, 2, 1, 4, 2, true, true, false, 0, 1, 24}}) {
     const CubeASide amplified = Conv2dASide(s, t, soc());
-    // The same A side with the window's overlap free: each output pixel's input pixel
-    // (Cin of them per pass: K / (kh*kw)) once, in bursts of baseM.
+    // The same A side with the window's overlap free: each channel load (as many as the
+    // conv's: chunk boundaries split some channels) reads only the input pixels of the
+    // block's own output pixels, once, in bursts of baseM.
     CubeASide flat = amplified;
     const int64_t block_rows = t.step_m * t.base_m;
     const int64_t blocks_m = (gemm.m + block_rows - 1) / block_rows;
     const int64_t rows_of[2] = {block_rows, gemm.m - (blocks_m - 1) * block_rows};
+    const int64_t loads = Conv2dChannelLoadsPerPass(s, std::min(t.step_ka * t.base_k, gemm.k));
     for (int i = 0; i < 2; ++i) {
-      flat.pass_bytes[i] = static_cast<double>(rows_of[i] * s.in_channels * 2);
-      flat.pass_bursts[i] = static_cast<double>(s.in_channels * ((rows_of[i] + t.base_m - 1) / t.base_m));
+      flat.pass_bytes[i] = static_cast<double>(rows_of[i] * loads * 2);
+      flat.pass_bursts[i] = static_cast<double>(loads * ((rows_of[i] + t.base_m - 1) / t.base_m));
       EXPECT_GT(amplified.pass_bytes[i], flat.pass_bytes[i]) << i;
     }
     const KernelEstimate conv = EstimateCube(gemm, t, &amplified, soc());
