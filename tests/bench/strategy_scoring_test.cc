@@ -23,6 +23,8 @@ class ScriptedStrategy final : public coordinator::Strategy {
     told.push_back(index);
     told_latency.push_back(latency_us);
   }
+  std::string Checkpoint() const override { return {}; }  // the scorer never checkpoints
+  Status Restore(std::string_view) override { return Status::Ok(); }
   std::vector<ConfigIndex> told;
   std::vector<std::optional<double>> told_latency;
 
