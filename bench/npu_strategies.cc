@@ -32,7 +32,8 @@ struct Problem {
 // configs outstanding and tells results back in a seed-shuffled order.
 uint64_t EvaluationsToTarget(const Problem& p, const SocSpec& soc, const std::string& strategy,
                              uint64_t seed, uint64_t cap, size_t in_flight) {
-  auto s = coordinator::MakeStrategy(strategy, p.problem.space, seed).value();
+  // The cap is the budget a task would have: "auto" chooses its search by it.
+  auto s = coordinator::MakeStrategy(strategy, p.problem.space, seed, cap).value();
   std::vector<bool> taken(p.problem.space.size(), false);
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   const double target = p.optimum / 0.99;
