@@ -75,7 +75,7 @@ double Run(const Model& model, const SocSpec& soc, TaskScheduler::Policy policy,
   for (size_t i = 0; i < model.ops.size(); ++i) {
     const Op& op = *model.ops[i];
     Live l;
-    l.strategy = coordinator::MakeStrategy(strategy_name, op.problem.space, seed * 1000 + i).value();
+    l.strategy = coordinator::MakeStrategy(strategy_name, op.problem.space, seed * 1000 + i, total).value();
     l.taken.assign(op.problem.space.size(), false);
     live.push_back(std::move(l));
   }
