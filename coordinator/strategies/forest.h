@@ -15,7 +15,7 @@ struct ForestOptions {
   int trees = 24;
   int max_depth = 14;
   int min_leaf = 1;
-  double feature_fraction = 0.75;  // share of features tried at each split
+  double feature_fraction = 1.0;  // share of features tried at each split (1: bagging only)
 };
 
 class RegressionForest {

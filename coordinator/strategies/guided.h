@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coordinator/strategies/checkpoint.h"
+#include "coordinator/strategies/forest.h"
 #include "coordinator/strategy.h"
 
 namespace tunefleet::coordinator {
@@ -65,16 +66,23 @@ class GuidedStrategy : public Strategy {
 std::unique_ptr<Strategy> MakeSimulatedAnnealing(const SearchSpace& space, uint64_t seed);
 std::unique_ptr<Strategy> MakeGenetic(const SearchSpace& space, uint64_t seed);
 std::unique_ptr<Strategy> MakeIteratedLocalSearch(const SearchSpace& space, uint64_t seed);
-// The model-based search's knobs; the defaults are what bench/strategies measured best.
+// The model-based search's knobs; the defaults are what bench/strategies (Kernel Tuner
+// caches) and bench/npu_strategies (the simulated NPU) measured best.
 struct ModelOptions {
   size_t initial = 6;               // random draws before the first model
   size_t refit_divisor = 16;        // refit after history/refit_divisor new results (>= 1)
-  size_t elite = 8;                 // fastest configs whose neighbourhoods are candidates
+  size_t elite = 8;                 // configs whose neighbourhoods are candidates
+  size_t elite_distance = 2;        // parameters each elite differs in from the faster ones
   bool sweep = true;                // neighbours: every value of one parameter (else +-2 steps)
   size_t mutations_per_elite = 24;  // and as many crossovers
+  size_t mutation_params = 2;       // parameters a mutation redraws
   size_t random_candidates = 512;
   size_t ranked = 64;               // proposals kept from one ranking
   double min_p_runs = 0.02;         // floor of P(runs) in the acquisition
+  double lcb_kappa = -1;            // >= 0: always rank by mean - kappa*spread (else by size)
+  uint64_t large_space = uint64_t{1} << 20;  // products above this rank by the bound...
+  double large_space_kappa = 0;              // ...with this kappa; smaller ones by EI
+  ForestOptions forest;             // both surrogates
 };
 std::unique_ptr<Strategy> MakeModelBased(const SearchSpace& space, uint64_t seed, ModelOptions options = {});
 

@@ -4,7 +4,7 @@
 // are learned from, so a space whose restrictions are unknown is mapped as it is
 // measured) -- rank an evolutionary candidate pool (one- and two-step neighbours,
 // mutations and crossovers of the fastest configs, plus random draws) by
-// EI x P(runs). The ranking is refreshed whenever enough new results arrived, so with
+// EI x P(runs), or by a lower confidence bound in very large spaces. The ranking is refreshed whenever enough new results arrived, so with
 // B configs in flight the next proposals already use every result told so far.
 #include <algorithm>
 #include <cmath>
@@ -75,14 +75,14 @@ class ModelBased final : public GuidedStrategy {
       ran.push_back(ok ? 1.0 : 0.0);
       if (!ok) continue;
       ok_rows.push_back(std::move(row));
-      log_latency.push_back(std::log(latency));
+      log_latency.push_back(Target(latency));
       fastest.emplace_back(latency, index);
     }
     std::sort(fastest.begin(), fastest.end());
-    const double best = std::log(fastest.front().first);
-    RegressionForest cost;
+    const double best = Target(fastest.front().first);
+    RegressionForest cost(o_.forest);
     cost.Fit(ok_rows, log_latency, rng_);
-    RegressionForest runs;
+    RegressionForest runs(o_.forest);
     const bool any_failed = ok_rows.size() < all_rows.size();
     if (any_failed) runs.Fit(all_rows, ran, rng_);
 
@@ -92,9 +92,23 @@ class ModelBased final : public GuidedStrategy {
     auto add = [&](ConfigIndex i) {
       if (Usable(i, taken)) pool.insert(i);
     };
-    const size_t elite = std::min(o_.elite, fastest.size());
+    // The elite: the fastest configs, each differing from every faster one chosen in at
+    // least elite_distance parameters, so several basins stay in play.
+    std::vector<std::vector<size_t>> elites;
+    for (const auto& [latency, index] : fastest) {
+      if (elites.size() >= o_.elite) break;
+      std::vector<size_t> pos = Positions(index);
+      bool distinct = true;
+      for (const auto& e : elites) {
+        size_t differ = 0;
+        for (size_t d = 0; d < pos.size(); ++d) differ += pos[d] != e[d];
+        distinct = distinct && differ >= o_.elite_distance;
+      }
+      if (distinct) elites.push_back(std::move(pos));
+    }
+    const size_t elite = elites.size();
     for (size_t e = 0; e < elite; ++e) {
-      std::vector<size_t> pos = Positions(fastest[e].second);
+      const std::vector<size_t>& pos = elites[e];
       for (size_t d = 0; d < pos.size(); ++d) {
         const size_t radix = space_.params()[d].values.size();
         for (size_t p = 0; p < radix; ++p) {
@@ -107,13 +121,13 @@ class ModelBased final : public GuidedStrategy {
       }
       for (size_t m = 0; m < o_.mutations_per_elite; ++m) {
         std::vector<size_t> n = pos;
-        for (int k = 0; k < 2; ++k) {
+        for (size_t k = 0; k < o_.mutation_params; ++k) {
           const size_t d = std::uniform_int_distribution<size_t>(0, n.size() - 1)(rng_);
           n[d] = std::uniform_int_distribution<size_t>(0, space_.params()[d].values.size() - 1)(rng_);
         }
         add(EncodePositions(n));
         const size_t other = std::uniform_int_distribution<size_t>(0, elite - 1)(rng_);
-        std::vector<size_t> mate = Positions(fastest[other].second);
+        const std::vector<size_t>& mate = elites[other];
         for (size_t d = 0; d < n.size(); ++d) n[d] = (rng_() & 1) ? pos[d] : mate[d];
         add(EncodePositions(n));
       }
@@ -121,23 +135,35 @@ class ModelBased final : public GuidedStrategy {
     std::uniform_int_distribution<ConfigIndex> any(0, space_.size() - 1);
     for (size_t r = 0; r < o_.random_candidates; ++r) add(any(rng_));
 
-    // Expected improvement (minimising log latency) times the chance the config runs.
+    // Small spaces: expected improvement (of log latency) times the chance the config
+    // runs. Large ones: the lower confidence bound, which exploits -- measured on the
+    // simulated NPU, where EI's exploration of a 10^6-config space never pays back
+    // within a few hundred evaluations (bench/README.md, npu_strategies).
+    const double kappa = o_.lcb_kappa >= 0                   ? o_.lcb_kappa
+                         : space_.size() > o_.large_space ? o_.large_space_kappa
+                                                          : -1;
     std::vector<std::pair<double, ConfigIndex>> scored;
     scored.reserve(pool.size());
     for (ConfigIndex i : pool) {
       std::vector<float> row = Features(i);
       RegressionForest::Prediction p = cost.Predict(row);
-      const double sigma = std::max(p.stddev, 1e-3);
+      const double sigma = std::max(p.stddev, 1e-3 * std::abs(best) + 1e-12);
+      const double p_runs = std::max(any_failed ? runs.Predict(row).mean : 1.0, o_.min_p_runs);
+      if (kappa >= 0) {
+        scored.emplace_back(p.mean - kappa * sigma - std::log(p_runs), i);  // lower is better
+        continue;
+      }
       const double z = (best - p.mean) / sigma;
       const double ei = (best - p.mean) * NormalCdf(z) + sigma * NormalPdf(z);
-      const double p_runs = any_failed ? runs.Predict(row).mean : 1.0;
-      scored.emplace_back(-ei * std::max(p_runs, o_.min_p_runs), i);
+      scored.emplace_back(-ei * p_runs, i);
     }
     const size_t keep = std::min(o_.ranked, scored.size());
     std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep), scored.end());
     for (size_t k = 0; k < keep; ++k) ranked_.push_back(scored[k].second);
   }
 
+  // What the cost model learns (lower is better): latencies span orders of magnitude.
+  static double Target(double latency) { return std::log(latency); }
   static double NormalPdf(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI); }
   static double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
