@@ -17,6 +17,7 @@
 
 #include "cli/client.h"
 #include "cli/ops_file.h"
+#include "cli/profile_cmd.h"
 #include "cli/report.h"
 #include "coordinator/coordinator.h"
 #include "tunefleet/common/signals.h"
@@ -234,9 +235,12 @@ int main(int argc, char** argv) {
     cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
     cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")->capture_default_str();
   }
+  ProfileCommands profile_commands;
+  AddProfileCommands(app, profile_commands);
   CLI11_PARSE(app, argc, argv);
 
   SocCatalog catalog = SocCatalog::Builtin();
+  if (int rc = RunProfileCommands(profile_commands, catalog); rc >= 0) return rc;
   if (tune->parsed()) return RunTune(tune_flags, data_dir, slots);
 
   zmq::context_t ctx(1);

@@ -11,7 +11,7 @@ packages=(
   prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
-  zlib1g-dev python3-optuna
+  zlib1g-dev python3-optuna python3-pandas
   curl procps python3 util-linux
 )
 # npm carries helm (scripts/helm.sh); Debian's npm brings Node.js. Skip it where a Node.js

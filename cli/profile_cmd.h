@@ -1,0 +1,30 @@
+// `tunefleet profile` (run a model graph on the embedded simulator and export what the
+// profiler saw) and `tunefleet analyze` (bottleneck analysis of a profile folder or a
+// profiler_data.csv). Registered on the CLI's app by main.cc; single-threaded.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "tunefleet/common/soc_spec.h"
+
+namespace tunefleet::cli {
+
+struct ProfileCommands {
+  CLI::App* profile = nullptr;
+  CLI::App* analyze = nullptr;
+  std::string model, soc, trace, csv_dir;
+  bool json = false;
+  std::string analyze_path;
+  bool analyze_json = false;
+};
+
+// Adds both subcommands to `app`; `flags` receives the parsed options and must outlive parsing.
+void AddProfileCommands(CLI::App& app, ProfileCommands& flags);
+
+// The exit code of whichever of the two commands was parsed (0 ok, 1 I/O failure, 2 bad
+// input), or -1 when neither was.
+int RunProfileCommands(const ProfileCommands& flags, const SocCatalog& catalog);
+
+}  // namespace tunefleet::cli

@@ -1,0 +1,78 @@
+// Graph: a model as a DAG of ops over named tensors, read from tunefleet's JSON graph
+// format (docs/profiling.md "Model graph format"): graph inputs (copied H2D every step),
+// weights (resident on the device), nodes (op type, input tensor names, output tensors,
+// attributes) and graph outputs (copied D2H). Each kernel node maps to an OpKey, so its
+// tuning problem and default tiling come from MakeTuningProblem. Plain copyable values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tunefleet/common/op_key.h"
+#include "tunefleet/common/soc_spec.h"
+#include "tunefleet/common/status.h"
+
+namespace tunefleet {
+
+// Op type of a metadata-only view: no kernel, no time; its output aliases its input's
+// buffer (same element count). Stands in for Reshape/Flatten and for the head-split
+// permutes that CANN fuses into the producing MatMul (NPU_MODEL.md "MatMul + Transpose").
+inline constexpr const char* kReshapeOp = "Reshape";
+
+struct NamedTensor {
+  std::string name;
+  TensorDesc desc;
+  int64_t Bytes() const;  // elements * dtype bytes
+};
+
+struct GraphNode {
+  std::string name;
+  std::string op_type;
+  std::vector<std::string> inputs;  // tensor names
+  std::vector<NamedTensor> outputs;
+  std::map<std::string, std::string> attrs;
+  bool IsView() const { return op_type == kReshapeOp; }
+};
+
+struct Graph {
+  std::string name;
+  std::string soc;
+  std::vector<NamedTensor> inputs;   // fed by the host every step (H2D)
+  std::vector<NamedTensor> weights;  // resident parameters; their gradients are all-reduced
+  std::vector<std::string> outputs;  // tensor names copied back every step (D2H)
+  std::vector<GraphNode> nodes;
+  double host_preprocess_us = 0;     // host work per step before the H2D copies
+  int devices = 1;                   // data-parallel replicas (all-reduce when > 1 and training)
+  bool training = false;             // add backward ops and gradient all-reduce
+
+  // The descriptor of a tensor by name (graph input, weight or node output), or nullptr.
+  const NamedTensor* FindTensor(const std::string& name) const;
+  // Index of the node producing `tensor`, or -1 for graph inputs and weights.
+  int ProducerOf(const std::string& tensor) const;
+  bool IsWeight(const std::string& tensor) const;
+};
+
+// Parses and validates the structure: unique node and tensor names, every input produced
+// by a graph input, weight or node, graph outputs exist, no cycle, positive shapes, known
+// dtypes, devices >= 1, host_preprocess_us >= 0. Errors name the node and field to fix
+// ("node 'ffn.gelu': input 'x' is not a graph input, weight or node output").
+// `soc_override`, when set, replaces the file's "soc".
+Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_override = "");
+Result<Graph> LoadGraphFile(const std::string& path, const std::string& soc_override = "");
+
+// Node indices in a topological order (ties keep file order).
+Result<std::vector<int>> TopologicalOrder(const Graph& graph);
+
+// The op key of a kernel node (not a view): the graph's SoC, the node's op type and
+// attributes, its input tensors' descriptors.
+OpKey NodeOpKey(const Graph& graph, const GraphNode& node);
+
+// Checks that every kernel node is a valid instance of a tunable op on `soc`
+// (MakeTuningProblem) and that views keep the element count; errors name the node.
+Status ValidateGraphOps(const Graph& graph, const SocSpec& soc);
+
+}  // namespace tunefleet

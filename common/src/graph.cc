@@ -1,0 +1,262 @@
+// The JSON model graph: parsing, structural validation and the node -> OpKey mapping.
+#include "tunefleet/common/graph.h"
+
+#include <fstream>
+#include <set>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "tunefleet/common/tuning_problem.h"
+
+namespace tunefleet {
+namespace {
+
+int64_t Elements(const TensorDesc& d) {
+  int64_t n = 1;
+  for (int64_t v : d.shape) n *= v;
+  return n;
+}
+
+Result<NamedTensor> ParseTensor(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_object()) return InvalidArgument(where + ": expected an object {\"name\", \"shape\", \"dtype\"}");
+  NamedTensor t;
+  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty()) {
+    return InvalidArgument(where + ": 'name' must be a non-empty string");
+  }
+  t.name = j["name"].get<std::string>();
+  std::string at = where + " '" + t.name + "'";
+  if (!j.contains("shape") || !j["shape"].is_array() || j["shape"].empty()) {
+    return InvalidArgument(at + ": 'shape' must be a non-empty array of positive integers");
+  }
+  for (const auto& v : j["shape"]) {
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
+      return InvalidArgument(at + ": 'shape' must be a non-empty array of positive integers");
+    }
+    t.desc.shape.push_back(v.get<int64_t>());
+  }
+  if (j.contains("dtype")) {
+    if (!j["dtype"].is_string()) return InvalidArgument(at + ": 'dtype' must be a string");
+    t.desc.dtype = j["dtype"].get<std::string>();
+    auto dt = ParseDType(t.desc.dtype);
+    if (!dt.ok()) return dt.status().WithContext(at + ": 'dtype'");
+  }
+  if (j.contains("format")) {
+    if (!j["format"].is_string()) return InvalidArgument(at + ": 'format' must be a string");
+    t.desc.format = j["format"].get<std::string>();
+  }
+  return t;
+}
+
+}  // namespace
+
+int64_t NamedTensor::Bytes() const {
+  auto dt = ParseDType(desc.dtype);
+  return Elements(desc) * (dt.ok() ? DTypeBytes(*dt) : 2);
+}
+
+const NamedTensor* Graph::FindTensor(const std::string& tensor) const {
+  for (const auto& t : inputs) if (t.name == tensor) return &t;
+  for (const auto& t : weights) if (t.name == tensor) return &t;
+  for (const auto& n : nodes) {
+    for (const auto& t : n.outputs) if (t.name == tensor) return &t;
+  }
+  return nullptr;
+}
+
+int Graph::ProducerOf(const std::string& tensor) const {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& t : nodes[i].outputs) if (t.name == tensor) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool Graph::IsWeight(const std::string& tensor) const {
+  for (const auto& t : weights) if (t.name == tensor) return true;
+  return false;
+}
+
+Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_override) {
+  if (!j.is_object()) return InvalidArgument("graph: expected a JSON object with 'nodes'");
+  Graph g;
+  g.name = j.value("name", std::string("model"));
+  if (j.contains("soc") && !j["soc"].is_string()) return InvalidArgument("graph: 'soc' must be a string");
+  g.soc = soc_override.empty() ? j.value("soc", std::string()) : soc_override;
+  if (g.soc.empty()) return InvalidArgument("graph: no 'soc' in the file; give one (or --soc)");
+  if (j.contains("host_preprocess_us")) {
+    if (!j["host_preprocess_us"].is_number() || j["host_preprocess_us"].get<double>() < 0) {
+      return InvalidArgument("graph: 'host_preprocess_us' must be a number >= 0");
+    }
+    g.host_preprocess_us = j["host_preprocess_us"].get<double>();
+  }
+  if (j.contains("devices")) {
+    if (!j["devices"].is_number_integer() || j["devices"].get<int64_t>() < 1 || j["devices"].get<int64_t>() > 4096) {
+      return InvalidArgument("graph: 'devices' must be an integer in [1, 4096]");
+    }
+    g.devices = j["devices"].get<int>();
+  }
+  if (j.contains("training")) {
+    if (!j["training"].is_boolean()) return InvalidArgument("graph: 'training' must be true or false");
+    g.training = j["training"].get<bool>();
+  }
+  std::set<std::string> tensors;
+  auto add_tensor = [&](const NamedTensor& t, const std::string& where) -> Status {
+    if (!tensors.insert(t.name).second) {
+      return InvalidArgument(where + ": tensor name '" + t.name + "' is already used; tensor names must be unique");
+    }
+    return Status::Ok();
+  };
+  for (const char* section : {"inputs", "weights"}) {
+    if (!j.contains(section)) continue;
+    if (!j[section].is_array()) return InvalidArgument(fmt::format("graph: '{}' must be an array of tensors", section));
+    for (size_t i = 0; i < j[section].size(); ++i) {
+      std::string where = fmt::format("graph: {}[{}]", section, i);
+      TF_ASSIGN_OR_RETURN(NamedTensor t, ParseTensor(j[section][i], where));
+      TF_RETURN_IF_ERROR(add_tensor(t, where));
+      (std::string(section) == "inputs" ? g.inputs : g.weights).push_back(std::move(t));
+    }
+  }
+  if (!j.contains("nodes") || !j["nodes"].is_array() || j["nodes"].empty()) {
+    return InvalidArgument("graph: 'nodes' must be a non-empty array");
+  }
+  std::set<std::string> node_names;
+  for (size_t i = 0; i < j["nodes"].size(); ++i) {
+    const auto& n = j["nodes"][i];
+    if (!n.is_object() || !n.contains("name") || !n["name"].is_string() || n["name"].get<std::string>().empty()) {
+      return InvalidArgument(fmt::format("graph: nodes[{}]: 'name' must be a non-empty string", i));
+    }
+    GraphNode node;
+    node.name = n["name"].get<std::string>();
+    std::string at = "node '" + node.name + "'";
+    if (!node_names.insert(node.name).second) return InvalidArgument(at + ": node name is used twice; names must be unique");
+    if (!n.contains("op") || !n["op"].is_string() || n["op"].get<std::string>().empty()) {
+      return InvalidArgument(at + ": 'op' must be the op type, e.g. \"MatMul\"");
+    }
+    node.op_type = n["op"].get<std::string>();
+    if (!n.contains("inputs") || !n["inputs"].is_array() || n["inputs"].empty()) {
+      return InvalidArgument(at + ": 'inputs' must be a non-empty array of tensor names");
+    }
+    for (const auto& in : n["inputs"]) {
+      if (!in.is_string()) return InvalidArgument(at + ": 'inputs' must hold tensor names (strings)");
+      node.inputs.push_back(in.get<std::string>());
+    }
+    if (!n.contains("outputs") || !n["outputs"].is_array() || n["outputs"].empty()) {
+      return InvalidArgument(at + ": 'outputs' must be a non-empty array of {\"name\", \"shape\", \"dtype\"}");
+    }
+    for (size_t k = 0; k < n["outputs"].size(); ++k) {
+      std::string where = fmt::format("{}: outputs[{}]", at, k);
+      TF_ASSIGN_OR_RETURN(NamedTensor t, ParseTensor(n["outputs"][k], where));
+      TF_RETURN_IF_ERROR(add_tensor(t, where));
+      node.outputs.push_back(std::move(t));
+    }
+    if (n.contains("attrs")) {
+      if (!n["attrs"].is_object()) return InvalidArgument(at + ": 'attrs' must be an object of strings");
+      for (const auto& [k, v] : n["attrs"].items()) {
+        if (!v.is_string()) return InvalidArgument(at + ": attrs." + k + " must be a string (e.g. \"1,1\")");
+        node.attrs[k] = v.get<std::string>();
+      }
+    }
+    g.nodes.push_back(std::move(node));
+  }
+  for (const auto& node : g.nodes) {
+    for (const auto& in : node.inputs) {
+      if (!tensors.count(in)) {
+        return InvalidArgument("node '" + node.name + "': input '" + in +
+                               "' is not a graph input, weight or node output");
+      }
+    }
+  }
+  if (!j.contains("outputs") || !j["outputs"].is_array() || j["outputs"].empty()) {
+    return InvalidArgument("graph: 'outputs' must be a non-empty array of tensor names");
+  }
+  for (const auto& o : j["outputs"]) {
+    if (!o.is_string() || !tensors.count(o.get<std::string>())) {
+      return InvalidArgument("graph: outputs: '" + (o.is_string() ? o.get<std::string>() : o.dump()) +
+                             "' is not a tensor of the graph");
+    }
+    g.outputs.push_back(o.get<std::string>());
+  }
+  TF_RETURN_IF_ERROR(TopologicalOrder(g).status());
+  return g;
+}
+
+Result<Graph> LoadGraphFile(const std::string& path, const std::string& soc_override) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read model graph '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    return InvalidArgument(path + ": not valid JSON: " + e.what());
+  }
+  auto g = GraphFromJson(j, soc_override);
+  if (!g.ok()) return g.status().WithContext(path);
+  return g;
+}
+
+Result<std::vector<int>> TopologicalOrder(const Graph& graph) {
+  const size_t n = graph.nodes.size();
+  std::vector<std::vector<int>> consumers(n);
+  std::vector<int> missing(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& in : graph.nodes[i].inputs) {
+      int p = graph.ProducerOf(in);
+      if (p >= 0) {
+        consumers[p].push_back(static_cast<int>(i));
+        ++missing[i];
+      }
+    }
+  }
+  // Kahn's algorithm, always taking the lowest ready index so file order breaks ties.
+  std::set<int> ready;
+  for (size_t i = 0; i < n; ++i) if (missing[i] == 0) ready.insert(static_cast<int>(i));
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int c : consumers[i]) if (--missing[c] == 0) ready.insert(c);
+  }
+  if (order.size() != n) {
+    for (size_t i = 0; i < n; ++i) {
+      if (missing[i] > 0) {
+        return InvalidArgument("node '" + graph.nodes[i].name +
+                               "': its inputs depend on its own output (the graph has a cycle)");
+      }
+    }
+  }
+  return order;
+}
+
+OpKey NodeOpKey(const Graph& graph, const GraphNode& node) {
+  OpKey key;
+  key.soc = graph.soc;
+  key.op_type = node.op_type;
+  key.attrs = node.attrs;
+  for (const auto& in : node.inputs) {
+    const NamedTensor* t = graph.FindTensor(in);
+    key.inputs.push_back(t ? t->desc : TensorDesc{});
+  }
+  return key;
+}
+
+Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) {
+  for (const auto& node : graph.nodes) {
+    if (node.IsView()) {
+      const NamedTensor* in = graph.FindTensor(node.inputs[0]);
+      if (node.inputs.size() != 1 || node.outputs.size() != 1 || in == nullptr) {
+        return InvalidArgument("node '" + node.name + "': Reshape takes one input and has one output");
+      }
+      if (Elements(in->desc) != Elements(node.outputs[0].desc) || in->desc.dtype != node.outputs[0].desc.dtype) {
+        return InvalidArgument("node '" + node.name + "': Reshape output '" + node.outputs[0].name +
+                               "' must keep the input's element count and dtype");
+      }
+      continue;
+    }
+    auto problem = MakeTuningProblem(NodeOpKey(graph, node), soc);
+    if (!problem.ok()) return problem.status().WithContext("node '" + node.name + "' (" + node.op_type + ")");
+  }
+  return Status::Ok();
+}
+
+}  // namespace tunefleet

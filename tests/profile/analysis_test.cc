@@ -1,0 +1,139 @@
+// Bottleneck analysis on purpose-built inputs: a memory-bound op, a compute-idle run,
+// a bandwidth-bound run, profiler_data.csv alone, and fusion advice on a real profile.
+#include "worker/profile/analysis.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "tests/profile/test_util.h"
+#include "worker/profile/graph_run.h"
+#include "worker/profile/profile_export.h"
+
+namespace tunefleet::profile {
+namespace {
+
+// An op_summary.csv with the columns the analysis reads and two ops: one that waits on
+// MTE2 (mte2 0.9 vs mac 0.3) and one that computes (mac 0.9 vs mte2 0.2).
+const char* kTwoOps =
+    "Device_id,Op Name,OP Type,Task Type,Task Start Time(us),Task Duration(us),Block Dim,aic_mac_ratio,"
+    "aiv_vec_ratio,aic_mte2_ratio,aiv_mte2_ratio,Unit Cores,Launch(us),HBM Bytes,Roofline(us)\n"
+    "0,loader_bound,MatMul,AI_CORE,10,100,24,0.3,0,0.9,0,24,5,1e8,90\n"
+    "0,compute_bound,MatMul,AI_CORE,115,100,24,0.9,0,0.2,0,24,5,1e6,95\n";
+
+Analysis AnalyzeCsv(const std::string& csv, const nlohmann::json& summary) {
+  auto loaded = ParseOpSummaryCsv(csv, "op_summary.csv");
+  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+  if (!summary.is_null()) loaded->summary = summary;
+  return Analyze(*loaded);
+}
+
+TEST(Analysis, FlagsTheOpWhoseMte2RatioExceedsItsComputeRatio) {
+  Analysis a = AnalyzeCsv(kTwoOps, nullptr);
+  ASSERT_EQ(a.memory_bound_ops.size(), 1u);
+  EXPECT_EQ(a.memory_bound_ops[0].first, "loader_bound");
+  EXPECT_DOUBLE_EQ(a.memory_bound_ops[0].second, 0.9 / 0.3);  // mte2 / max(mac, vec)
+  const GridCell* mem = a.Cell("memory", "device");
+  ASSERT_NE(mem, nullptr);
+  EXPECT_TRUE(mem->flagged);
+}
+
+TEST(Analysis, AnAiCoreUtilisationBelow70PercentIsComputeIdle) {
+  Analysis idle = AnalyzeCsv(kTwoOps, {{"step_us", 1000.0}, {"ai_core_utilisation", 0.45}});
+  ASSERT_NE(idle.Cell("compute", "device"), nullptr);
+  EXPECT_TRUE(idle.Cell("compute", "device")->flagged);
+  EXPECT_NE(idle.Cell("compute", "device")->verdict.find("idle"), std::string::npos);
+  Analysis busy = AnalyzeCsv(kTwoOps, {{"step_us", 1000.0}, {"ai_core_utilisation", 0.85}});
+  EXPECT_FALSE(busy.Cell("compute", "device")->flagged);
+  // Without a run summary the step is the sum of the recorded durations (200 us) and
+  // utilisation comes from block dims: both ops use all 24 cores, so 100%.
+  Analysis derived = AnalyzeCsv(kTwoOps, nullptr);
+  ASSERT_TRUE(derived.Cell("compute", "device")->value.has_value());
+  EXPECT_NEAR(*derived.Cell("compute", "device")->value, 1.0, 1e-9);
+}
+
+TEST(Analysis, AMemoryBandwidthUtilisationAbove80PercentIsBandwidthBound) {
+  Analysis bound = AnalyzeCsv(kTwoOps, {{"step_us", 300.0}, {"memory_bw_utilisation", 0.86}});
+  EXPECT_TRUE(bound.Cell("memory", "device")->flagged);
+  EXPECT_NE(bound.Cell("memory", "device")->verdict.find("bandwidth-bound"), std::string::npos);
+  Analysis fine = AnalyzeCsv(kTwoOps, {{"step_us", 300.0}, {"memory_bw_utilisation", 0.5}});
+  EXPECT_EQ(fine.Cell("memory", "device")->verdict.find("bandwidth-bound"), std::string::npos);
+}
+
+TEST(Analysis, AnOpFarFromItsRooflineIsATuningCandidate) {
+  std::string csv = std::string(kTwoOps) +
+                    "0,slow_default,MatMul,AI_CORE,220,200,24,0.4,0,0.3,0,24,5,1e6,50\n";
+  Analysis a = AnalyzeCsv(csv, nullptr);
+  bool found = false;
+  for (const auto& st : a.next_steps) {
+    if (st.kind == "tune") {
+      EXPECT_EQ(st.ops, std::vector<std::string>{"slow_default"});  // the others are within 1.5x
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Analysis, ProfilerDataCsvAloneGivesTopOpsAndTheHcclShare) {
+  std::string csv = "op_name,duration,unit\n"
+                    "matmul,300,AI Core\nmatmul,300,AI Core\nrelu,50,AI Core\n"
+                    "\"allreduce, bucket 1\",250,HCCL\nH2D x,100,PCIe\n";
+  auto loaded = ParseProfilerDataCsv(csv, "profiler_data.csv");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  Analysis a = Analyze(*loaded);
+  EXPECT_FALSE(a.detailed);
+  EXPECT_DOUBLE_EQ(a.step_us, 1000);
+  ASSERT_GE(a.top_ops.size(), 3u);
+  EXPECT_EQ(a.top_ops[0].first, "matmul");
+  EXPECT_DOUBLE_EQ(a.top_ops[0].second, 600);
+  EXPECT_EQ(a.top_ops[1].first, "allreduce, bucket 1");
+  const GridCell* hccl = a.Cell("communication", "device-to-device");
+  ASSERT_TRUE(hccl && hccl->value);
+  EXPECT_DOUBLE_EQ(*hccl->value, 0.25);
+  EXPECT_TRUE(hccl->flagged);
+  EXPECT_TRUE(a.Cell("compute", "device")->flagged);  // AI Core 65% of recorded time < 70%
+  EXPECT_FALSE(a.Cell("memory", "device")->value.has_value());  // not in this CSV
+}
+
+TEST(Analysis, AMalformedCsvNamesTheMissingColumnOrBadValue) {
+  auto missing = ParseProfilerDataCsv("name,duration,unit\nx,1,AI Core\n", "p.csv");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("'op_name'"), std::string::npos);
+  auto bad = ParseProfilerDataCsv("op_name,duration,unit\nx,fast,AI Core\n", "p.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("row 2"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("'duration'"), std::string::npos) << bad.status().message();
+  auto nowhere = LoadProfile("/nonexistent/profile");
+  ASSERT_FALSE(nowhere.ok());
+  EXPECT_EQ(nowhere.status().code(), StatusCode::kNotFound);
+}
+
+TEST(Analysis, SuggestsFusingBertsMatMulsWithTheirBiasAddsFromAProfileFolder) {
+  Graph g = testing::LoadExample("bert_base_layer.json");
+  auto run = RunGraph(g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  testing::ScratchDir dir;
+  ASSERT_TRUE(WriteProfileDir(*run, dir.Path()).ok());
+  auto loaded = LoadProfile(dir.Path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_TRUE(loaded->summary.has_value());
+  Analysis a = Analyze(*loaded);
+  EXPECT_TRUE(a.detailed);
+  EXPECT_DOUBLE_EQ(a.step_us, run->step_us);
+  EXPECT_EQ(a.grid.size(), 9u);
+  std::set<std::vector<std::string>> fusions;
+  for (const auto& st : a.next_steps) {
+    if (st.kind == "fuse") fusions.insert(st.ops);
+  }
+  EXPECT_TRUE(fusions.count({"ffn.intermediate.matmul", "ffn.intermediate.bias"}));
+  EXPECT_TRUE(fusions.count({"ffn.intermediate.bias", "ffn.gelu"}));  // element-wise chain
+  // The q projection's output feeds only its bias add; the softmax is not element-wise.
+  EXPECT_FALSE(fusions.count({"attention.scores.scale", "attention.softmax"}));
+  EXPECT_EQ(a.top_ops.size(), 10u);
+  nlohmann::json j = a.ToJson();
+  EXPECT_EQ(j["grid"].size(), 9u);
+  EXPECT_FALSE(a.ToText().empty());
+}
+
+}  // namespace
+}  // namespace tunefleet::profile

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `tunefleet profile` and `tunefleet analyze` end to end: exit 0 and files written on the
+# examples, --json output parses, exit 2 with a message on bad input.
+set -uo pipefail
+BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
+SRC="$(cd "$(dirname "$0")/../.." && pwd)"
+TF="$BUILD/cli/tunefleet"
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$TF" profile --help > /dev/null || fail "profile --help"
+"$TF" analyze --help > /dev/null || fail "analyze --help"
+
+"$TF" profile "$SRC/examples/bert_base_layer.json" --trace "$OUT/trace.json" --csv "$OUT/bert" > "$OUT/profile.txt" \
+  || fail "profile bert exited $?"
+grep -q "step time" "$OUT/profile.txt" || fail "no step time in the summary"
+grep -q "AI Core utilisation" "$OUT/profile.txt" || fail "no utilisation in the summary"
+for f in trace.json bert/op_summary.csv bert/profiler_data.csv bert/run_summary.json; do
+  [ -s "$OUT/$f" ] || fail "$f not written"
+done
+/usr/bin/python3 -c "import json,sys; t=json.load(open(sys.argv[1])); assert t['traceEvents']" "$OUT/trace.json" \
+  || fail "trace is not JSON with traceEvents"
+
+"$TF" profile "$SRC/examples/resnet50_block.json" --json > "$OUT/resnet.json" || fail "profile resnet --json"
+/usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['step_us'] > 0 and s['top_ops']" \
+  "$OUT/resnet.json" || fail "profile --json is not the run summary"
+
+"$TF" analyze "$OUT/bert" > "$OUT/analysis.txt" || fail "analyze folder exited $?"
+grep -q "next steps" "$OUT/analysis.txt" || fail "no next steps"
+grep -q "fuse" "$OUT/analysis.txt" || fail "no fusion advice on BERT"
+"$TF" analyze "$OUT/bert/profiler_data.csv" --json > "$OUT/analysis.json" || fail "analyze csv exited $?"
+/usr/bin/python3 -c "import json,sys; a=json.load(open(sys.argv[1])); assert len(a['grid']) == 9 and a['top_ops']" \
+  "$OUT/analysis.json" || fail "analyze --json"
+
+# Bad input: exit 2 and a message that names the problem.
+expect_2() {
+  local what="$1"; shift
+  "$@" > "$OUT/bad.out" 2> "$OUT/bad.err"
+  local rc=$?
+  [ "$rc" -eq 2 ] || fail "$what: exit $rc, want 2"
+  [ -s "$OUT/bad.err" ] || fail "$what: no message"
+}
+expect_2 "missing model" "$TF" profile "$OUT/nope.json"
+echo '{"soc": "Ascend910B2", "inputs": [{"name": "x", "shape": [64, 64]}], "outputs": ["y"],
+       "nodes": [{"name": "act", "op": "Relu", "inputs": ["z"], "outputs": [{"name": "y", "shape": [64, 64]}]}]}' \
+  > "$OUT/bad_graph.json"
+expect_2 "dangling input" "$TF" profile "$OUT/bad_graph.json"
+grep -q "node 'act'" "$OUT/bad.err" || fail "the error does not name the node: $(cat "$OUT/bad.err")"
+expect_2 "unknown soc" "$TF" profile "$SRC/examples/bert_base_layer.json" --soc Ascend999
+expect_2 "missing profile" "$TF" analyze "$OUT/nothing"
+echo "name,time" > "$OUT/bad.csv"
+expect_2 "bad csv" "$TF" analyze "$OUT/bad.csv"
+echo "cli profile/analyze OK"

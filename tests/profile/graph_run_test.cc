@@ -1,0 +1,301 @@
+// Graph execution on the simulator: dependencies, streams, PCIe copies, memory planning,
+// backward pass and the ring all-reduce.
+#include "worker/profile/graph_run.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "tests/profile/test_util.h"
+#include "tunefleet/common/tuning_problem.h"
+#include "worker/sim/simulator.h"
+
+namespace tunefleet::profile {
+namespace {
+
+using testing::Node;
+using testing::Tensor;
+
+RunProfile MustRun(const Graph& g, const RunOptions& options = {}) {
+  auto run = RunGraph(g, testing::Soc910B2(), options);
+  EXPECT_TRUE(run.ok()) << run.status().ToString();
+  return run.ok() ? *run : RunProfile{};
+}
+
+const OpRecord* Find(const RunProfile& run, const std::string& name) {
+  for (const auto& op : run.ops) if (op.name == name) return &op;
+  return nullptr;
+}
+
+// Two independent small element-wise branches joined by an Add.
+Graph SmallBranches() {
+  nlohmann::json j = {{"soc", "Ascend910B2"},
+                      {"inputs", {Tensor("a", {16, 512}), Tensor("b", {16, 512})}},
+                      {"outputs", {"c"}},
+                      {"nodes", {Node("left", "Relu", {"a"}, Tensor("a1", {16, 512})),
+                                 Node("right", "Sigmoid", {"b"}, Tensor("b1", {16, 512})),
+                                 Node("join", "Add", {"a1", "b1"}, Tensor("c", {16, 512}))}}};
+  auto g = GraphFromJson(j);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return *g;
+}
+
+// A two-layer MLP, trained data-parallel on `devices` devices.
+Graph TrainingMlp(int devices) {
+  nlohmann::json j = {{"soc", "Ascend910B2"},
+                      {"training", true},
+                      {"devices", devices},
+                      {"inputs", {Tensor("x", {2048, 1024})}},
+                      {"weights", {Tensor("w1", {1024, 4096}), Tensor("w2", {4096, 1024})}},
+                      {"outputs", {"y"}},
+                      {"nodes", {Node("fc1", "MatMul", {"x", "w1"}, Tensor("h", {2048, 4096})),
+                                 Node("act", "Relu", {"h"}, Tensor("ha", {2048, 4096})),
+                                 Node("fc2", "MatMul", {"ha", "w2"}, Tensor("y", {2048, 1024}))}}};
+  auto g = GraphFromJson(j);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return *g;
+}
+
+TEST(GraphRun, NoOpStartsBeforeEveryProducerOfItsInputsHasFinished) {
+  Graph g = testing::LoadExample("bert_base_layer.json");
+  RunProfile run = MustRun(g);
+  ASSERT_EQ(run.ops.size(), 22u);  // 26 nodes, 4 of them views
+  for (const auto& e : run.edges) {
+    const OpRecord* from = Find(run, e.from);
+    const OpRecord* to = Find(run, e.to);
+    ASSERT_TRUE(from && to) << e.from << " -> " << e.to;
+    EXPECT_LE(from->EndUs(), to->start_us - to->launch_us + 1e-9) << e.from << " -> " << e.to;
+  }
+  // Every producer -> consumer pair of the graph (through views) is among the edges.
+  std::set<std::pair<std::string, std::string>> edges;
+  for (const auto& e : run.edges) edges.insert({e.from, e.to});
+  EXPECT_TRUE(edges.count({"attention.q.bias", "attention.scores"}));  // through the q.heads view
+  EXPECT_TRUE(edges.count({"attention.softmax", "attention.context"}));
+  EXPECT_TRUE(edges.count({"attention.layernorm", "ffn.residual"}));
+}
+
+TEST(GraphRun, OpsRunInATopologicalOrderOfTheGraph) {
+  Graph g = testing::LoadExample("resnet50_block.json");
+  RunProfile run = MustRun(g);
+  std::map<std::string, size_t> position;
+  for (size_t i = 0; i < run.ops.size(); ++i) position[run.ops[i].name] = i;
+  for (const auto& node : g.nodes) {
+    for (const auto& in : node.inputs) {
+      int p = g.ProducerOf(in);
+      if (p >= 0) {
+        EXPECT_LT(position.at(g.nodes[p].name), position.at(node.name)) << node.name;
+      }
+    }
+  }
+}
+
+TEST(GraphRun, H2DCopiesPrecedeTheFirstOpAndD2HFollowsTheLast) {
+  Graph g = testing::LoadExample("bert_base_layer.json");
+  RunProfile run = MustRun(g);
+  double first_op = run.ops.front().start_us - run.ops.front().launch_us, last_op = 0;
+  for (const auto& op : run.ops) last_op = std::max(last_op, op.EndUs());
+  int h2d = 0, d2h = 0;
+  const SocSpec& soc = testing::Soc910B2();
+  for (const auto& tr : run.transfers) {
+    if (tr.name.rfind("H2D", 0) == 0) {
+      ++h2d;
+      EXPECT_GE(tr.start_us, g.host_preprocess_us);
+      EXPECT_LE(tr.EndUs(), first_op + 1e-9);
+      // bytes / PCIe bandwidth + latency (SoC ini: pcie_bandwidth_gbps, pcie_latency_us).
+      EXPECT_NEAR(tr.duration_us, soc.pcie_latency_us + tr.bytes / (soc.pcie_bandwidth_gbps * 1e3), 1e-9);
+    }
+    if (tr.name.rfind("D2H", 0) == 0) {
+      ++d2h;
+      EXPECT_GE(tr.start_us, last_op - 1e-9);
+    }
+  }
+  EXPECT_EQ(h2d, 1);
+  EXPECT_EQ(d2h, 1);
+  EXPECT_EQ(run.transfers.front().unit, "Host");
+  EXPECT_NEAR(run.step_us, run.transfers.back().EndUs(), 1e-9);
+  EXPECT_GT(run.h2d_us, 0);
+  EXPECT_GT(run.d2h_us, 0);
+}
+
+// The default tiling of an op with usedCores set to its smallest allowed value: default
+// tilings use every core, so branches only share the chip with tuned configs like this.
+void UseFewCores(const Graph& g, const std::string& node, RunOptions& options) {
+  for (const auto& n : g.nodes) {
+    if (n.name != node) continue;
+    OpKey key = NodeOpKey(g, n);
+    auto problem = MakeTuningProblem(key, testing::Soc910B2());
+    ASSERT_TRUE(problem.ok()) << problem.status().ToString();
+    int used = problem->space.IndexOf("usedCores");
+    ASSERT_GE(used, 0);
+    Config config = problem->default_config;
+    const auto& values = problem->space.params()[used].values;
+    config[used] = *std::min_element(values.begin(), values.end());
+    ASSERT_TRUE(problem->space.Validate(config).ok());
+    options.configs[key.Canonical()] = config;
+  }
+}
+
+TEST(GraphRun, SmallIndependentBranchesShareTheChipOnTwoStreams) {
+  Graph g = SmallBranches();
+  RunOptions few;
+  UseFewCores(g, "left", few);
+  UseFewCores(g, "right", few);
+  RunProfile run = MustRun(g, few);
+  const OpRecord* left = Find(run, "left");
+  const OpRecord* right = Find(run, "right");
+  ASSERT_TRUE(left && right);
+  ASSERT_LE(left->estimate.block_dim * 2, left->unit_cores) << "the test needs small ops";
+  ASSERT_LE(right->estimate.block_dim * 2, right->unit_cores) << "the test needs small ops";
+  EXPECT_NE(left->stream, right->stream);
+  EXPECT_LT(right->start_us, left->EndUs());  // they overlap
+  // With streams off the same graph runs serially and takes longer.
+  RunOptions serial = few;
+  serial.concurrent_streams = false;
+  RunProfile one = MustRun(g, serial);
+  EXPECT_GE(Find(one, "right")->start_us, Find(one, "left")->EndUs());
+  EXPECT_GT(one.compute_end_us, run.compute_end_us);
+  // With every core (the default tilings) the branches run one after the other.
+  RunProfile full = MustRun(g);
+  EXPECT_GE(Find(full, "right")->start_us, Find(full, "left")->EndUs());
+}
+
+TEST(GraphRun, OpsThatFillTheChipNeverRunConcurrently) {
+  Graph g = testing::LoadExample("bert_base_layer.json");
+  RunProfile run = MustRun(g);
+  for (size_t i = 0; i < run.ops.size(); ++i) {
+    for (size_t k = i + 1; k < run.ops.size(); ++k) {
+      const auto& a = run.ops[i];
+      const auto& b = run.ops[k];
+      bool overlap = a.start_us < b.EndUs() && b.start_us < a.EndUs();
+      if (overlap) {
+        EXPECT_LE(a.estimate.block_dim * 2, a.unit_cores) << a.name << " / " << b.name;
+        EXPECT_LE(b.estimate.block_dim * 2, b.unit_cores) << a.name << " / " << b.name;
+        EXPECT_NE(a.stream, b.stream);
+      }
+    }
+  }
+}
+
+TEST(GraphRun, AGivenConfigReplacesTheDefaultTilingOfItsOpKey) {
+  Graph g = SmallBranches();
+  OpKey key = NodeOpKey(g, g.nodes[0]);
+  auto problem = MakeTuningProblem(key, testing::Soc910B2());
+  ASSERT_TRUE(problem.ok());
+  // Any other valid config of the space.
+  Config other;
+  for (ConfigIndex i = 0; i < problem->space.size(); ++i) {
+    if (i != problem->default_index && problem->space.ValidateIndex(i).ok()) {
+      Config c = problem->space.Decode(i);
+      auto est = sim::Simulate(*problem, c, testing::Soc910B2());
+      auto def = sim::Simulate(*problem, problem->default_config, testing::Soc910B2());
+      if (est.ok() && def.ok() && est->duration_us != def->duration_us) {
+        other = c;
+        break;
+      }
+    }
+  }
+  ASSERT_FALSE(other.empty());
+  RunOptions options;
+  options.configs[key.Canonical()] = other;
+  RunProfile run = MustRun(g, options);
+  auto expected = sim::Simulate(*problem, other, testing::Soc910B2());
+  EXPECT_DOUBLE_EQ(Find(run, "left")->duration_us, expected->duration_us);
+}
+
+TEST(GraphRun, MemoryReusePeakIsAtMostNoReuseAndBothCoverTheLargestOpsLiveSet) {
+  for (const Graph& g : {testing::LoadExample("bert_base_layer.json"), testing::LoadExample("resnet50_block.json"),
+                         TrainingMlp(8)}) {
+    RunProfile run = MustRun(g);
+    const MemoryPlan& m = run.memory;
+    EXPECT_LE(m.with_reuse_bytes, m.no_reuse_bytes) << g.name;
+    EXPECT_GE(m.with_reuse_bytes, m.max_live_bytes) << g.name;
+    EXPECT_LT(m.with_reuse_bytes, m.no_reuse_bytes) << g.name << ": reuse found nothing to share";
+    // What one op needs at once: its inputs, its outputs and every weight.
+    int64_t weights = 0;
+    for (const auto& w : g.weights) weights += w.Bytes();
+    for (const auto& node : g.nodes) {
+      int64_t live = weights;
+      for (const auto& in : node.inputs) if (!g.IsWeight(in)) live += g.FindTensor(in)->Bytes();
+      for (const auto& out : node.outputs) live += node.IsView() ? 0 : out.Bytes();
+      EXPECT_GE(m.max_live_bytes, live) << g.name << " " << node.name;
+      EXPECT_GE(m.no_reuse_bytes, live) << g.name << " " << node.name;
+    }
+  }
+}
+
+TEST(GraphRun, TrainingAddsABackwardOpTwiceTheForwardPerKernel) {
+  RunProfile run = MustRun(TrainingMlp(1));
+  ASSERT_EQ(run.ops.size(), 6u);
+  for (const char* name : {"fc1", "act", "fc2"}) {
+    const OpRecord* f = Find(run, name);
+    const OpRecord* b = Find(run, std::string(name) + "_grad");
+    ASSERT_TRUE(f && b) << name;
+    EXPECT_DOUBLE_EQ(b->duration_us, 2 * f->duration_us);
+    EXPECT_TRUE(b->backward);
+  }
+  // Backward runs in reverse order, after the forward.
+  EXPECT_GE(Find(run, "fc2_grad")->start_us, Find(run, "fc2")->EndUs());
+  EXPECT_GE(Find(run, "act_grad")->start_us, Find(run, "fc2_grad")->EndUs());
+  EXPECT_GE(Find(run, "fc1_grad")->start_us, Find(run, "act_grad")->EndUs());
+  EXPECT_EQ(run.comm_us, 0);  // one device: nothing to all-reduce
+}
+
+TEST(GraphRun, AllReduceTimeIsTheRingFormulaPerGradientBucket) {
+  const SocSpec& soc = testing::Soc910B2();
+  RunProfile run = MustRun(TrainingMlp(8));
+  int buckets = 0;
+  double total = 0;
+  for (const auto& tr : run.transfers) {
+    if (tr.unit != "HCCL") continue;
+    ++buckets;
+    EXPECT_DOUBLE_EQ(tr.bytes, 1024.0 * 4096 * 2);  // each layer's fp16 weight gradient
+    // NPU_MODEL.md: 2(N-1)/N of the bytes over the link bandwidth, plus latency.
+    double expected = soc.hccs_latency_us + 2.0 * 7 / 8 * tr.bytes / (soc.hccs_bandwidth_gbps * 1e3);
+    EXPECT_NEAR(tr.duration_us, expected, 1e-9);
+    total += tr.duration_us;
+  }
+  EXPECT_EQ(buckets, 2);
+  EXPECT_NEAR(run.comm_us, total, 1e-9);
+  EXPECT_DOUBLE_EQ(run.gradient_bytes, 2 * 1024.0 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(RingAllReduceUs(1e6, 1, soc), 0);
+}
+
+TEST(GraphRun, EachBucketsAllReduceStartsWhenItsBackwardOpEndsAndOverlapsTheRest) {
+  RunProfile run = MustRun(TrainingMlp(8));
+  const OpRecord* fc2_grad = Find(run, "fc2_grad");
+  const OpRecord* fc1_grad = Find(run, "fc1_grad");
+  const TransferRecord* fc2_ar = nullptr;
+  const TransferRecord* fc1_ar = nullptr;
+  for (const auto& tr : run.transfers) {
+    if (tr.name == "allreduce fc2") fc2_ar = &tr;
+    if (tr.name == "allreduce fc1") fc1_ar = &tr;
+  }
+  ASSERT_TRUE(fc2_grad && fc1_grad && fc2_ar && fc1_ar);
+  EXPECT_DOUBLE_EQ(fc2_ar->start_us, fc2_grad->EndUs());
+  EXPECT_LT(fc2_ar->start_us, fc1_grad->EndUs());  // overlapped with the remaining backward
+  EXPECT_GE(fc1_ar->start_us, std::max(fc1_grad->EndUs(), fc2_ar->EndUs()) - 1e-9);
+  EXPECT_LT(run.exposed_comm_us, run.comm_us);
+  EXPECT_GE(run.step_us, fc1_ar->EndUs());
+}
+
+TEST(GraphRun, UtilisationAndBytesAreConsistent) {
+  RunProfile run = MustRun(testing::LoadExample("bert_base_layer.json"));
+  EXPECT_GT(run.ai_core_utilisation, 0);
+  EXPECT_LE(run.ai_core_utilisation, 1);
+  EXPECT_GT(run.memory_bw_utilisation, 0);
+  EXPECT_LE(run.memory_bw_utilisation, 1);
+  EXPECT_LE(run.device_busy_us, run.compute_end_us - run.compute_start_us + 1e-9);
+}
+
+TEST(GraphRun, AGraphForAnotherSocIsRejected) {
+  Graph g = SmallBranches();
+  g.soc = "Ascend910";
+  auto run = RunGraph(g, testing::Soc910B2());
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("Ascend910"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tunefleet::profile

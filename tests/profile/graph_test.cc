@@ -1,0 +1,113 @@
+// The JSON model graph: validation errors name the node and field; examples load.
+#include "tunefleet/common/graph.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/profile/test_util.h"
+
+namespace tunefleet {
+namespace {
+
+using testing::Node;
+using testing::Tensor;
+
+nlohmann::json TwoOpGraph() {
+  return {{"soc", "Ascend910B2"},
+          {"inputs", {Tensor("x", {1024, 1024})}},
+          {"weights", {Tensor("w", {1024, 1024})}},
+          {"outputs", {"y"}},
+          {"nodes", {Node("mm", "MatMul", {"x", "w"}, Tensor("h", {1024, 1024})),
+                     Node("act", "Relu", {"h"}, Tensor("y", {1024, 1024}))}}};
+}
+
+TEST(GraphModel, AcceptsAWellFormedGraphAndMapsNodesToOpKeys) {
+  auto g = GraphFromJson(TwoOpGraph());
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ASSERT_TRUE(ValidateGraphOps(*g, testing::Soc910B2()).ok());
+  OpKey key = NodeOpKey(*g, g->nodes[0]);
+  EXPECT_EQ(key.op_type, "MatMul");
+  EXPECT_EQ(key.soc, "Ascend910B2");
+  ASSERT_EQ(key.inputs.size(), 2u);
+  EXPECT_EQ(key.inputs[1].shape, (std::vector<int64_t>{1024, 1024}));
+}
+
+TEST(GraphModel, AnInputNoTensorProducesNamesTheNodeAndTheTensor) {
+  auto j = TwoOpGraph();
+  j["nodes"][1]["inputs"] = {"hidden"};
+  auto g = GraphFromJson(j);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(g.status().message().find("node 'act'"), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("'hidden'"), std::string::npos) << g.status().message();
+}
+
+TEST(GraphModel, ABadShapeNamesTheNodeAndTheField) {
+  auto j = TwoOpGraph();
+  j["nodes"][0]["outputs"][0]["shape"] = {1024, 0};
+  auto g = GraphFromJson(j);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("node 'mm'"), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("'shape'"), std::string::npos) << g.status().message();
+}
+
+TEST(GraphModel, ADuplicateTensorNameIsRejected) {
+  auto j = TwoOpGraph();
+  j["nodes"][1]["outputs"][0]["name"] = "h";
+  auto g = GraphFromJson(j);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("'h' is already used"), std::string::npos) << g.status().message();
+}
+
+TEST(GraphModel, ACycleIsRejectedNamingANodeOnIt) {
+  auto j = TwoOpGraph();
+  j["nodes"][0]["inputs"] = {"y", "w"};
+  auto g = GraphFromJson(j);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("cycle"), std::string::npos) << g.status().message();
+  EXPECT_NE(g.status().message().find("node 'mm'"), std::string::npos) << g.status().message();
+}
+
+TEST(GraphModel, AnOpItsTuningProblemRejectsNamesTheNode) {
+  auto j = TwoOpGraph();
+  j["weights"][0]["shape"] = {512, 1024};  // K of x is 1024, of w 512
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  Status s = ValidateGraphOps(*g, testing::Soc910B2());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("node 'mm' (MatMul)"), std::string::npos) << s.message();
+}
+
+TEST(GraphModel, AReshapeMustKeepTheElementCount) {
+  auto j = TwoOpGraph();
+  j["nodes"][1] = Node("view", "Reshape", {"h"}, Tensor("y", {1024, 512}));
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  Status s = ValidateGraphOps(*g, testing::Soc910B2());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("node 'view'"), std::string::npos) << s.message();
+}
+
+TEST(GraphModel, TopLevelFieldsAreChecked) {
+  auto j = TwoOpGraph();
+  j["devices"] = 0;
+  auto g = GraphFromJson(j);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("'devices'"), std::string::npos);
+  j = TwoOpGraph();
+  j["outputs"] = {"nope"};
+  g = GraphFromJson(j);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("'nope'"), std::string::npos);
+}
+
+TEST(GraphModel, TheExampleGraphsLoadAndEveryOpIsValid) {
+  for (const char* name : {"bert_base_layer.json", "resnet50_block.json"}) {
+    Graph g = testing::LoadExample(name);
+    ASSERT_FALSE(g.nodes.empty()) << name;
+    Status s = ValidateGraphOps(g, testing::Soc910B2());
+    EXPECT_TRUE(s.ok()) << name << ": " << s.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace tunefleet

@@ -1,0 +1,461 @@
+// Graph execution on the simulated NPU: the step's list schedule, PCIe/HCCL transfers,
+// backward pass and memory plan (docs/profiling.md "How a step is simulated").
+#include "worker/profile/graph_run.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include <fmt/core.h>
+
+#include "tunefleet/common/tuning_problem.h"
+#include "worker/sim/simulator.h"
+
+namespace tunefleet::profile {
+namespace {
+
+// Backward of an op costs about twice its forward: dX and dW are each one GEMM of the
+// forward's size for MatMul/Conv2D; the same factor is used for vector ops (their
+// backward reads the saved input and the incoming gradient). A documented simplification.
+constexpr double kBackwardFactor = 2.0;
+
+std::string Join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ";" : "") + parts[i];
+  return out;
+}
+
+std::string ShapeText(const TensorDesc& d) {
+  std::string out;
+  for (size_t i = 0; i < d.shape.size(); ++i) out += (i ? "," : "") + std::to_string(d.shape[i]);
+  return out;
+}
+
+std::string DTypeText(const TensorDesc& d) {
+  std::string upper;
+  for (char c : d.dtype) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return "DT_" + upper;  // msprof writes DT_FLOAT16
+}
+
+// A schedulable item: a kernel (forward or backward) or a zero-time view.
+struct Item {
+  int node = -1;
+  bool backward = false;
+  bool view = false;
+  std::vector<int> deps;
+  OpRecord record;
+  double latency_us = 0;  // launch + duration: how long it holds its stream
+  bool started = false, done = false;
+  double begin_us = 0, end_us = 0;  // stream occupancy [begin, end)
+};
+
+struct Buffer {
+  int64_t bytes = 0;
+  double alloc_us = 0, free_us = 0;
+};
+
+bool Small(const Item& it) { return it.record.estimate.block_dim * 2 <= it.record.unit_cores; }
+
+MemoryPlan PlanMemory(std::vector<Buffer> buffers, int64_t weight_bytes) {
+  MemoryPlan plan;
+  plan.weight_bytes = weight_bytes;
+  plan.buffers = static_cast<int>(buffers.size());
+  for (const auto& b : buffers) plan.no_reuse_bytes += b.bytes;
+  for (const auto& b : buffers) {
+    int64_t live = 0;
+    for (const auto& o : buffers) {
+      if (o.alloc_us <= b.alloc_us && b.alloc_us < o.free_us) live += o.bytes;
+    }
+    plan.max_live_bytes = std::max(plan.max_live_bytes, live);
+  }
+  // Greedy by size (largest first), each at the lowest offset free of every placed buffer
+  // whose lifetime overlaps: the usual heuristic of framework memory planners.
+  std::sort(buffers.begin(), buffers.end(), [](const Buffer& a, const Buffer& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.alloc_us < b.alloc_us;
+  });
+  struct Placed {
+    int64_t offset, bytes;
+    double alloc_us, free_us;
+  };
+  std::vector<Placed> placed;
+  for (const auto& b : buffers) {
+    std::vector<std::pair<int64_t, int64_t>> taken;
+    for (const auto& p : placed) {
+      if (p.alloc_us < b.free_us && b.alloc_us < p.free_us) taken.emplace_back(p.offset, p.offset + p.bytes);
+    }
+    std::sort(taken.begin(), taken.end());
+    int64_t offset = 0;
+    for (const auto& [lo, hi] : taken) {
+      if (offset + b.bytes <= lo) break;
+      offset = std::max(offset, hi);
+    }
+    placed.push_back({offset, b.bytes, b.alloc_us, b.free_us});
+    plan.with_reuse_bytes = std::max(plan.with_reuse_bytes, offset + b.bytes);
+  }
+  return plan;
+}
+
+}  // namespace
+
+double RingAllReduceUs(double bytes, int devices, const SocSpec& soc) {
+  if (devices <= 1 || bytes <= 0) return 0;
+  const double bytes_per_us = soc.hccs_bandwidth_gbps * 1e3;  // GB/s = 1e3 B/us
+  return soc.hccs_latency_us + 2.0 * (devices - 1) / devices * bytes / bytes_per_us;
+}
+
+Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOptions& options) {
+  if (graph.soc != soc.name) {
+    return InvalidArgument("graph is for SoC '" + graph.soc + "' but the run was given '" + soc.name + "'");
+  }
+  TF_RETURN_IF_ERROR(ValidateGraphOps(graph, soc));
+  TF_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(graph));
+  const int n = static_cast<int>(graph.nodes.size());
+
+  // Kernel consumers of each tensor, looking through views.
+  std::map<std::string, std::vector<int>> consumers;
+  for (int i = 0; i < n; ++i) {
+    for (const auto& in : graph.nodes[i].inputs) consumers[in].push_back(i);
+  }
+
+  // Forward items, in topological order.
+  std::vector<Item> items;
+  std::vector<int> fwd_item(n, -1);
+  for (int idx : order) {
+    const GraphNode& node = graph.nodes[idx];
+    Item it;
+    it.node = idx;
+    it.view = node.IsView();
+    for (const auto& in : node.inputs) {
+      int p = graph.ProducerOf(in);
+      if (p >= 0) it.deps.push_back(fwd_item[p]);
+    }
+    if (!it.view) {
+      OpKey key = NodeOpKey(graph, node);
+      auto problem = MakeTuningProblem(key, soc);
+      if (!problem.ok()) return problem.status().WithContext("node '" + node.name + "'");
+      Config config = problem->default_config;
+      if (auto c = options.configs.find(key.Canonical()); c != options.configs.end()) config = c->second;
+      auto prepared = sim::Prepare(*problem, soc);
+      if (!prepared.ok()) return prepared.status().WithContext("node '" + node.name + "'");
+      auto est = sim::Simulate(*prepared, config, soc);
+      if (!est.ok()) return est.status().WithContext("node '" + node.name + "' config");
+      OpRecord& r = it.record;
+      r.name = node.name;
+      r.op_type = node.op_type;
+      r.node = idx;
+      const bool vector = prepared->op == sim::PreparedProblem::Op::kVector;
+      r.task_type = vector ? "AI_VECTOR_CORE" : "AI_CORE";
+      r.unit_cores = vector ? soc.vector_core_cnt : soc.ai_core_cnt;
+      r.estimate = *est;
+      r.launch_us = est->launch_us;
+      r.duration_us = est->duration_us;
+      r.roofline_us = sim::RooflineUs(*est, soc);
+      r.op_key = key.Display();
+      std::vector<std::string> s, d, f;
+      for (const auto& t : key.inputs) {
+        s.push_back(ShapeText(t));
+        d.push_back(DTypeText(t));
+        f.push_back(t.format);
+      }
+      r.input_shapes = Join(s), r.input_dtypes = Join(d), r.input_formats = Join(f);
+      s.clear(), d.clear(), f.clear();
+      for (const auto& t : node.outputs) {
+        s.push_back(ShapeText(t.desc));
+        d.push_back(DTypeText(t.desc));
+        f.push_back(t.desc.format);
+      }
+      r.output_shapes = Join(s), r.output_dtypes = Join(d), r.output_formats = Join(f);
+      it.latency_us = est->latency_us;
+    }
+    fwd_item[idx] = static_cast<int>(items.size());
+    items.push_back(std::move(it));
+  }
+
+  // Backward items, in reverse topological order: node i's backward waits for the
+  // backward of every consumer of its outputs, and the first ones for the whole forward.
+  std::vector<int> bwd_item(n, -1);
+  if (graph.training) {
+    const int forward_count = static_cast<int>(items.size());
+    for (auto r = order.rbegin(); r != order.rend(); ++r) {
+      const int idx = *r;
+      const GraphNode& node = graph.nodes[idx];
+      Item it;
+      it.node = idx;
+      it.backward = true;
+      it.view = node.IsView();
+      for (const auto& out : node.outputs) {
+        for (int c : consumers[out.name]) it.deps.push_back(bwd_item[c]);
+      }
+      for (int f = 0; f < forward_count; ++f) it.deps.push_back(f);
+      if (!it.view) {
+        it.record = items[fwd_item[idx]].record;
+        it.record.name = node.name + "_grad";
+        it.record.op_type = node.op_type + "Grad";
+        it.record.backward = true;
+        sim::KernelEstimate& e = it.record.estimate;
+        for (double& b : e.busy_us) b *= kBackwardFactor;
+        e.duration_us *= kBackwardFactor;
+        e.latency_us = e.launch_us + e.duration_us;
+        e.hbm_bytes *= kBackwardFactor;
+        e.l2_bytes *= kBackwardFactor;
+        e.compulsory_bytes *= kBackwardFactor;
+        e.flops *= kBackwardFactor;
+        it.record.duration_us = e.duration_us;
+        it.record.roofline_us *= kBackwardFactor;
+        it.latency_us = e.latency_us;
+      }
+      bwd_item[idx] = static_cast<int>(items.size());
+      items.push_back(std::move(it));
+    }
+  }
+
+  RunProfile run;
+  run.model = graph.name;
+  run.soc = soc.name;
+  run.devices = graph.devices;
+  run.training = graph.training;
+  run.hbm_bandwidth_gbps = static_cast<int>(soc.hbm_bandwidth_gbps);
+
+  // Host preprocessing, then every graph input over PCIe, one copy after the other.
+  const double pcie_bytes_per_us = soc.pcie_bandwidth_gbps * 1e3;
+  double t = 0;
+  if (graph.host_preprocess_us > 0) {
+    run.transfers.push_back({"host_preprocess", "Host", 0, graph.host_preprocess_us, 0});
+    t = graph.host_preprocess_us;
+  }
+  run.host_us = graph.host_preprocess_us;
+  std::map<std::string, double> h2d_start;
+  for (const auto& in : graph.inputs) {
+    double dur = soc.pcie_latency_us + static_cast<double>(in.Bytes()) / pcie_bytes_per_us;
+    run.transfers.push_back({"H2D " + in.name, "PCIe", t, dur, static_cast<double>(in.Bytes())});
+    h2d_start[in.name] = t;
+    t += dur;
+    run.h2d_us += dur;
+  }
+  run.compute_start_us = t;
+
+  // The list schedule: ready ops issue in topological order (one that is ready but does
+  // not fit blocks every later op, so none starves), at most two ops at a time and two
+  // only when both are small.
+  std::vector<Item*> running;
+  size_t next_unstarted = 0;
+  auto deps_done = [&](const Item& it) {
+    return std::all_of(it.deps.begin(), it.deps.end(), [&](int d) { return items[d].done; });
+  };
+  size_t finished = 0;
+  while (finished < items.size()) {
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (size_t i = next_unstarted; i < items.size(); ++i) {
+        Item& it = items[i];
+        if (it.started) continue;
+        if (!deps_done(it)) continue;
+        if (it.view) {
+          it.started = it.done = true;
+          it.begin_us = it.end_us = t;
+          ++finished;
+          progress = true;
+          continue;
+        }
+        bool fits = running.empty() ||
+                    (options.concurrent_streams && running.size() == 1 && Small(*running[0]) && Small(it));
+        if (!fits) break;
+        int stream = 0;
+        if (!running.empty() && running[0]->record.stream == 0) stream = 1;
+        it.started = true;
+        it.begin_us = t;
+        it.end_us = t + it.latency_us;
+        it.record.stream = stream;
+        it.record.start_us = t + it.record.launch_us;
+        running.push_back(&it);
+        progress = true;
+      }
+      while (next_unstarted < items.size() && items[next_unstarted].started) ++next_unstarted;
+    }
+    if (running.empty()) {
+      return Internal("graph schedule made no progress at " + std::to_string(t) + " us (a bug)");
+    }
+    auto first = std::min_element(running.begin(), running.end(),
+                                  [](const Item* a, const Item* b) { return a->end_us < b->end_us; });
+    t = (*first)->end_us;
+    for (auto r = running.begin(); r != running.end();) {
+      if ((*r)->end_us <= t) {
+        (*r)->done = true;
+        ++finished;
+        r = running.erase(r);
+      } else {
+        ++r;
+      }
+    }
+  }
+  double compute_end = run.compute_start_us;
+  for (const auto& it : items) compute_end = std::max(compute_end, it.end_us);
+  run.compute_end_us = compute_end;
+
+  // Gradient all-reduce, one bucket per backward op with weights, on one HCCL ring that
+  // serves buckets in the order their backward ops finish.
+  std::map<int, double> grad_reduced_at;  // node -> when its gradient buffer may be freed
+  if (graph.training) {
+    std::vector<const Item*> with_grads;
+    for (const auto& it : items) {
+      if (it.backward && !it.view) with_grads.push_back(&it);
+    }
+    std::sort(with_grads.begin(), with_grads.end(),
+              [](const Item* a, const Item* b) { return a->end_us < b->end_us; });
+    double hccl_free = 0;
+    for (const Item* it : with_grads) {
+      double bytes = 0;
+      for (const auto& in : graph.nodes[it->node].inputs) {
+        if (graph.IsWeight(in)) bytes += static_cast<double>(graph.FindTensor(in)->Bytes());
+      }
+      grad_reduced_at[it->node] = it->end_us;
+      if (bytes <= 0) continue;
+      run.gradient_bytes += bytes;
+      if (graph.devices <= 1) continue;
+      double start = std::max(it->end_us, hccl_free);
+      double dur = RingAllReduceUs(bytes, graph.devices, soc);
+      run.transfers.push_back({"allreduce " + graph.nodes[it->node].name, "HCCL", start, dur, bytes});
+      hccl_free = start + dur;
+      grad_reduced_at[it->node] = hccl_free;
+      run.comm_us += dur;
+    }
+    run.exposed_comm_us = std::max(0.0, hccl_free - compute_end);
+  }
+
+  // Graph outputs back to the host after the last op.
+  double d2h_t = compute_end;
+  std::map<std::string, double> output_freed;
+  for (const auto& out : graph.outputs) {
+    const NamedTensor* tensor = graph.FindTensor(out);
+    double dur = soc.pcie_latency_us + static_cast<double>(tensor->Bytes()) / pcie_bytes_per_us;
+    run.transfers.push_back({"D2H " + out, "PCIe", d2h_t, dur, static_cast<double>(tensor->Bytes())});
+    d2h_t += dur;
+    run.d2h_us += dur;
+    output_freed[out] = d2h_t;
+  }
+  double step_end = d2h_t;
+  for (const auto& tr : run.transfers) step_end = std::max(step_end, tr.EndUs());
+  run.step_us = step_end;
+
+  for (const auto& it : items) {
+    if (!it.view) run.ops.push_back(it.record);
+  }
+  std::stable_sort(run.ops.begin(), run.ops.end(),
+                   [](const OpRecord& a, const OpRecord& b) { return a.start_us < b.start_us; });
+  std::stable_sort(run.transfers.begin(), run.transfers.end(),
+                   [](const TransferRecord& a, const TransferRecord& b) { return a.start_us < b.start_us; });
+
+  // Utilisation: busy core-time over the step; HBM bytes over the time any op ran.
+  double core_time = 0;
+  std::vector<std::pair<double, double>> intervals;
+  for (const auto& op : run.ops) {
+    core_time += op.duration_us * static_cast<double>(op.estimate.block_dim) / op.unit_cores;
+    run.hbm_bytes += op.estimate.hbm_bytes;
+    intervals.emplace_back(op.start_us, op.EndUs());
+  }
+  std::sort(intervals.begin(), intervals.end());
+  double cover_end = -1;
+  for (const auto& [s, e] : intervals) {
+    if (s >= cover_end) {
+      run.device_busy_us += e - s;
+      cover_end = e;
+    } else if (e > cover_end) {
+      run.device_busy_us += e - cover_end;
+      cover_end = e;
+    }
+  }
+  run.ai_core_utilisation = run.step_us > 0 ? core_time / run.step_us : 0;
+  run.memory_bw_utilisation =
+      run.device_busy_us > 0 ? run.hbm_bytes / (run.device_busy_us * soc.hbm_bandwidth_gbps * 1e3) : 0;
+
+  // Buffers and their lifetimes [alloc, free): a view's output shares its input's buffer.
+  std::map<std::string, std::string> root;  // tensor -> tensor owning its buffer
+  for (int idx : order) {
+    const GraphNode& node = graph.nodes[idx];
+    for (const auto& out : node.outputs) {
+      root[out.name] = node.IsView() ? (root.count(node.inputs[0]) ? root[node.inputs[0]] : node.inputs[0]) : out.name;
+    }
+  }
+  for (const auto& in : graph.inputs) root[in.name] = in.name;
+  std::map<std::string, Buffer> buffers;
+  int64_t weight_bytes = 0;
+  for (const auto& w : graph.weights) {
+    weight_bytes += w.Bytes();
+    buffers[w.name] = {w.Bytes(), 0, run.step_us};
+  }
+  for (const auto& in : graph.inputs) buffers[in.name] = {in.Bytes(), h2d_start[in.name], h2d_start[in.name]};
+  for (int idx : order) {
+    const GraphNode& node = graph.nodes[idx];
+    if (node.IsView()) continue;
+    const Item& it = items[fwd_item[idx]];
+    for (const auto& out : node.outputs) buffers[out.name] = {out.Bytes(), it.begin_us, it.end_us};
+  }
+  auto extend = [&](const std::string& tensor, double until) {
+    auto b = buffers.find(root[tensor]);
+    if (b != buffers.end() && !graph.IsWeight(tensor)) b->second.free_us = std::max(b->second.free_us, until);
+  };
+  for (int idx : order) {
+    const GraphNode& node = graph.nodes[idx];
+    for (const auto& in : node.inputs) {
+      extend(in, items[fwd_item[idx]].end_us);
+      // Training keeps every forward input until its consumer's backward has run.
+      if (graph.training) extend(in, items[bwd_item[idx]].end_us);
+    }
+  }
+  for (const auto& [tensor, freed] : output_freed) extend(tensor, freed);
+  std::vector<Buffer> all;
+  for (const auto& [name, b] : buffers) all.push_back(b);
+  if (graph.training) {
+    for (int idx : order) {
+      const GraphNode& node = graph.nodes[idx];
+      if (node.IsView()) continue;
+      const Item& bwd = items[bwd_item[idx]];
+      for (const auto& in : node.inputs) {
+        const NamedTensor* tensor = graph.FindTensor(in);
+        if (graph.IsWeight(in)) {
+          // The weight's gradient lives until its bucket is all-reduced.
+          all.push_back({tensor->Bytes(), bwd.begin_us, std::max(bwd.end_us, grad_reduced_at[idx])});
+        } else {
+          // The activation gradient lives until the producer's backward consumed it.
+          int p = graph.ProducerOf(in);
+          double until = p >= 0 ? std::max(bwd.end_us, items[bwd_item[p]].end_us) : bwd.end_us;
+          all.push_back({tensor->Bytes(), bwd.begin_us, until});
+        }
+      }
+    }
+  }
+  for (auto& b : all) b.free_us = std::max(b.free_us, b.alloc_us);
+  // A zero-length lifetime still needs its bytes for an instant: give it a sliver so the
+  // live-set and overlap tests see it.
+  for (auto& b : all) if (b.free_us <= b.alloc_us) b.free_us = b.alloc_us + 1e-6;
+  run.memory = PlanMemory(std::move(all), weight_bytes);
+
+  // Producer -> consumer edges for fusion advice.
+  for (int idx : order) {
+    const GraphNode& node = graph.nodes[idx];
+    if (node.IsView()) continue;
+    for (const auto& out : node.outputs) {
+      // Follow views to the kernels that read the data.
+      std::vector<std::string> frontier{out.name};
+      std::vector<int> readers;
+      while (!frontier.empty()) {
+        std::string tname = frontier.back();
+        frontier.pop_back();
+        for (int c : consumers[tname]) {
+          if (graph.nodes[c].IsView()) {
+            for (const auto& o : graph.nodes[c].outputs) frontier.push_back(o.name);
+          } else {
+            readers.push_back(c);
+          }
+        }
+      }
+      for (int c : readers) {
+        run.edges.push_back({node.name, graph.nodes[c].name, out.name, out.Bytes(), static_cast<int>(readers.size())});
+      }
+    }
+  }
+  return run;
+}
+
+}  // namespace tunefleet::profile
