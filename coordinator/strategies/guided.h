@@ -49,6 +49,7 @@ class GuidedStrategy : public Strategy {
   std::optional<ConfigIndex> Cross(ConfigIndex a, ConfigIndex b, double p_mutate, const Taken& taken);
 
   double Latency(ConfigIndex i) const;  // told latency, +inf when failed or unknown
+  size_t proposed_count() const { return proposed_.size(); }
   // Each parameter's position in its value list, and back.
   std::vector<size_t> Positions(ConfigIndex index) const;
   ConfigIndex EncodePositions(const std::vector<size_t>& positions) const;

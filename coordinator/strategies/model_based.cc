@@ -38,7 +38,9 @@ class ModelBased final : public GuidedStrategy {
   }
 
   std::optional<ConfigIndex> Propose(const Taken& taken) override {
-    if (history_.size() < o_.initial || ok_count_ < 2) return std::nullopt;
+    // The initial design counts what is in flight: with B configs out, the model takes
+    // over as soon as two results ran, not after `initial` more random draws.
+    if (proposed_count() < o_.initial || ok_count_ < 2) return std::nullopt;
     const size_t fresh = history_.size() - fitted_at_;
     if (cursor_ >= ranked_.size() || fresh >= std::max<size_t>(1, history_.size() / o_.refit_divisor)) {
       Rank(taken);
