@@ -18,12 +18,12 @@ OpKey MatmulKey(int64_t m, int64_t n, int64_t k) {
 TEST(OpKey, CanonicalFormIsFixed) {
   EXPECT_EQ(MatmulKey(64, 32, 16).Canonical(),
             "v1;soc=Ascend910B2;op=MatMul;in=float16:ND:64x16,float16:ND:16x32;"
-            "attr=transpose_a=0,transpose_b=0;mv=1");
+            "attr=transpose_a=0,transpose_b=0;mv=2");
 }
 
 TEST(OpKey, HashIsStableAcrossRuns) {
   // Pinned: a change here silently orphans every knowledge-base entry in the fleet.
-  EXPECT_EQ(HashOpKey(MatmulKey(1024, 1024, 1024)).Hex(), "ca73003b2b9fcb0c497f1cb50a60c314");
+  EXPECT_EQ(HashOpKey(MatmulKey(1024, 1024, 1024)).Hex(), "83167d233c496a739b6e95f28732b4d4");
 }
 
 TEST(OpKey, HashSeparatesDifferentProblems) {
@@ -32,7 +32,7 @@ TEST(OpKey, HashSeparatesDifferentProblems) {
   other_soc.soc = "Ascend910B4";
   EXPECT_NE(HashOpKey(MatmulKey(64, 64, 64)), HashOpKey(other_soc));
   OpKey other_version = MatmulKey(64, 64, 64);
-  other_version.model_version = 2;
+  other_version.model_version = kSimModelVersion + 1;
   EXPECT_NE(HashOpKey(MatmulKey(64, 64, 64)), HashOpKey(other_version));
 }
 

@@ -23,11 +23,35 @@ struct CubeASide {
   double panel = 0;                // bytes of one interior block row's A (L2 working set)
 };
 
+// What the event simulation (event_sim.cc) needs of the closed form's decomposition:
+// the per-step pipe costs, one entry per block kind with its MTE2/FIXPIPE costs
+// already stretched by the shared-fabric factor, and the estimate's non-timing fields.
+// Kinds are sorted slowest first, as the fast path's critical core takes them.
+struct CubeBlockPlan {
+  int64_t count = 0;             // blocks of this kind in the launch
+  int64_t tiles = 0;             // base output tiles of one block
+  double mte2_cycles = 0;        // the block's whole MTE2 time (bursts, reloads, fabric)
+  double first_chunk_cycles = 0; // MTE2 time of its first L1 chunk pair
+  double fix_tile_cycles = 0;    // FIXPIPE time of one output tile
+  double fast_cycles = 0;        // the closed form's time of the block
+};
+struct CubePlan {
+  int64_t cores = 0, waves = 0, kt = 0, step_k_min = 0;
+  double cube_step = 0, mte1_a = 0, mte1_b = 0;
+  double scalar_iteration = 0, scalar_tile = 0;
+  bool db_l0a = false, db_l0b = false, db_l0c = false;
+  CubeBlockPlan kinds[4];
+  double hbm_floor_us = 0;
+  KernelEstimate estimate;  // the fast path's result (its timing fields are the fast path's)
+};
+
 // kInvalidArgument for a shape or tiling no space would produce (see EstimateMatmul).
 Status CheckCubeTiling(const MatmulShape& gemm, const MatmulTiling& tiling);
 // The cube kernel's estimate. `a_side` null: A is the GEMM's own [M, K] matrix as
 // MatmulShape describes it (MatMul). Requires CheckCubeTiling(gemm, tiling).ok().
+// `plan` non-null: also fills in the decomposition the event simulation walks.
 KernelEstimate EstimateCube(const MatmulShape& gemm, const MatmulTiling& tiling,
-                            const CubeASide* a_side, const SocSpec& soc);
+                            const CubeASide* a_side, const SocSpec& soc,
+                            CubePlan* plan = nullptr);
 
 }  // namespace tunefleet::sim

@@ -113,7 +113,7 @@ Status CheckCubeTiling(const MatmulShape& shape, const MatmulTiling& t) {
 }
 
 KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, const CubeASide* a_side,
-                            const SocSpec& soc) {
+                            const SocSpec& soc, CubePlan* plan) {
   const int64_t in_bytes = DTypeBytes(shape.in_dtype);
   const double in = static_cast<double>(in_bytes);
   const double m = static_cast<double>(shape.m);
@@ -148,13 +148,6 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   const double mte1_overlapped = (t.db_l0a ? mte1_a : 0) + (t.db_l0b ? mte1_b : 0);
   const double mte1_serial = mte1_a + mte1_b - mte1_overlapped;
   const double inner_step = std::max(mte1_a + mte1_b, cube_step + mte1_serial);
-  // The scalar unit issues every iteration; it bounds the step when the tiles are tiny.
-  const double compute_step = std::max(inner_step, soc.scalar_cycles_per_iteration);
-  // A pipeline of n steps takes n x its slowest stage plus, once, the other stages of
-  // one step (issue, first load, last MMAD): the fill and drain of the compute side.
-  const double compute_fill =
-      soc.scalar_cycles_per_iteration + mte1_a + mte1_b + cube_step - compute_step;
-
   // An L1 chunk holds all of K when it fits one buffer: the panel then stays for every
   // tile of the block; otherwise it streams again for each tile that needs it.
   const bool a_resident = kt <= t.step_ka;
@@ -282,26 +275,61 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
                    (miss_reads + bias_total) / (hbm_bytes_per_cycle * crit_mte2_eq));
   const double fix_tau = std::max(1.0 / soc.fixpipe_bytes_per_cycle, p / l2_bytes_per_cycle);
 
-  const double step_k_min = static_cast<double>(std::min({t.step_ka, t.step_kb, kt}));
+  const int64_t step_k_min = std::min({t.step_ka, t.step_kb, kt});
+  const int64_t chunks_per_tile = CeilDiv(kt, step_k_min);
+  // A tile's K remainder is its first chunk (the last is always whole), so a longer K
+  // never shortens the drain after the last load.
+  const int64_t k_rem = kt % step_k_min;
+  const double last_chunk_steps = static_cast<double>(step_k_min);
   const double kt_d = static_cast<double>(kt);
+  // One K step's MTE1 and MMAD back to back: the latency a chain pays once.
+  const double one_step = mte1_a + mte1_b + cube_step;
   for (BlockKind& b : kinds) {
     const double tiles = static_cast<double>(b.tiles);
     const double steps = tiles * kt_d;
-    // L1 is always ping-ponged, so MTE2 overlaps the rest: the steady state of a K
-    // step is the slower of the load and the compute side (NPU_MODEL.md "Pipes").
-    const double mte2_step = b.mte2_eq * mte2_tau / steps;
-    const double steady = std::max(mte2_step, compute_step);
-    // Fill and drain: a compute-bound block waits for its first chunk pair, a load-bound
-    // one computes its last chunk after the last load arrives.
-    const double fill =
-        std::min(b.first_chunk_eq * mte2_tau, step_k_min * compute_step) + compute_fill;
-    // FIXPIPE drains L0C after a tile's K loop; a single L0C stalls the cube meanwhile,
-    // a ping-ponged one overlaps it with the next tile and leaves only the last drain.
+    // L1 holds two chunk pairs (of step_k_min K steps), so MTE2 runs ahead of the
+    // compute side by one chunk. A block takes the longest of three chains through its
+    // pipeline (NPU_MODEL.md "Pipes and timing"; event_sim.cc walks the same pipeline
+    // step by step): the compute chain (first chunk pair, then every step's MTE1 and
+    // MMAD at the steady rate), the load chain (every chunk loaded back to back, then
+    // the last chunk computed) and the scalar chain (every tile's setup and iteration
+    // issued, then the last step). FIXPIPE drains each tile's L0C: a single L0C stalls
+    // the next tile's first MMAD by what MTE1 could not prefetch meanwhile, a
+    // ping-ponged one only when it is slower than a tile's K loop; the last drain ends
+    // every chain.
+    const double mte2_total = b.mte2_eq * mte2_tau;
+    const double first_load = b.tiles * chunks_per_tile == 1
+                                  ? mte2_total
+                                  : std::min(b.first_chunk_eq * mte2_tau, mte2_total);
     const double fix_tile = b.fix_eq * fix_tau / tiles;
-    const double fix_part = t.db_l0c
-                                ? fix_tile + (tiles - 1) * std::max(0.0, fix_tile - kt_d * steady)
-                                : tiles * fix_tile;
-    b.cycles = soc.scalar_cycles_per_tile * tiles + fill + steps * steady + fix_part;
+    const double fix_stall = t.db_l0c ? std::max(0.0, fix_tile - kt_d * inner_step)
+                                      : std::max(0.0, fix_tile - (inner_step - cube_step));
+    const double lead =
+        std::max(first_load, soc.scalar_cycles_per_tile + soc.scalar_cycles_per_iteration);
+    const double compute_chain =
+        lead + one_step + (steps - 1) * inner_step + (tiles - 1) * fix_stall;
+    // The load chain stalls too when a drain holds the cube longer than the chunks
+    // MTE2 can load ahead of it (one per L0 buffer MTE1 can still fill) take.
+    const double l0_depth = t.db_l0a && t.db_l0b ? 2.0 : 1.0;
+    const double chunk_load = mte2_total / steps * static_cast<double>(step_k_min);
+    const double load_stall = std::max(0.0, (t.db_l0c ? fix_stall : fix_tile) - l0_depth * chunk_load);
+    // MTE2 runs at most two chunks ahead of MTE1: the third waits until MTE1 has read
+    // the first, which waits for the first tile's setup.
+    const int64_t n_chunks = b.tiles * chunks_per_tile;
+    const double first_steps = static_cast<double>(k_rem > 0 ? k_rem : step_k_min);
+    double loads_done = mte2_total;
+    if (n_chunks > 2) {
+      const double rest_per_step = (mte2_total - first_load) / (steps - first_steps);
+      const double second_steps = chunks_per_tile > 1 ? static_cast<double>(step_k_min) : first_steps;
+      const double released = lead + mte1_a + mte1_b + (first_steps - 1) * inner_step;
+      loads_done = std::max(
+          loads_done, released + mte2_total - first_load - rest_per_step * second_steps);
+    }
+    const double load_chain = loads_done + one_step + (last_chunk_steps - 1) * inner_step +
+                              (tiles - 1) * load_stall;
+    const double scalar_chain = tiles * soc.scalar_cycles_per_tile +
+                                steps * soc.scalar_cycles_per_iteration + one_step;
+    b.cycles = std::max({compute_chain, load_chain, scalar_chain}) + fix_tile;
     b.busy[static_cast<size_t>(Pipe::kMte2)] = b.mte2_eq * mte2_tau;
     b.busy[static_cast<size_t>(Pipe::kMte1)] = steps * (mte1_a + mte1_b);
     b.busy[static_cast<size_t>(Pipe::kCube)] = steps * cube_step;
@@ -337,6 +365,32 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   est.compulsory_bytes = batch * (walk.a_total + walk.b_total + walk.c_total) + bias_total;
   est.flops = 2.0 * m * n * k * batch;
   est.compute_roof_flops = soc.CubePeakFlops() * static_cast<double>(cube_k0) / soc.cube_k_size;
+  if (plan) {
+    plan->cores = cores;
+    plan->waves = waves;
+    plan->kt = kt;
+    plan->step_k_min = static_cast<int64_t>(step_k_min);
+    plan->cube_step = cube_step;
+    plan->mte1_a = mte1_a;
+    plan->mte1_b = mte1_b;
+    plan->scalar_iteration = soc.scalar_cycles_per_iteration;
+    plan->scalar_tile = soc.scalar_cycles_per_tile;
+    plan->db_l0a = t.db_l0a;
+    plan->db_l0b = t.db_l0b;
+    plan->db_l0c = t.db_l0c;
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      const BlockKind& b = kinds[i];
+      CubeBlockPlan& out = plan->kinds[i];
+      out.count = b.count;
+      out.tiles = b.tiles;
+      out.mte2_cycles = b.mte2_eq * mte2_tau;
+      out.first_chunk_cycles = b.first_chunk_eq * mte2_tau;
+      out.fix_tile_cycles = b.tiles > 0 ? b.fix_eq * fix_tau / static_cast<double>(b.tiles) : 0;
+      out.fast_cycles = b.cycles;
+    }
+    plan->hbm_floor_us = hbm_floor_us;
+    plan->estimate = est;
+  }
   return est;
 }
 

@@ -1,5 +1,7 @@
 #include "worker/sim/vector_model.h"
 
+#include "worker/sim/vector_model_impl.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -164,6 +166,11 @@ int VectorInstructionsPerElement(const VectorShape& shape) {
 
 Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& t,
                                       const SocSpec& soc) {
+  return EstimateVectorPlanned(s, t, soc, nullptr);
+}
+
+Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorTiling& t,
+                                             const SocSpec& soc, VectorPlan* plan) {
   if (t.used_cores <= 0 || (t.buffer_num != 1 && t.buffer_num != 2)) {
     return InvalidArgument("vector tiling needs usedCores > 0 and bufferNum 1 or 2");
   }
@@ -329,6 +336,7 @@ Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& 
     const double pro = lat + TransferEq(prologue_l2_bytes, 2, false, soc) / soc.mte2_bytes_per_cycle;
     cycles += pro;
     est.BusyUs(Pipe::kMte2) += pro;
+    if (plan) plan->prologue = pro;
   }
   bool first = true;
   for (int i = 0; i < n_kinds; ++i) {
@@ -350,18 +358,34 @@ Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& 
     st.mte2 = lat2 + std::max(data2, k.read_hbm_eq * tau + k.read_l2_eq / soc.mte2_bytes_per_cycle);
     st.mte3 = lat3 + std::max(data3, k.write_eq * tau);
     // Without ping-pong buffers a tile's stages run back to back; with them that is the
-    // pipeline's fill and drain, once, and the steady state is the slowest stage or the
-    // core's HBM share when MTE2 and MTE3 stream together (NPU_MODEL.md "Pipes and
-    // timing"), never slower than the serial tile.
+    // pipeline's fill and drain, once, and the steady state is the slowest stage
+    // (NPU_MODEL.md "Pipes and timing") unless the core's HBM share, split by MTE2 and
+    // MTE3 streaming together, is slower still.
     const double serial_tile = st.scalar + st.mte2 + st.vec + st.mte3;
     if (ping_pong) {
-      const double steady =
-          std::min(serial_tile, std::max({st.scalar, st.mte2, st.vec, st.mte3, share}));
-      cycles += (first ? serial_tile - steady : 0) + static_cast<double>(k.count) * steady;
+      // The pipes' bound, and the HBM share's: from the first load's first byte the
+      // share must deliver every tile's bytes (MTE2 and MTE3 split it when they overlap);
+      // the last write ends no earlier.
+      const double steady = std::max({st.scalar, st.mte2, st.vec, st.mte3});
+      const double pipes = (first ? serial_tile - steady : 0) + static_cast<double>(k.count) * steady;
+      const double hbm = (first ? st.scalar + lat2 : 0) + static_cast<double>(k.count) * share;
+      cycles += std::max(pipes, hbm);
     } else {
       cycles += static_cast<double>(k.count) * serial_tile;
     }
     first = false;
+    if (plan) {
+      VectorTilePlan& p = plan->kinds[i];
+      p.count = k.count;
+      p.scalar = st.scalar;
+      p.mte2 = st.mte2;
+      p.vec = st.vec;
+      p.mte3 = st.mte3;
+      p.mte2_latency = lat2;
+      p.mte3_latency = lat3;
+      p.read_hbm_cycles = k.read_hbm_eq * tau;
+      p.write_hbm_cycles = k.write_eq * tau;
+    }
     const double cnt = static_cast<double>(k.count);
     est.BusyUs(Pipe::kScalar) += cnt * st.scalar;
     est.BusyUs(Pipe::kMte2) += cnt * st.mte2;
@@ -372,6 +396,16 @@ Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& 
 
   // Whatever the pipes say, HBM has to move every byte it serves.
   const double hbm_floor_us = hbm_bytes / (soc.hbm_bandwidth_gbps * 1e3 * soc.hbm_stream_efficiency);
+  if (plan) {
+    plan->cores = cores;
+    plan->tiles = blk.tiles;
+    plan->per_core = per_core;
+    plan->ping_pong = ping_pong;
+    plan->split_rows = s.family == VectorFamily::kRowwise && blk.split_rows;
+    plan->chunks_per_row = plan->split_rows ? CeilDiv(s.cols, blk.chunk_cols) : 1;
+    plan->n_kinds = n_kinds;
+    plan->hbm_floor_us = hbm_floor_us;
+  }
   est.duration_us = std::max(cycles / cycles_per_us, hbm_floor_us);
   est.launch_us = soc.kernel_launch_us;
   est.latency_us = est.launch_us + est.duration_us;
@@ -384,6 +418,7 @@ Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& 
   est.flops = element_ops;
   est.compute_roof_flops = static_cast<double>(soc.vector_core_cnt) * 2.0 * soc.vec_calc_size /
                            static_cast<double>(c_b) * cycles_per_us * 1e6;
+  if (plan) plan->estimate = est;
   return est;
 }
 

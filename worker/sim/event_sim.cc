@@ -1,0 +1,338 @@
+#include "worker/sim/event_sim.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "worker/sim/conv2d_model.h"
+#include "worker/sim/cube_model_impl.h"
+#include "worker/sim/vector_model_impl.h"
+
+namespace tunefleet::sim {
+namespace {
+
+constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Collects one core group's intervals (in cycles until Finish converts them) and busy sums.
+struct Recorder {
+  CoreTimeline* timeline = nullptr;  // null: busy sums only
+  std::array<double, kPipeCount> busy{};
+
+  void Add(Pipe pipe, double start, double end, int64_t tile, std::string_view label) {
+    if (end <= start) return;
+    busy[static_cast<size_t>(pipe)] += end - start;
+    if (timeline) timeline->pipes[static_cast<size_t>(pipe)].push_back({start, end, tile, label});
+  }
+};
+
+// ---- Cube (MatMul, BatchMatMul, Gemm, Conv2D) ----
+
+// One L1 block on one core, from t0 until its last FIXPIPE drains. Per K step j of
+// base tile i: SCALAR issues it (ahead of the pipes: its queues are not bounded),
+// MTE1 moves A to L0A and B to L0B (the ping-ponged operand first, so it can overlap
+// the running MMAD), CUBE runs the fractals; MTE2 loads an L1 chunk of step_k_min K
+// steps into L1 buffer (chunk mod 2), free once MTE1 read chunk - 2; FIXPIPE drains
+// L0C after a tile's last step, and a tile's first MMAD waits for its L0C buffer.
+double SimulateCubeBlock(const CubePlan& p, const CubeBlockPlan& b, double t0, int64_t tile_base,
+                         Recorder& rec) {
+  const int64_t kt = p.kt;
+  const int64_t skm = std::max<int64_t>(1, p.step_k_min);
+  const int64_t chunks_per_tile = CeilDiv(kt, skm);
+  const int64_t n_chunks = b.tiles * chunks_per_tile;
+  const double steps = static_cast<double>(b.tiles * kt);
+  // A tile's K remainder is its first chunk; the others hold skm steps each.
+  const int64_t rem = kt % skm;
+  auto chunk_of = [&](int64_t kk) { return rem > 0 ? (kk < rem ? 0 : 1 + (kk - rem) / skm) : kk / skm; };
+  auto chunk_steps = [&](int64_t kk) { return kk == 0 && rem > 0 ? rem : skm; };
+  const double first_steps = static_cast<double>(chunk_steps(0));
+  // The first chunk pair carries the fill the fast path charges; the rest of the
+  // block's MTE2 time is spread over the other chunks by their K steps.
+  const double first_cost = n_chunks == 1 ? b.mte2_cycles : std::min(b.first_chunk_cycles, b.mte2_cycles);
+  const double rest_per_step =
+      n_chunks == 1 ? 0 : (b.mte2_cycles - first_cost) / (steps - first_steps);
+
+  double mte2_free = t0, mte1_free = t0, cube_free = t0, fix_free = t0, scalar_free = t0;
+  double cube_end_1 = t0, cube_end_2 = t0;  // MMAD end of steps j-1 and j-2
+  double fix_end_1 = t0, fix_end_2 = t0;    // FIXPIPE end of tiles i-1 and i-2
+  double release[2] = {t0, t0};             // MTE1 done with the chunk that used buffer c%2
+  double load_end = t0;
+  const bool b_first = p.db_l0b && !p.db_l0a;
+  for (int64_t i = 0; i < b.tiles; ++i) {
+    const int64_t tile = tile_base + i;
+    for (int64_t kk = 0; kk < kt; ++kk) {
+      const int64_t chunk = chunk_of(kk);
+      if (kk == 0 || chunk != chunk_of(kk - 1)) {
+        const int64_t c = i * chunks_per_tile + chunk;
+        const double cost =
+            c == 0 ? first_cost : rest_per_step * static_cast<double>(chunk_steps(kk));
+        const double start = std::max(mte2_free, release[c % 2]);
+        load_end = start + cost;
+        rec.Add(Pipe::kMte2, start, load_end, tile, "MTE2 A+B chunk");
+        mte2_free = load_end;
+      }
+      // SCALAR: tile setup, then the iteration's bookkeeping.
+      double s = scalar_free;
+      if (kk == 0 && p.scalar_tile > 0) {
+        rec.Add(Pipe::kScalar, s, s + p.scalar_tile, tile, "tile setup");
+        s += p.scalar_tile;
+      }
+      const double s_end = s + p.scalar_iteration;
+      rec.Add(Pipe::kScalar, s, s_end, tile, "iteration");
+      scalar_free = s_end;
+      // MTE1.
+      const double a_free = p.db_l0a ? cube_end_2 : cube_end_1;
+      const double b_free = p.db_l0b ? cube_end_2 : cube_end_1;
+      const double ready = std::max({mte1_free, s_end, load_end});
+      double a_end = 0, b_end = 0;
+      if (b_first) {
+        const double bs = std::max(ready, b_free);
+        b_end = bs + p.mte1_b;
+        rec.Add(Pipe::kMte1, bs, b_end, tile, "L1->L0B");
+        const double as = std::max(b_end, a_free);
+        a_end = as + p.mte1_a;
+        rec.Add(Pipe::kMte1, as, a_end, tile, "L1->L0A");
+        mte1_free = a_end;
+      } else {
+        const double as = std::max(ready, a_free);
+        a_end = as + p.mte1_a;
+        rec.Add(Pipe::kMte1, as, a_end, tile, "L1->L0A");
+        const double bs = std::max(a_end, b_free);
+        b_end = bs + p.mte1_b;
+        rec.Add(Pipe::kMte1, bs, b_end, tile, "L1->L0B");
+        mte1_free = b_end;
+      }
+      if (kk == kt - 1 || chunk_of(kk + 1) != chunk) {
+        release[(i * chunks_per_tile + chunk) % 2] = mte1_free;
+      }
+      // CUBE.
+      double cs = std::max({cube_free, a_end, b_end});
+      if (kk == 0) cs = std::max(cs, p.db_l0c ? fix_end_2 : fix_end_1);
+      const double ce = cs + p.cube_step;
+      rec.Add(Pipe::kCube, cs, ce, tile, "MMAD");
+      cube_free = ce;
+      cube_end_2 = cube_end_1;
+      cube_end_1 = ce;
+    }
+    // FIXPIPE drains the tile's L0C.
+    const double fs = std::max(fix_free, cube_end_1);
+    const double fe = fs + b.fix_tile_cycles;
+    rec.Add(Pipe::kFixpipe, fs, fe, tile, "L0C->GM");
+    fix_free = fe;
+    fix_end_2 = fix_end_1;
+    fix_end_1 = fe;
+  }
+  return std::max({fix_free, cube_free, mte2_free, scalar_free, mte1_free});
+}
+
+// A core's work: runs of blocks of one kind, slowest kinds first.
+struct Run {
+  int kind = 0;
+  int64_t blocks = 0;
+  bool operator==(const Run&) const = default;
+};
+
+// Blocks are dealt to cores as the fast path's critical core assumes: the launch's
+// blocks sorted slowest kind first, `waves` consecutive ones to the first cores and
+// waves - 1 to the rest, so core 0 runs exactly the blocks the fast path charges.
+std::vector<std::pair<std::vector<Run>, std::vector<int64_t>>> DealCubeBlocks(const CubePlan& p) {
+  std::vector<std::pair<std::vector<Run>, std::vector<int64_t>>> groups;
+  int64_t total = 0;
+  for (const CubeBlockPlan& k : p.kinds) total += k.count;
+  const int64_t full = total - p.cores * (p.waves - 1);  // cores that run `waves` blocks
+  int kind = 0;
+  int64_t left_in_kind = p.kinds[0].count;
+  for (int64_t core = 0; core < p.cores; ++core) {
+    int64_t need = core < full ? p.waves : p.waves - 1;
+    std::vector<Run> runs;
+    while (need > 0 && kind < 4) {
+      if (left_in_kind == 0) {
+        if (++kind < 4) left_in_kind = p.kinds[kind].count;
+        continue;
+      }
+      const int64_t take = std::min(need, left_in_kind);
+      runs.push_back({kind, take});
+      need -= take;
+      left_in_kind -= take;
+    }
+    if (!groups.empty() && groups.back().first == runs) {
+      groups.back().second.push_back(core);
+    } else {
+      groups.push_back({std::move(runs), {core}});
+    }
+  }
+  return groups;
+}
+
+double SimulateCubeCore(const CubePlan& p, const std::vector<Run>& runs, Recorder& rec) {
+  double t = 0;
+  int64_t tile_base = 0;
+  for (const Run& run : runs) {
+    const CubeBlockPlan& b = p.kinds[run.kind];
+    for (int64_t i = 0; i < run.blocks; ++i) {
+      // A block starts once the previous one drained (each block pays its fill).
+      t = SimulateCubeBlock(p, b, t, tile_base, rec);
+      tile_base += b.tiles;
+    }
+  }
+  return t;
+}
+
+// ---- Vector ops ----
+
+// One vector core's tiles: SCALAR issues, MTE2 loads into input buffer (t mod
+// bufferNum), VECTOR computes into output buffer (t mod bufferNum), MTE3 writes back.
+// With bufferNum 1 a tile starts after the previous one left (the serial sum). Each
+// transfer is stretched by the core's HBM share (in the stage costs); when MTE2 and
+// MTE3 stream at once they split that share, so a tile's write-back also waits until
+// the share has delivered the bytes of every tile so far.
+double SimulateVectorCore(const VectorPlan& p, int64_t items, Recorder& rec) {
+  const double t0 = p.prologue;
+  rec.Add(Pipe::kMte2, 0, p.prologue, -1, "MTE2 gamma/beta");
+  double scalar_free = t0, mte2_free = t0, vec_free = t0, mte3_free = t0;
+  double hbm_done = t0;  // when the core's HBM share has delivered every tile so far
+  double vec_end[2] = {t0, t0}, mte3_end[2] = {t0, t0};  // of tiles t-2 (index t%2) and t-1
+  double prev_end = t0;
+  int64_t tile = 0;
+  auto run_tile = [&](const VectorTilePlan& k) {
+    const int slot = static_cast<int>(tile % 2);
+    double s = scalar_free;
+    if (!p.ping_pong) s = std::max(s, prev_end);
+    const double s_end = s + k.scalar;
+    rec.Add(Pipe::kScalar, s, s_end, tile, "issue");
+    scalar_free = s_end;
+
+    double end = s_end;
+    if (k.mte2 > 0) {
+      const double start = std::max({s_end, mte2_free, p.ping_pong ? vec_end[slot] : 0.0});
+      // The core's HBM share is a fluid budget: it starts serving the tile's bytes
+      // (both directions) once the load's first byte is due, after the previous tile's.
+      hbm_done = std::max(hbm_done, start + k.mte2_latency) + k.read_hbm_cycles + k.write_hbm_cycles;
+      end = start + k.mte2;
+      rec.Add(Pipe::kMte2, start, end, tile, "MTE2 GM->UB");
+      mte2_free = end;
+    }
+    if (k.vec > 0) {
+      const double start = std::max({end, vec_free, p.ping_pong ? mte3_end[slot] : 0.0});
+      end = start + k.vec;
+      rec.Add(Pipe::kVector, start, end, tile, "vec");
+      vec_free = end;
+    }
+    vec_end[slot] = end;
+    if (k.mte3 > 0) {
+      const double start = std::max(end, mte3_free);
+      end = std::max(start + k.mte3, hbm_done);
+      rec.Add(Pipe::kMte3, start, end, tile, "MTE3 UB->GM");
+      mte3_free = end;
+    }
+    mte3_end[slot] = end;
+    prev_end = end;
+    ++tile;
+  };
+  if (p.split_rows) {
+    // Each pass runs over all the core's rows (their statistics are a few scalars that
+    // stay in UB), the statistics pass first.
+    for (int k = 0; k < p.n_kinds; ++k) {
+      for (int64_t c = 0; c < items * p.chunks_per_row; ++c) run_tile(p.kinds[k]);
+    }
+  } else {
+    for (int64_t i = 0; i < items; ++i) run_tile(p.kinds[0]);
+  }
+  return std::max({scalar_free, mte2_free, vec_free, mte3_free, prev_end});
+}
+
+// ---- Common ----
+
+// Times every core group, converts the recorded cycles to us and fills the estimate
+// from the critical group.
+template <typename SimulateGroup>
+EventSimResult Finish(const KernelEstimate& fast, double hbm_floor_us, const SocSpec& soc,
+                      const EventSimOptions& options,
+                      std::vector<std::vector<int64_t>> group_cores, SimulateGroup simulate) {
+  EventSimResult result;
+  result.estimate = fast;
+  const double us_per_cycle = 1.0 / soc.CyclesPerUs();
+  double crit_end = -1;
+  std::array<double, kPipeCount> crit_busy{};
+  for (size_t g = 0; g < group_cores.size(); ++g) {
+    Recorder rec;
+    CoreTimeline* tl = nullptr;
+    if (options.record_timeline) {
+      result.timeline.cores.emplace_back();
+      tl = &result.timeline.cores.back();
+      tl->core_ids = std::move(group_cores[g]);
+      rec.timeline = tl;
+    }
+    const double end = simulate(g, rec);
+    if (tl) {
+      for (auto& pipe : tl->pipes) {
+        for (TimelineInterval& i : pipe) {
+          i.start_us *= us_per_cycle;
+          i.end_us *= us_per_cycle;
+        }
+      }
+    }
+    if (end > crit_end) {
+      crit_end = end;
+      crit_busy = rec.busy;
+      result.timeline.critical = static_cast<int64_t>(g);
+    }
+  }
+  KernelEstimate& est = result.estimate;
+  for (size_t i = 0; i < crit_busy.size(); ++i) est.busy_us[i] = crit_busy[i] * us_per_cycle;
+  est.duration_us = std::max(std::max(crit_end, 0.0) * us_per_cycle, hbm_floor_us);
+  est.latency_us = est.launch_us + est.duration_us;
+  result.timeline.launch_us = est.launch_us;
+  result.timeline.duration_us = est.duration_us;
+  return result;
+}
+
+EventSimResult SimulateCube(const CubePlan& plan, const SocSpec& soc, const EventSimOptions& options) {
+  auto groups = DealCubeBlocks(plan);
+  std::vector<std::vector<int64_t>> ids;
+  ids.reserve(groups.size());
+  for (auto& g : groups) ids.push_back(std::move(g.second));
+  return Finish(plan.estimate, plan.hbm_floor_us, soc, options, std::move(ids),
+                [&](size_t g, Recorder& rec) { return SimulateCubeCore(plan, groups[g].first, rec); });
+}
+
+}  // namespace
+
+Result<EventSimResult> SimulateEvents(const PreparedProblem& prepared, const Config& config,
+                                      const SocSpec& soc, const EventSimOptions& options) {
+  TF_RETURN_IF_ERROR(prepared.problem->space.Validate(config));
+  switch (prepared.op) {
+    case PreparedProblem::Op::kMatmul: {
+      const MatmulTiling t = MatmulTilingFromConfig(config);
+      TF_RETURN_IF_ERROR(CheckCubeTiling(prepared.matmul, t));
+      CubePlan plan;
+      EstimateCube(prepared.matmul, t, nullptr, soc, &plan);
+      return SimulateCube(plan, soc, options);
+    }
+    case PreparedProblem::Op::kConv2d: {
+      const MatmulTiling t = MatmulTilingFromConfig(config);
+      const MatmulShape gemm = Conv2dGemm(prepared.conv2d);
+      TF_RETURN_IF_ERROR(CheckCubeTiling(gemm, t));
+      const CubeASide a = Conv2dASide(prepared.conv2d, t, soc);
+      CubePlan plan;
+      EstimateCube(gemm, t, &a, soc, &plan);
+      return SimulateCube(plan, soc, options);
+    }
+    case PreparedProblem::Op::kVector: {
+      VectorPlan plan;
+      TF_RETURN_IF_ERROR(EstimateVectorPlanned(
+          prepared.vector, VectorTilingFromConfig(prepared.vector, config), soc, &plan).status());
+      // The first `full` cores run per_core work items, the others one fewer.
+      const int64_t full = plan.tiles - plan.cores * (plan.per_core - 1);
+      std::vector<std::vector<int64_t>> ids(full < plan.cores ? 2 : 1);
+      for (int64_t c = 0; c < plan.cores; ++c) ids[c < full ? 0 : 1].push_back(c);
+      return Finish(plan.estimate, plan.hbm_floor_us, soc, options, std::move(ids),
+                    [&](size_t g, Recorder& rec) {
+                      return SimulateVectorCore(plan, plan.per_core - static_cast<int64_t>(g), rec);
+                    });
+    }
+  }
+  return Internal("unhandled op in SimulateEvents");
+}
+
+}  // namespace tunefleet::sim
