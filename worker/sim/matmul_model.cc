@@ -325,8 +325,39 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
       loads_done = std::max(
           loads_done, released + mte2_total - first_load - rest_per_step * second_steps);
     }
-    const double load_chain = loads_done + one_step + (last_chunk_steps - 1) * inner_step +
-                              (tiles - 1) * load_stall;
+    // With two L1 buffers chunk c + 2 loads only after MTE1 has read chunk c, so every
+    // other chunk's load and read form a chain: the even chunks' and the odd chunks'
+    // (a tile's chunks: its K remainder, then whole ones).
+    double gated = 0;
+    if (n_chunks > 2) {
+      const double per_step = (mte2_total - first_load) / (steps - first_steps);
+      const int64_t full = kt / step_k_min;
+      const double span_full = static_cast<double>(step_k_min - 1) * inner_step + mte1_a + mte1_b;
+      const double w_full = per_step * static_cast<double>(step_k_min) + span_full;
+      const double w_rem = k_rem > 0 ? per_step * static_cast<double>(k_rem) +
+                                           static_cast<double>(k_rem - 1) * inner_step + mte1_a + mte1_b
+                                     : 0;
+      const double halves[2] = {static_cast<double>(full / 2), static_cast<double>((full + 1) / 2)};
+      // Chunk x of a tile is even when x is; with a remainder the whole chunks start at 1.
+      const double even = k_rem > 0 ? w_rem + halves[0] * w_full : halves[1] * w_full;
+      const double odd = k_rem > 0 ? halves[1] * w_full : halves[0] * w_full;
+      double par[2];
+      if (chunks_per_tile % 2 == 0) {
+        par[0] = tiles * even;
+        par[1] = tiles * odd;
+      } else {
+        const double tiles_even = static_cast<double>((b.tiles + 1) / 2);
+        const double tiles_odd = static_cast<double>(b.tiles / 2);
+        par[0] = tiles_even * even + tiles_odd * odd;
+        par[1] = tiles_odd * even + tiles_even * odd;
+      }
+      par[0] += lead - per_step * first_steps;  // chunk 0 is read once issued and loaded
+      par[1] += first_load;                     // chunk 1 loads after chunk 0
+      gated = std::max(par[0], par[1]) + cube_step;
+    }
+    const double load_chain =
+        std::max(loads_done + one_step + (last_chunk_steps - 1) * inner_step, gated) +
+        (tiles - 1) * load_stall;
     const double scalar_chain = tiles * soc.scalar_cycles_per_tile +
                                 steps * soc.scalar_cycles_per_iteration + one_step;
     b.cycles = std::max({compute_chain, load_chain, scalar_chain}) + fix_tile;
