@@ -12,6 +12,7 @@
 #include "worker/profile/analysis.h"
 #include "worker/profile/graph_run.h"
 #include "worker/profile/profile_export.h"
+#include "worker/profile/tile_trace.h"
 
 namespace tunefleet::cli {
 namespace {
@@ -35,12 +36,19 @@ std::vector<std::pair<std::string, double>> TopOps(const profile::RunProfile& ru
 int RunProfile(const ProfileCommands& f, const SocCatalog& catalog) {
   auto graph = LoadGraphFile(f.model, f.soc);
   if (!graph.ok()) return Fail(graph.status());
+  if (f.training) graph->training = true;
+  if (f.devices > 0) graph->devices = f.devices;
   auto soc = catalog.Find(graph->soc);
   if (!soc.ok()) return Fail(soc.status().WithContext(f.model + ": 'soc'"));
   auto run = profile::RunGraph(*graph, **soc);
   if (!run.ok()) return Fail(run.status().WithContext(f.model));
+  if (!f.trace_ops.empty() && f.trace.empty()) {
+    return Fail(InvalidArgument("--trace-ops needs --trace FILE to write the tile timelines into"));
+  }
   if (!f.trace.empty()) {
-    if (Status s = profile::WriteChromeTrace(*run, f.trace); !s.ok()) return Fail(s);
+    auto tiles = profile::TileTimelines(*graph, **soc, f.trace_ops);
+    if (!tiles.ok()) return Fail(tiles.status());
+    if (Status s = profile::WriteChromeTrace(*run, f.trace, *tiles); !s.ok()) return Fail(s);
   }
   if (!f.csv_dir.empty()) {
     if (Status s = profile::WriteProfileDir(*run, f.csv_dir); !s.ok()) return Fail(s);
@@ -100,6 +108,12 @@ void AddProfileCommands(CLI::App& app, ProfileCommands& f) {
   f.profile->add_option("--trace", f.trace, "write a Chrome trace JSON here (chrome://tracing, Perfetto)");
   f.profile->add_option("--csv", f.csv_dir, "write op_summary.csv, profiler_data.csv and run_summary.json into this folder");
   f.profile->add_flag("--json", f.json, "print the run summary as JSON");
+  f.profile->add_option("--trace-ops", f.trace_ops,
+                        "comma-separated ops whose per-core per-pipe tile timeline (event simulation) goes into --trace")
+      ->delimiter(',');
+  f.profile->add_flag("--training", f.training, "add the backward pass (2x each forward op) and gradient all-reduce");
+  f.profile->add_option("--devices", f.devices, "data-parallel devices (overrides the graph's 'devices')")
+      ->check(CLI::Range(1, 4096));
 
   f.analyze = app.add_subcommand(
       "analyze", "bottleneck analysis (compute/memory/communication x host/device/device-to-device) of a profile "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -16,6 +17,9 @@ struct ProfileCommands {
   CLI::App* analyze = nullptr;
   std::string model, soc, trace, csv_dir;
   bool json = false;
+  bool training = false;  // overrides the graph's "training" when set
+  int devices = 0;        // overrides the graph's "devices" when > 0
+  std::vector<std::string> trace_ops;  // ops whose tile timelines go into the trace
   std::string analyze_path;
   bool analyze_json = false;
 };

@@ -22,9 +22,25 @@ done
 /usr/bin/python3 -c "import json,sys; t=json.load(open(sys.argv[1])); assert t['traceEvents']" "$OUT/trace.json" \
   || fail "trace is not JSON with traceEvents"
 
+"$TF" profile "$SRC/examples/bert_base_layer.json" --trace "$OUT/tiles.json" --trace-ops attention.softmax,ffn.output.matmul \
+  > /dev/null || fail "profile --trace-ops exited $?"
+/usr/bin/python3 - "$OUT/tiles.json" <<'PY' || fail "--trace-ops did not add per-core per-pipe rows"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+cores = {e["pid"] for e in events if e["ph"] == "X" and e["pid"] >= 100}
+names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] >= 100}
+assert cores and any(n.startswith("attention.softmax: core") for n in names), names
+assert any(n.startswith("ffn.output.matmul: core") for n in names), names
+PY
+
 "$TF" profile "$SRC/examples/resnet50_block.json" --json > "$OUT/resnet.json" || fail "profile resnet --json"
 /usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['step_us'] > 0 and s['top_ops']" \
   "$OUT/resnet.json" || fail "profile --json is not the run summary"
+
+"$TF" profile "$SRC/examples/bert_base_layer.json" --training --devices 8 --csv "$OUT/train" > "$OUT/train.txt" \
+  || fail "profile --training exited $?"
+grep -q "HCCL all-reduce" "$OUT/train.txt" || fail "no all-reduce in a data-parallel training profile"
+grep -q ",HCCL$" "$OUT/train/profiler_data.csv" || fail "no HCCL rows in profiler_data.csv"
 
 "$TF" analyze "$OUT/bert" > "$OUT/analysis.txt" || fail "analyze folder exited $?"
 grep -q "next steps" "$OUT/analysis.txt" || fail "no next steps"
@@ -48,6 +64,7 @@ echo '{"soc": "Ascend910B2", "inputs": [{"name": "x", "shape": [64, 64]}], "outp
 expect_2 "dangling input" "$TF" profile "$OUT/bad_graph.json"
 grep -q "node 'act'" "$OUT/bad.err" || fail "the error does not name the node: $(cat "$OUT/bad.err")"
 expect_2 "unknown soc" "$TF" profile "$SRC/examples/bert_base_layer.json" --soc Ascend999
+expect_2 "unknown --trace-ops op" "$TF" profile "$SRC/examples/bert_base_layer.json" --trace "$OUT/t.json" --trace-ops nope
 expect_2 "missing profile" "$TF" analyze "$OUT/nothing"
 echo "name,time" > "$OUT/bad.csv"
 expect_2 "bad csv" "$TF" analyze "$OUT/bad.csv"

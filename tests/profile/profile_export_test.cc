@@ -12,6 +12,7 @@
 
 #include "tests/profile/test_util.h"
 #include "worker/profile/analysis.h"
+#include "worker/profile/tile_trace.h"
 
 namespace tunefleet::profile {
 namespace {
@@ -101,6 +102,24 @@ TEST(ChromeTrace, TileTimelinesGetOneProcessPerCoreAndOneThreadPerPipe) {
     }
   }
   EXPECT_EQ(core_pids.size(), 3u);
+}
+
+TEST(ChromeTrace, EventSimulationTimelinesOfChosenOpsFormValidCoreRows) {
+  Graph g = testing::LoadExample("bert_base_layer.json");
+  auto run = RunGraph(g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto tiles = TileTimelines(g, testing::Soc910B2(), {"attention.softmax", "ffn.output.matmul"});
+  ASSERT_TRUE(tiles.ok()) << tiles.status().ToString();
+  ASSERT_EQ(tiles->size(), 2u);
+  std::set<sim::Pipe> matmul_pipes;
+  for (const auto& iv : (*tiles)[1].intervals) matmul_pipes.insert(iv.pipe);
+  EXPECT_TRUE(matmul_pipes.count(sim::Pipe::kCube));
+  EXPECT_TRUE(matmul_pipes.count(sim::Pipe::kMte2));
+  EXPECT_FALSE((*tiles)[0].intervals.empty());
+  ExpectValidTrace(ChromeTraceJson(*run, *tiles));
+  auto unknown = TileTimelines(g, testing::Soc910B2(), {"attention.q.heads"});  // a view, not a kernel
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("attention.softmax"), std::string::npos);  // lists the kernels
 }
 
 std::vector<std::string> HeaderOf(const std::string& csv) {

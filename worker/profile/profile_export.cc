@@ -86,18 +86,21 @@ nlohmann::json ChromeTraceJson(const RunProfile& run, const std::vector<OpTileTi
     int tid = tr.unit == "Host" ? 0 : tr.unit == "HCCL" ? kHcclTid : kPcieTid;
     events.push_back(Complete(tr.name, tr.unit, tr.start_us, tr.duration_us, pid, tid, {{"bytes", tr.bytes}}));
   }
-  std::map<int, bool> core_named;
-  for (const auto& timeline : tiles) {
+  // One process per core of each traced op (pid 100 + 100 * k + core for the k-th op), so
+  // two ops' tile rows never share a thread even when their times touch.
+  for (size_t k = 0; k < tiles.size(); ++k) {
+    const OpTileTimeline& timeline = tiles[k];
     const OpRecord* op = nullptr;
-    for (const auto& r : run.ops) if (r.name == timeline.op_name) op = &r;
+    for (const auto& r : run.ops) {
+      if (r.name == timeline.op_name) op = &r;
+    }
     if (op == nullptr) continue;
-    // An op on stream 1 runs on the other half of the cores.
-    const int core_offset = op->stream == 1 ? op->unit_cores / 2 : 0;
+    std::map<int, bool> core_named;
     for (const auto& iv : timeline.intervals) {
-      const int pid = kCorePidBase + core_offset + iv.core;
+      const int pid = kCorePidBase + 100 * static_cast<int>(k) + iv.core;
       if (!core_named[pid]) {
         core_named[pid] = true;
-        events.push_back(Meta("process_name", pid, 0, fmt::format("Core {}", core_offset + iv.core)));
+        events.push_back(Meta("process_name", pid, 0, fmt::format("{}: core {}", op->name, iv.core)));
         for (int p = 0; p < sim::kPipeCount; ++p) {
           events.push_back(Meta("thread_name", pid, p, std::string(PipeName(static_cast<Pipe>(p)))));
         }

@@ -35,8 +35,8 @@ struct OpTileTimeline {
 std::string_view PipeName(sim::Pipe pipe);
 
 // Chrome trace: pid 0 "Host" (preprocessing), pid 1 the NPU with one thread per stream, a
-// PCIe H2D/D2H thread and an HCCL thread; each tile timeline adds one process per core
-// (pid 100 + core) with one thread per pipe. All "X" events in us; "M" name metadata.
+// PCIe H2D/D2H thread and an HCCL thread; the k-th tile timeline adds one process per
+// core (pid 100 + 100k + core) with one thread per pipe. All "X" events in us; "M" names.
 nlohmann::json ChromeTraceJson(const RunProfile& run, const std::vector<OpTileTimeline>& tiles = {});
 
 // Column names of op_summary.csv: msprof's where msprof has the column, then tunefleet's.
