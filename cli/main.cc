@@ -237,7 +237,12 @@ int main(int argc, char** argv) {
   }
   ProfileCommands profile_commands;
   AddProfileCommands(app, profile_commands);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help is a ParseError with exit code 0; anything else is bad input (README's exit 2).
+    return app.exit(e) == 0 ? kExitOk : kExitBadInput;
+  }
 
   SocCatalog catalog = SocCatalog::Builtin();
   if (int rc = RunProfileCommands(profile_commands, catalog); rc >= 0) return rc;

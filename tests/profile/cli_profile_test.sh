@@ -58,6 +58,9 @@ expect_2() {
   [ -s "$OUT/bad.err" ] || fail "$what: no message"
 }
 expect_2 "missing model" "$TF" profile "$OUT/nope.json"
+expect_2 "no model argument" "$TF" profile
+expect_2 "devices out of range" "$TF" profile "$SRC/examples/bert_base_layer.json" --devices 0
+expect_2 "unknown flag" "$TF" analyze "$OUT/bert" --bogus
 echo '{"soc": "Ascend910B2", "inputs": [{"name": "x", "shape": [64, 64]}], "outputs": ["y"],
        "nodes": [{"name": "act", "op": "Relu", "inputs": ["z"], "outputs": [{"name": "y", "shape": [64, 64]}]}]}' \
   > "$OUT/bad_graph.json"
