@@ -457,7 +457,9 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool
     MaybeFinish(task);
   }
   if (task.strategy_done || task.planned.size() >= task.limit() || cap == 0) return std::nullopt;
-  uint32_t job_size = task.rec.job_size ? task.rec.job_size : options_.default_job_size;
+  uint32_t job_size = task.rec.job_size                      ? task.rec.job_size
+                      : task.strategy->PreferredJobSize() > 0 ? static_cast<uint32_t>(task.strategy->PreferredJobSize())
+                                                               : options_.default_job_size;
   size_t max = std::min<uint64_t>({job_size, task.limit() - task.planned.size(), cap});
   Batch batch = task.strategy->Ask(max, [&task](ConfigIndex i) { return task.planned.contains(i); });
   if (batch.configs.empty()) {

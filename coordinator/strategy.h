@@ -34,6 +34,10 @@ class Strategy {
   virtual Batch Ask(size_t max_configs, const Taken& taken) = 0;
   // latency is nullopt for a config that failed.
   virtual void Tell(ConfigIndex index, std::optional<double> latency_us) = 0;
+  // Configs per job this strategy wants when the submission names none (0: the
+  // coordinator's default). Strategies that learn from results want small jobs, so
+  // most of the budget is spent after they have seen something.
+  virtual size_t PreferredJobSize() const { return 0; }
 
   // Everything Ask and Tell depend on, as bytes. Restore() on a strategy made with the
   // same name, space and seed continues exactly as this one would (same proposals for

@@ -28,6 +28,8 @@ class GuidedStrategy : public Strategy {
   // The shared state, then the strategy's own (SaveOwn/LoadOwn), under Tag().
   std::string Checkpoint() const final;
   Status Restore(std::string_view bytes) final;
+  // A worker slot's job holds this many configs: with S slots, 4*S are in flight.
+  size_t PreferredJobSize() const final { return 4; }
 
  protected:
   virtual std::string_view Tag() const = 0;

@@ -470,5 +470,29 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorRestoresTheStrategyCheckpointAndSpe
   EXPECT_FALSE(gone->has_value()) << "a finished task's checkpoint is deleted with its results";
 }
 
+// Regression: with the default job size of 512, a budget of 300 went out as one job
+// before any result, so "auto" (model-based) degenerated into random search.
+TEST_F(CoordinatorTest, ALearningStrategyGetsSmallJobsSoItSeesResultsBeforeSpendingTheBudget) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec;
+  spec.ops = {MediumMatmul()};
+  spec.budget = 300;  // strategy: the default, auto
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  size_t largest = 0, jobs = 0;
+  for (; jobs < 200; ++jobs) {
+    auto job = w.NextJob(1s);
+    if (!job) break;
+    largest = std::max(largest, job->configs.size());
+    w.Answer(*job, 10);
+  }
+  EXPECT_LE(largest, 4u);
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 300u);
+}
+
 }  // namespace
 }  // namespace tunefleet::coordinator
