@@ -79,9 +79,10 @@ bool Graph::IsWeight(const std::string& tensor) const {
 Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_override) {
   if (!j.is_object()) return InvalidArgument("graph: expected a JSON object with 'nodes'");
   Graph g;
-  g.name = j.value("name", std::string("model"));
+  if (j.contains("name") && !j["name"].is_string()) return InvalidArgument("graph: 'name' must be a string");
+  g.name = j.contains("name") ? j["name"].get<std::string>() : std::string("model");
   if (j.contains("soc") && !j["soc"].is_string()) return InvalidArgument("graph: 'soc' must be a string");
-  g.soc = soc_override.empty() ? j.value("soc", std::string()) : soc_override;
+  g.soc = !soc_override.empty() ? soc_override : j.contains("soc") ? j["soc"].get<std::string>() : std::string();
   if (g.soc.empty()) return InvalidArgument("graph: no 'soc' in the file; give one (or --soc)");
   if (j.contains("host_preprocess_us")) {
     if (!j["host_preprocess_us"].is_number() || j["host_preprocess_us"].get<double>() < 0) {

@@ -60,6 +60,16 @@ TEST(Analysis, AMemoryBandwidthUtilisationAbove80PercentIsBandwidthBound) {
   EXPECT_EQ(fine.Cell("memory", "device")->verdict.find("bandwidth-bound"), std::string::npos);
 }
 
+TEST(Analysis, AHandEditedRunSummaryWithMistypedFieldsIsReadNotThrown) {
+  nlohmann::json summary = {{"step_us", 300.0},
+                            {"transfers", {1, "x", {{"name", 5}, {"duration_us", "long"}}}},
+                            {"edges", {{{"from", 3}, {"to", "compute_bound"}}}},
+                            {"memory", "lots"}};
+  Analysis a = AnalyzeCsv(kTwoOps, summary);
+  EXPECT_DOUBLE_EQ(a.step_us, 300);
+  EXPECT_EQ(a.grid.size(), 9u);
+}
+
 TEST(Analysis, AnOpFarFromItsRooflineIsATuningCandidate) {
   std::string csv = std::string(kTwoOps) +
                     "0,slow_default,MatMul,AI_CORE,220,200,24,0.4,0,0.3,0,24,5,1e6,50\n";

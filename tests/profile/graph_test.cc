@@ -94,6 +94,11 @@ TEST(GraphModel, TopLevelFieldsAreChecked) {
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("'devices'"), std::string::npos);
   j = TwoOpGraph();
+  j["name"] = 7;
+  g = GraphFromJson(j);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("'name'"), std::string::npos);
+  j = TwoOpGraph();
   j["outputs"] = {"nope"};
   g = GraphFromJson(j);
   ASSERT_FALSE(g.ok());

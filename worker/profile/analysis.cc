@@ -129,6 +129,15 @@ bool IsElementwise(const std::string& op_type) {
 
 std::string Pct(double v) { return fmt::format("{:.1f}%", 100 * v); }
 
+// Fields of run_summary.json, tolerant of a hand-edited file: a missing or mistyped
+// field reads as empty / `fallback` instead of throwing.
+std::string JsonText(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+double JsonNumber(const nlohmann::json& j, const char* key, double fallback = 0) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+
 }  // namespace
 
 double ProfileRow::MemoryBound() const {
@@ -248,9 +257,9 @@ Analysis Analyze(const LoadedProfile& profile) {
   }
   if (s.contains("transfers") && s["transfers"].is_array()) {
     for (const auto& t : s["transfers"]) {
-      std::string name = t.value("name", std::string());
-      std::string unit = t.value("unit", std::string());
-      double dur = t.value("duration_us", 0.0);
+      std::string name = JsonText(t, "name");
+      std::string unit = JsonText(t, "unit");
+      double dur = JsonNumber(t, "duration_us");
       by_unit[unit] += dur;
       by_name[name] += dur;
     }
@@ -330,8 +339,8 @@ Analysis Analyze(const LoadedProfile& profile) {
       std::string mem;
       if (s.contains("memory") && s["memory"].is_object()) {
         mem = fmt::format("; peak device memory {:.1f} MiB with reuse ({:.1f} MiB without)",
-                          s["memory"].value("with_reuse_bytes", 0.0) / 1048576.0,
-                          s["memory"].value("no_reuse_bytes", 0.0) / 1048576.0);
+                          JsonNumber(s["memory"], "with_reuse_bytes") / 1048576.0,
+                          JsonNumber(s["memory"], "no_reuse_bytes") / 1048576.0);
       }
       a.grid.push_back({"memory", "device", "HBM bandwidth utilisation while ops run", bw, flag,
                         (flag ? "bandwidth-bound: " + Pct(*bw) + " > 80% (seed rule); fuse element-wise ops to cut "
@@ -398,21 +407,21 @@ Analysis Analyze(const LoadedProfile& profile) {
   const double hbm_bytes_per_us = num("hbm_bandwidth_gbps").value_or(0) * 1e3;
   if (s.contains("edges") && s["edges"].is_array()) {
     for (const auto& e : s["edges"]) {
-      std::string from = e.value("from", std::string()), to = e.value("to", std::string());
+      std::string from = JsonText(e, "from"), to = JsonText(e, "to");
       auto pf = row_by_name.find(from), pt = row_by_name.find(to);
-      if (pf == row_by_name.end() || pt == row_by_name.end() || e.value("consumers", 0) != 1) continue;
+      if (pf == row_by_name.end() || pt == row_by_name.end() || JsonNumber(e, "consumers") != 1) continue;
       const std::string& ft = pf->second->op_type;
       const std::string& tt = pt->second->op_type;
       std::string kind;
       if (IsCube(ft) && IsElementwise(tt)) kind = ft + " + element-wise epilogue";
       else if (IsElementwise(ft) && IsElementwise(tt)) kind = "element-wise chain";
       else continue;
-      double bytes = e.value("bytes", 0.0);
+      double bytes = JsonNumber(e, "bytes");
       double saving = pt->second->launch_us + (hbm_bytes_per_us > 0 ? 2 * bytes / hbm_bytes_per_us : 0);
       a.next_steps.push_back({"fuse", {from, to},
                               fmt::format("{} ({} {}): skips the HBM write and re-read of '{}' ({:.1f} MiB) and one "
                                           "launch",
-                                          kind, ft, tt, e.value("tensor", std::string()), bytes / 1048576.0),
+                                          kind, ft, tt, JsonText(e, "tensor"), bytes / 1048576.0),
                               saving});
     }
   }
