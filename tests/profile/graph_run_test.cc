@@ -119,6 +119,29 @@ TEST(GraphRun, H2DCopiesPrecedeTheFirstOpAndD2HFollowsTheLast) {
   EXPECT_GT(run.d2h_us, 0);
 }
 
+// The default tiling of an op with usedCores set to the largest value that leaves half
+// of its unit's cores to another op.
+void UseHalfTheCores(const Graph& g, const std::string& node, RunOptions& options) {
+  const SocSpec& soc = testing::Soc910B2();
+  for (const auto& n : g.nodes) {
+    if (n.name != node) continue;
+    OpKey key = NodeOpKey(g, n);
+    auto problem = MakeTuningProblem(key, soc);
+    ASSERT_TRUE(problem.ok()) << problem.status().ToString();
+    int used = problem->space.IndexOf("usedCores");
+    ASSERT_GE(used, 0);
+    Config config = problem->default_config;
+    int64_t best = -1;
+    for (int64_t v : problem->space.params()[used].values) {
+      if (v * 2 <= soc.vector_core_cnt && v > best) best = v;
+    }
+    ASSERT_GT(best, 0);
+    config[used] = best;
+    ASSERT_TRUE(problem->space.Validate(config).ok()) << problem->space.Validate(config).ToString();
+    options.configs[key.Canonical()] = config;
+  }
+}
+
 // The default tiling of an op with usedCores set to its smallest allowed value: default
 // tilings use every core, so branches only share the chip with tuned configs like this.
 void UseFewCores(const Graph& g, const std::string& node, RunOptions& options) {
@@ -159,6 +182,45 @@ TEST(GraphRun, SmallIndependentBranchesShareTheChipOnTwoStreams) {
   // With every core (the default tilings) the branches run one after the other.
   RunProfile full = MustRun(g);
   EXPECT_GE(Find(full, "right")->start_us, Find(full, "left")->EndUs());
+}
+
+// Two big element-wise branches, each on half the vector cores: together they ask HBM
+// for more than it gives, so running them at once stretches both.
+TEST(GraphRun, ConcurrentBranchesShareHbmBandwidth) {
+  nlohmann::json j = {{"soc", "Ascend910B2"},
+                      {"inputs", {Tensor("a", {8192, 8192}), Tensor("b", {8192, 8192})}},
+                      {"outputs", {"c"}},
+                      {"nodes", {Node("left", "Relu", {"a"}, Tensor("a1", {8192, 8192})),
+                                 Node("right", "Sigmoid", {"b"}, Tensor("b1", {8192, 8192})),
+                                 Node("join", "Add", {"a1", "b1"}, Tensor("c", {8192, 8192}))}}};
+  auto parsed = GraphFromJson(j);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const Graph& g = *parsed;
+  const SocSpec& soc = testing::Soc910B2();
+  RunOptions half;
+  UseHalfTheCores(g, "left", half);
+  UseHalfTheCores(g, "right", half);
+  RunOptions serial = half;
+  serial.concurrent_streams = false;
+  RunProfile one = MustRun(g, serial);
+  RunProfile both = MustRun(g, half);
+  const double roof = soc.hbm_bandwidth_gbps * 1e3;  // bytes per us
+  double demand = 0;
+  for (const char* name : {"left", "right"}) {
+    const OpRecord* op = Find(one, name);
+    demand += op->estimate.hbm_bytes / (op->launch_us + op->duration_us);
+  }
+  ASSERT_GT(demand, 1.1 * roof) << "the test needs branches that together exceed HBM";
+  const OpRecord* left = Find(both, "left");
+  const OpRecord* right = Find(both, "right");
+  ASSERT_LT(right->start_us, left->EndUs()) << "the branches should overlap";
+  for (const char* name : {"left", "right"}) {
+    EXPECT_GT(Find(both, name)->duration_us, 1.05 * Find(one, name)->duration_us) << name;
+  }
+  // Together they never move bytes faster than HBM allows.
+  const double span = std::max(left->EndUs(), right->EndUs()) -
+                      std::min(left->start_us - left->launch_us, right->start_us - right->launch_us);
+  EXPECT_GE(span * roof * (1 + 1e-9), left->estimate.hbm_bytes + right->estimate.hbm_bytes);
 }
 
 TEST(GraphRun, OpsThatFillTheChipNeverRunConcurrently) {
@@ -225,15 +287,32 @@ TEST(GraphRun, MemoryReusePeakIsAtMostNoReuseAndBothCoverTheLargestOpsLiveSet) {
   }
 }
 
-TEST(GraphRun, TrainingAddsABackwardOpTwiceTheForwardPerKernel) {
+TEST(GraphRun, TrainingAddsABackwardOpPerKernelTwoSimulatedGemmsForACubeOp) {
   RunProfile run = MustRun(TrainingMlp(1));
   ASSERT_EQ(run.ops.size(), 6u);
+  const SocSpec& soc = testing::Soc910B2();
   for (const char* name : {"fc1", "act", "fc2"}) {
     const OpRecord* f = Find(run, name);
     const OpRecord* b = Find(run, std::string(name) + "_grad");
     ASSERT_TRUE(f && b) << name;
-    EXPECT_DOUBLE_EQ(b->duration_us, 2 * f->duration_us);
     EXPECT_TRUE(b->backward);
+    EXPECT_EQ(b->op_type, f->op_type + "Grad");
+  }
+  // A vector op's backward is twice its forward (reads input and gradient).
+  EXPECT_DOUBLE_EQ(Find(run, "act_grad")->duration_us, 2 * Find(run, "act")->duration_us);
+  // A MatMul's backward is dX and dW, two GEMMs of the forward's work, launched twice:
+  // simulated, so its time is its own (fc2's dW reduces over M = 2048, not K = 4096),
+  // never under the roofline of twice the work.
+  for (const char* name : {"fc1", "fc2"}) {
+    const OpRecord* f = Find(run, name);
+    const OpRecord* b = Find(run, std::string(name) + "_grad");
+    EXPECT_DOUBLE_EQ(b->estimate.flops, 2 * f->estimate.flops) << name;
+    EXPECT_DOUBLE_EQ(b->launch_us, 2 * f->launch_us) << name;
+    EXPECT_GE(b->duration_us, b->roofline_us - b->launch_us) << name;
+    EXPECT_GE(b->roofline_us, 2 * soc.kernel_launch_us + 2 * f->estimate.flops / soc.CubePeakFlops()) << name;
+    EXPECT_GT(b->duration_us, 1.2 * f->duration_us) << name;
+    EXPECT_LT(b->duration_us, 3.5 * f->duration_us) << name;
+    EXPECT_NE(b->duration_us, 2 * f->duration_us) << name << ": still the flat factor";
   }
   // Backward runs in reverse order, after the forward.
   EXPECT_GE(Find(run, "fc2_grad")->start_us, Find(run, "fc2")->EndUs());

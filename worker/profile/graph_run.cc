@@ -4,20 +4,65 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include <fmt/core.h>
 
+#include "tunefleet/common/conv2d_space.h"
+#include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/simulator.h"
 
 namespace tunefleet::profile {
 namespace {
 
-// Backward of an op costs about twice its forward: dX and dW are each one GEMM of the
-// forward's size for MatMul/Conv2D; the same factor is used for vector ops (their
-// backward reads the saved input and the incoming gradient). A documented simplification.
+// Backward of a vector op (and of any op without a GEMM form) costs twice its forward:
+// it reads the saved input and the incoming gradient and writes the input's gradient.
+// A documented simplification; cube ops simulate their two backward GEMMs instead.
 constexpr double kBackwardFactor = 2.0;
+
+// The backward of a cube op (MatMul, BatchMatMul, Gemm, Conv2D as its implicit GEMM
+// [M,K] x [K,N] per batch): dX = dY x W^T ([M,N] x [N,K]) and dW = X^T x dY
+// ([K,M] x [M,N]), each simulated with its default tiling, as one record with both
+// launches. Conv2D's col2im scatter of dX is not modelled. Null when `prepared` is not
+// a cube op.
+Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProblem& prepared,
+                                                        const SocSpec& soc) {
+  MatmulShape g;
+  if (prepared.op == sim::PreparedProblem::Op::kMatmul) {
+    g = prepared.matmul;
+  } else if (prepared.op == sim::PreparedProblem::Op::kConv2d) {
+    g = Conv2dGemm(prepared.conv2d);
+  } else {
+    return std::optional<sim::KernelEstimate>();
+  }
+  auto gemm = [&](int64_t m, int64_t k, int64_t n) -> Result<sim::KernelEstimate> {
+    OpKey key;
+    key.soc = soc.name;
+    key.op_type = g.batch > 1 ? "BatchMatMul" : "MatMul";
+    const std::string dtype(DTypeName(g.in_dtype));
+    auto shape = [&](int64_t r, int64_t c) {
+      return g.batch > 1 ? std::vector<int64_t>{g.batch, r, c} : std::vector<int64_t>{r, c};
+    };
+    key.inputs = {TensorDesc{shape(m, k), dtype, "ND"}, TensorDesc{shape(k, n), dtype, "ND"}};
+    TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(key, soc));
+    return sim::Simulate(problem, problem.default_config, soc);
+  };
+  TF_ASSIGN_OR_RETURN(sim::KernelEstimate dx, gemm(g.m, g.n, g.k));
+  TF_ASSIGN_OR_RETURN(sim::KernelEstimate dw, gemm(g.k, g.m, g.n));
+  sim::KernelEstimate e = dx;
+  for (size_t i = 0; i < e.busy_us.size(); ++i) e.busy_us[i] += dw.busy_us[i];
+  e.launch_us += dw.launch_us;
+  e.duration_us += dw.duration_us;
+  e.latency_us = e.launch_us + e.duration_us;
+  e.block_dim = std::max(dx.block_dim, dw.block_dim);
+  e.hbm_bytes += dw.hbm_bytes;
+  e.l2_bytes += dw.l2_bytes;
+  e.compulsory_bytes += dw.compulsory_bytes;
+  e.flops += dw.flops;
+  return std::optional<sim::KernelEstimate>(e);
+}
 
 std::string Join(const std::vector<std::string>& parts) {
   std::string out;
@@ -47,7 +92,29 @@ struct Item {
   double latency_us = 0;  // launch + duration: how long it holds its stream
   bool started = false, done = false;
   double begin_us = 0, end_us = 0;  // stream occupancy [begin, end)
+  // While running: occupancy left at the op's own speed, the factor it is slowed by
+  // (HBM shared with a concurrent op) and when both were last brought up to date.
+  double left_us = 0, stretch = 1, updated_us = 0;
 };
+
+// Two ops running at once share HBM: each asks for its bytes over its occupancy, and
+// when together they ask for more than the roof, both slow down by the excess
+// (proportional sharing). Brings every running op's remaining time up to `t` at its
+// old speed, then sets the new speeds and ends.
+void ShareHbm(std::vector<Item*>& running, double t, const SocSpec& soc) {
+  double demand = 0;  // bytes per us
+  for (Item* it : running) {
+    it->left_us = std::max(0.0, it->left_us - (t - it->updated_us) / it->stretch);
+    it->updated_us = t;
+    if (it->latency_us > 0) demand += it->record.estimate.hbm_bytes / it->latency_us;
+  }
+  const double roof = soc.hbm_bandwidth_gbps * 1e3;
+  const double stretch = running.size() > 1 ? std::max(1.0, demand / roof) : 1.0;
+  for (Item* it : running) {
+    it->stretch = stretch;
+    it->end_us = t + it->left_us * stretch;
+  }
+}
 
 struct Buffer {
   int64_t bytes = 0;
@@ -120,6 +187,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   // Forward items, in topological order.
   std::vector<Item> items;
   std::vector<int> fwd_item(n, -1);
+  std::vector<sim::PreparedProblem> prepared_of(n);  // shapes only: for the backward GEMMs
   for (int idx : order) {
     const GraphNode& node = graph.nodes[idx];
     Item it;
@@ -137,6 +205,8 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
       if (auto c = options.configs.find(key.Canonical()); c != options.configs.end()) config = c->second;
       auto prepared = sim::Prepare(*problem, soc);
       if (!prepared.ok()) return prepared.status().WithContext("node '" + node.name + "'");
+      prepared_of[idx] = *prepared;
+      prepared_of[idx].problem = nullptr;  // `problem` dies with this iteration
       auto est = sim::Simulate(*prepared, config, soc);
       if (!est.ok()) return est.status().WithContext("node '" + node.name + "' config");
       OpRecord& r = it.record;
@@ -193,15 +263,23 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
         it.record.op_type = node.op_type + "Grad";
         it.record.backward = true;
         sim::KernelEstimate& e = it.record.estimate;
-        for (double& b : e.busy_us) b *= kBackwardFactor;
-        e.duration_us *= kBackwardFactor;
-        e.latency_us = e.launch_us + e.duration_us;
-        e.hbm_bytes *= kBackwardFactor;
-        e.l2_bytes *= kBackwardFactor;
-        e.compulsory_bytes *= kBackwardFactor;
-        e.flops *= kBackwardFactor;
+        auto cube = CubeBackward(prepared_of[idx], soc);
+        if (!cube.ok()) return cube.status().WithContext("node '" + node.name + "' backward");
+        if (cube->has_value()) {
+          e = **cube;
+          it.record.launch_us = e.launch_us;
+          it.record.roofline_us = sim::RooflineUs(e, soc);
+        } else {
+          for (double& b : e.busy_us) b *= kBackwardFactor;
+          e.duration_us *= kBackwardFactor;
+          e.latency_us = e.launch_us + e.duration_us;
+          e.hbm_bytes *= kBackwardFactor;
+          e.l2_bytes *= kBackwardFactor;
+          e.compulsory_bytes *= kBackwardFactor;
+          e.flops *= kBackwardFactor;
+          it.record.roofline_us *= kBackwardFactor;
+        }
         it.record.duration_us = e.duration_us;
-        it.record.roofline_us *= kBackwardFactor;
         it.latency_us = e.latency_us;
       }
       bwd_item[idx] = static_cast<int>(items.size());
@@ -236,7 +314,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
 
   // The list schedule: ready ops issue in topological order (one that is ready but does
   // not fit blocks every later op, so none starves), at most two ops at a time and two
-  // only when both are small.
+  // only when both are small; two at once share HBM (ShareHbm).
   std::vector<Item*> running;
   size_t next_unstarted = 0;
   auto deps_done = [&](const Item& it) {
@@ -266,6 +344,8 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
         it.started = true;
         it.begin_us = t;
         it.end_us = t + it.latency_us;
+        it.left_us = it.latency_us;
+        it.updated_us = t;
         it.record.stream = stream;
         it.record.start_us = t + it.record.launch_us;
         running.push_back(&it);
@@ -276,12 +356,19 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
     if (running.empty()) {
       return Internal("graph schedule made no progress at " + std::to_string(t) + " us (a bug)");
     }
+    ShareHbm(running, t, soc);
     auto first = std::min_element(running.begin(), running.end(),
                                   [](const Item* a, const Item* b) { return a->end_us < b->end_us; });
     t = (*first)->end_us;
     for (auto r = running.begin(); r != running.end();) {
       if ((*r)->end_us <= t) {
-        (*r)->done = true;
+        Item& it = **r;
+        if (it.end_us - it.begin_us > it.latency_us * (1 + 1e-9)) {  // slowed by a concurrent op
+          it.record.duration_us = it.end_us - it.begin_us - it.record.launch_us;
+          it.record.estimate.duration_us = it.record.duration_us;
+          it.record.estimate.latency_us = it.end_us - it.begin_us;
+        }
+        it.done = true;
         ++finished;
         r = running.erase(r);
       } else {
