@@ -7,8 +7,10 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -20,7 +22,9 @@
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
 #include "coordinator/coordinator.h"
+#include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
+#include "worker/evaluator.h"
 #include "worker/worker.h"
 
 namespace tunefleet::cli {
@@ -127,11 +131,19 @@ int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
   return all_ok ? kExitOk : kExitTaskFailed;
 }
 
-int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots) {
+int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const std::string& replay_path) {
   std::vector<NamedOp> ops;
   auto spec = MakeSpec(f, ops);
   if (!spec.ok()) return Fail(spec.status());
   SocCatalog catalog = SocCatalog::Builtin();
+  // --replay-cache: the worker slots serve a Kernel Tuner cache's measured times instead
+  // of simulating, for ops with soc "replay" (kt_cache.h).
+  std::shared_ptr<const KtCache> replay;
+  if (!replay_path.empty()) {
+    auto cache = KtCache::Load(replay_path);
+    if (!cache.ok()) return Fail(cache.status().WithContext("--replay-cache"));
+    replay = std::make_shared<const KtCache>(std::move(cache).value());
+  }
   auto store = coordinator::Store::Open(data_dir);
   if (!store.ok()) return Fail(store.status());
   prometheus::Registry registry;
@@ -140,14 +152,15 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots) {
   coordinator::CoordinatorOptions copts;
   copts.client_endpoint = "inproc://tunefleet-clients";
   copts.worker_endpoint = "inproc://tunefleet-workers";
+  if (replay) copts.replay_caches.push_back(replay);
   auto coord = coordinator::Coordinator::Create(copts, **store, catalog, clock, registry, ctx);
   if (!coord.ok()) return Fail(coord.status());
-  auto evaluator = worker::MakeSimEvaluator(catalog);
+  auto evaluator = replay ? worker::MakeReplayEvaluator(replay) : worker::MakeSimEvaluator(catalog);
   worker::WorkerOptions wopts;
   wopts.coordinator_endpoint = copts.worker_endpoint;
   wopts.slots = slots;
   wopts.worker_id = "embedded";
-  wopts.socs = catalog.Names();
+  wopts.socs = replay ? std::vector<std::string>{std::string(kReplaySoc)} : catalog.Names();
   worker::Worker w(wopts, *evaluator, clock, ctx);
   Status coord_status, worker_status;
   std::thread coord_thread([&] { coord_status = (*coord)->Run(); });
@@ -208,6 +221,8 @@ int main(int argc, char** argv) {
   AddSubmitFlags(tune, tune_flags);
   tune->add_option("--data-dir", data_dir, "knowledge-base folder")->capture_default_str();
   tune->add_option("--slots", slots, "worker slots (threads)")->capture_default_str()->check(CLI::Range(1, 256));
+  std::string replay_cache;
+  tune->add_option("--replay-cache", replay_cache, "tune ops with soc 'replay' over this Kernel Tuner cache's measured times (.json or .json.gz) instead of the simulator")->check(CLI::ExistingFile);
 
   SubmitFlags submit_flags;
   bool submit_wait = false;
@@ -246,7 +261,7 @@ int main(int argc, char** argv) {
 
   SocCatalog catalog = SocCatalog::Builtin();
   if (int rc = RunProfileCommands(profile_commands, catalog); rc >= 0) return rc;
-  if (tune->parsed()) return RunTune(tune_flags, data_dir, slots);
+  if (tune->parsed()) return RunTune(tune_flags, data_dir, slots, replay_cache);
 
   zmq::context_t ctx(1);
   client::Client c(ctx, coordinator_ep, std::chrono::milliseconds(timeout_ms));

@@ -123,6 +123,10 @@ class Coordinator::Impl {
   std::string client_endpoint_, worker_endpoint_;
 
  private:
+  // The op's search space and baseline: from the SoC catalog, or for SoC kReplaySoc
+  // from the replay cache of its kernel. kInvalidArgument / kNotFound naming what to fix.
+  Result<TuningProblem> ProblemFor(const OpKey& key) const;
+
   // --- lifecycle of tasks -------------------------------------------------------
   Status Resume();
   Status ActivateTask(Task& task, const std::vector<StoredResult>& recovered);
@@ -238,9 +242,20 @@ Status Coordinator::Impl::RestoreSchedule(const SubmissionRecord& sub) {
   return Status::Ok();
 }
 
+Result<TuningProblem> Coordinator::Impl::ProblemFor(const OpKey& key) const {
+  if (key.soc == kReplaySoc) {
+    for (const auto& cache : options_.replay_caches) {
+      if (cache->kernel_name().empty() || cache->kernel_name() == key.op_type) return MakeReplayProblem(key, *cache);
+    }
+    return NotFound("no replay cache of kernel '" + key.op_type +
+                    "' is loaded (start the coordinator with --replay-cache FILE of that kernel)");
+  }
+  TF_ASSIGN_OR_RETURN(const SocSpec* soc, catalog_.Find(key.soc));
+  return MakeTuningProblem(key, *soc);
+}
+
 Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResult>& recovered) {
-  TF_ASSIGN_OR_RETURN(const SocSpec* soc, catalog_.Find(task.rec.key.soc));
-  TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(task.rec.key, *soc));
+  TF_ASSIGN_OR_RETURN(TuningProblem problem, ProblemFor(task.rec.key));
   task.problem.emplace(std::move(problem));
   task.planned = IndexSet(task.problem->space.size());
   task.recorded = IndexSet(task.problem->space.size());
@@ -845,9 +860,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   for (unsigned i = 0; i < ops.size(); ++i) {
     auto key = wire::ReadOpKey(ops[i]);
     if (!key.ok()) return key.status().WithContext("op " + std::to_string(i));
-    auto soc = catalog_.Find(key->soc);
-    if (!soc.ok()) return soc.status().WithContext("op " + std::to_string(i));
-    auto problem = MakeTuningProblem(*key, **soc);
+    auto problem = ProblemFor(*key);
     if (!problem.ok()) return problem.status().WithContext("op " + std::to_string(i) + " (" + key->Display() + ")");
     keys.push_back(std::move(key).value());
   }
@@ -974,9 +987,7 @@ void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Bui
   std::optional<TuningProblem> rebuilt;
   const TuningProblem* problem = task.problem ? &*task.problem : nullptr;
   if (!problem) {
-    auto soc = catalog_.Find(task.rec.key.soc);
-    if (!soc.ok()) return;
-    auto p = MakeTuningProblem(task.rec.key, **soc);
+    auto p = ProblemFor(task.rec.key);
     if (!p.ok()) return;
     rebuilt.emplace(std::move(p).value());
     problem = &*rebuilt;

@@ -8,12 +8,14 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <prometheus/registry.h>
 #include <zmq.hpp>
 
 #include "coordinator/store.h"
 #include "tunefleet/common/clock.h"
+#include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/protocol.h"
 #include "tunefleet/common/soc_spec.h"
 #include "tunefleet/common/status.h"
@@ -27,6 +29,9 @@ struct CoordinatorOptions {
   int liveness = protocol::kHeartbeatLiveness;
   uint32_t default_job_size = protocol::kDefaultJobSize;
   bool verbose = false;
+  // Kernel Tuner caches whose spaces tasks may target (op keys with SoC kReplaySoc and a
+  // cache's kernel name as op type; kt_cache.h): tuning over real measured data.
+  std::vector<std::shared_ptr<const KtCache>> replay_caches;
 };
 
 class Coordinator {

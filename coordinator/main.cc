@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
@@ -10,6 +11,7 @@
 #include <prometheus/registry.h>
 
 #include "coordinator/coordinator.h"
+#include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
 
 int main(int argc, char** argv) {
@@ -32,12 +34,22 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-port", metrics_port, "port for /metrics; 0 picks one, -1 disables")->capture_default_str();
   app.add_option("--soc-dir", soc_dir, "folder of extra SoC spec .ini files (override the built-in ones)");
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval; a worker silent for 3 intervals is dead")->capture_default_str()->check(CLI::Range(10, 60000));
+  std::vector<std::string> replay_paths;
+  app.add_option("--replay-cache", replay_paths, "Kernel Tuner cache (.json or .json.gz) whose space tasks with soc 'replay' and its kernel name as op may target; repeatable");
   app.add_option("--job-size", options.default_job_size, "configs per job unless a submission says otherwise")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   app.add_flag("--no-sync", no_sync, "do not fsync state changes (faster, loses the last changes on a crash)");
   app.add_flag("-v,--verbose", options.verbose, "log scheduling decisions to stderr");
   CLI11_PARSE(app, argc, argv);
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
 
+  for (const auto& path : replay_paths) {
+    auto cache = KtCache::Load(path);
+    if (!cache.ok()) {
+      fmt::print(stderr, "tunefleet-coordinator: --replay-cache: {}\n", cache.status().ToString());
+      return 2;
+    }
+    options.replay_caches.push_back(std::make_shared<const KtCache>(std::move(cache).value()));
+  }
   SocCatalog catalog = SocCatalog::Builtin();
   if (!soc_dir.empty()) {
     if (Status s = catalog.LoadDirectory(soc_dir); !s.ok()) {

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
 #include "worker/worker.h"
 
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     evaluator = std::move(replay).value();
+    options.socs = {std::string(kReplaySoc)};  // it serves only the cache's kernel
   } else {
     evaluator = evaluator_name == "fixed" ? worker::MakeFixedEvaluator(catalog, fixed_us)
                                           : worker::MakeSimEvaluator(catalog, noise_sigma);

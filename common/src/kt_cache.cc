@@ -218,4 +218,20 @@ KtCache::Measurement KtCache::Lookup(ConfigIndex index) const {
   return it == entries_.end() ? Measurement{} : it->second;
 }
 
+Result<TuningProblem> MakeReplayProblem(const OpKey& key, const KtCache& cache) {
+  if (key.soc != kReplaySoc) {
+    return InvalidArgument("op '" + key.op_type + "' is tuned over a Kernel Tuner cache only with soc '" +
+                           std::string(kReplaySoc) + "', not '" + key.soc + "'");
+  }
+  if (!cache.kernel_name().empty() && key.op_type != cache.kernel_name()) {
+    return InvalidArgument("op type '" + key.op_type + "' is not the replay cache's kernel '" +
+                           cache.kernel_name() + "'");
+  }
+  if (auto d = key.attrs.find("device"); d != key.attrs.end() && d->second != cache.device_name()) {
+    return InvalidArgument("attr 'device' is '" + d->second + "' but the replay cache of '" + key.op_type +
+                           "' was measured on '" + cache.device_name() + "'");
+  }
+  return TuningProblem{key, cache.space(), cache.space().Decode(0), 0};
+}
+
 }  // namespace tunefleet

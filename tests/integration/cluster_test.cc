@@ -3,6 +3,7 @@
 // /metrics endpoint, and real SIGKILLs.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -14,6 +15,7 @@
 
 #include "cli/client.h"
 #include "process.h"
+#include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/simulator.h"
 
@@ -66,11 +68,14 @@ class Cluster {
   // Ports are picked by the kernel unless given (a restart reuses the old ones so that
   // running workers find it again).
   ::testing::AssertionResult StartCoordinator(const std::string& client = "tcp://127.0.0.1:*",
-                                              const std::string& worker = "tcp://127.0.0.1:*") {
-    coordinator_ = std::make_unique<Process>(std::vector<std::string>{
+                                              const std::string& worker = "tcp://127.0.0.1:*",
+                                              const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv{
         Binary("coordinator/tunefleet-coordinator"), "--client-bind", client,
         "--worker-bind", worker, "--metrics-address", "127.0.0.1", "--metrics-port", "0",
-        "--heartbeat-ms", "100", "--data-dir", data_dir_});
+        "--heartbeat-ms", "100", "--data-dir", data_dir_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    coordinator_ = std::make_unique<Process>(std::move(argv));
     auto line = coordinator_->WaitForLine("tunefleet-coordinator ready", 20s);
     if (!line) return ::testing::AssertionFailure() << "coordinator printed no ready line";
     client_ep_ = Field(*line, "client");
@@ -79,11 +84,13 @@ class Cluster {
     return ::testing::AssertionSuccess();
   }
 
-  void StartWorker(int slots, int min_eval_us = 0) {
-    workers_.push_back(std::make_unique<Process>(std::vector<std::string>{
+  void StartWorker(int slots, int min_eval_us = 0, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv{
         Binary("worker/tunefleet-worker"), "--coordinator", worker_ep_, "--slots",
         std::to_string(slots), "--heartbeat-ms", "100", "--min-eval-us",
-        std::to_string(min_eval_us), "--id", "w" + std::to_string(workers_.size())}));
+        std::to_string(min_eval_us), "--id", "w" + std::to_string(workers_.size())};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    workers_.push_back(std::make_unique<Process>(std::move(argv)));
     ASSERT_TRUE(workers_.back()->WaitForLine("connecting", 10s));
   }
 
@@ -315,6 +322,97 @@ TEST_F(ClusterTest, BadSubmissionGetsAnErrorThatSaysWhatToFixAndTheCoordinatorKe
   spec.budget = 5;
   auto ok = c.Submit(spec);
   EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+}
+
+// A Kernel Tuner cache of 8 x 8 x 2 = 128 configs the test writes itself: time =
+// |bx - 64| / 16 + |tile - 4| + 0.5 * unroll + 1 ms, except every config with bx = 8
+// absent (a restriction) and tile = 16 with unroll = 1 failing to compile. Unique
+// optimum: bx = 64, tile = 4, unroll = 0 at 1 ms.
+std::string WriteToyCache(const std::filesystem::path& path) {
+  const std::vector<int> bxs{8, 16, 32, 48, 64, 96, 128, 256};
+  const std::vector<int> tiles{1, 2, 3, 4, 6, 8, 12, 16};
+  nlohmann::json j;
+  j["device_name"] = "Toy GPU";
+  j["kernel_name"] = "toy_kernel";
+  j["objective"] = "time";
+  j["tune_params_keys"] = {"bx", "tile", "unroll"};
+  j["tune_params"] = {{"bx", bxs}, {"tile", tiles}, {"unroll", {0, 1}}};
+  j["cache"] = nlohmann::json::object();
+  for (int bx : bxs) {
+    for (int tile : tiles) {
+      for (int unroll : {0, 1}) {
+        if (bx == 8) continue;
+        nlohmann::json e = {{"bx", bx}, {"tile", tile}, {"unroll", unroll}};
+        if (tile == 16 && unroll == 1) {
+          e["time"] = "CompilationFailedConfig";
+        } else {
+          e["time"] = std::abs(bx - 64) / 16.0 + std::abs(tile - 4) + 0.5 * unroll + 1.0;
+        }
+        j["cache"][std::to_string(bx) + "," + std::to_string(tile) + "," + std::to_string(unroll)] = e;
+      }
+    }
+  }
+  std::ofstream(path) << j.dump();
+  return path.string();
+}
+
+OpKey ToyReplayOp() {
+  OpKey key;
+  key.soc = std::string(kReplaySoc);
+  key.op_type = "toy_kernel";
+  key.attrs = {{"device", "Toy GPU"}};
+  key.inputs = {{{4096}, "float32", "ND"}};
+  return key;
+}
+
+TEST_F(ClusterTest, ATaskOverAReplayCacheIsTunedOnItsMeasuredTimesByRealWorkers) {
+  const std::string cache = WriteToyCache(dir_ / "toy.json");
+  Cluster cluster(data_dir());
+  ASSERT_TRUE(cluster.StartCoordinator("tcp://127.0.0.1:*", "tcp://127.0.0.1:*", {"--replay-cache", cache}));
+  cluster.StartWorker(2, 0, {"--evaluator", "replay", "--replay-cache", cache});
+  client::Client c(ctx_, cluster.client_endpoint());
+
+  // The whole product: absent and failed configs cost an evaluation each and the best is
+  // the cache's measured optimum (ms -> us).
+  client::SubmitSpec all;
+  all.ops = {ToyReplayOp()};
+  auto sub = c.Submit(all);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  client::StatusView st = cluster.WaitDone(c, sub->submission_id, 60s);
+  ASSERT_EQ(st.tasks.size(), 1u);
+  const client::TaskView& t = st.tasks[0];
+  ASSERT_TRUE(t.has_best) << t.state;
+  EXPECT_EQ(t.evaluated, 128u);
+  EXPECT_EQ(t.failed_configs, 16u + 7u);  // bx = 8, and tile = 16 with unroll = 1
+  EXPECT_DOUBLE_EQ(t.best_latency_us, 1000.0);
+  std::map<std::string, int64_t> best(t.best_config.begin(), t.best_config.end());
+  EXPECT_EQ(best["bx"], 64);
+  EXPECT_EQ(best["tile"], 4);
+  EXPECT_EQ(best["unroll"], 0);
+
+  // A budget: auto searches with the model and spends exactly the budget.
+  client::SubmitSpec budgeted;
+  OpKey other = ToyReplayOp();
+  other.inputs[0].shape = {8192};  // another problem of the same kernel: its own task
+  budgeted.ops = {other};
+  budgeted.budget = 40;
+  budgeted.seed = 3;
+  sub = c.Submit(budgeted);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  st = cluster.WaitDone(c, sub->submission_id, 60s);
+  ASSERT_EQ(st.tasks.size(), 1u);
+  EXPECT_EQ(st.tasks[0].evaluated, 40u);
+  ASSERT_TRUE(st.tasks[0].has_best);
+  EXPECT_LE(st.tasks[0].best_latency_us, 2000.0);  // within 2x of the optimum in 40 of 128
+
+  // A kernel no cache holds: an error that says what to load.
+  client::SubmitSpec unknown;
+  OpKey missing = ToyReplayOp();
+  missing.op_type = "other_kernel";
+  unknown.ops = {missing};
+  auto r = c.Submit(unknown);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--replay-cache"), std::string::npos) << r.status().message();
 }
 
 }  // namespace

@@ -13,8 +13,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tunefleet/common/op_key.h"
 #include "tunefleet/common/search_space.h"
 #include "tunefleet/common/status.h"
+#include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet {
 
@@ -64,5 +66,17 @@ class KtCache {
   ConfigIndex best_index_ = 0;
   double best_time_ms_ = 0;
 };
+
+// Tuning over measured data: an op key with SoC kReplaySoc and a cache's kernel name as
+// its op type (attr "device", when given, must be the cache's device_name; inputs only
+// name the problem) is tuned over the cache's full product. Workers started with
+// `--evaluator replay` advertise kReplaySoc and serve the times.
+inline constexpr std::string_view kReplaySoc = "replay";
+
+// The tuning problem of `key` over `cache`: its space, and the product's first config as
+// the baseline (a Kernel Tuner cache names no default). kInvalidArgument naming what to
+// fix when the key's SoC is not kReplaySoc, its op type is not the cache's kernel or its
+// attr "device" names another device.
+Result<TuningProblem> MakeReplayProblem(const OpKey& key, const KtCache& cache);
 
 }  // namespace tunefleet
