@@ -1,8 +1,9 @@
 // The cube core shared by MatMul and the ops that run as an implicit GEMM on it
-// (Conv2D's im2col): one closed-form model of MTE2/MTE1/CUBE/FIXPIPE/scalar per L1
-// block, L2/HBM sharing and the last wave (matmul_model.cc). Such an op only says how
-// MTE2 streams its A operand into L1; everything else is the GEMM's. Private to
-// worker/sim/; pure functions, any thread.
+// (Conv2D's im2col): per-block pipe costs, L2/HBM sharing and the last wave in closed
+// form, each block kind's time from its MTE2/MTE1/CUBE/FIXPIPE/scalar recurrence walked
+// with periodic jumps (matmul_model.cc). Such an op only says how MTE2 streams its A
+// operand into L1; everything else is the GEMM's. Private to worker/sim/; pure
+// functions, any thread.
 #pragma once
 
 #include "tunefleet/common/matmul_space.h"
@@ -33,7 +34,7 @@ struct CubeBlockPlan {
   double mte2_cycles = 0;        // the block's whole MTE2 time (bursts, reloads, fabric)
   double first_chunk_cycles = 0; // MTE2 time of its first L1 chunk pair
   double fix_tile_cycles = 0;    // FIXPIPE time of one output tile
-  double fast_cycles = 0;        // the closed form's time of the block
+  double fast_cycles = 0;        // the fast path's time of the block
 };
 struct CubePlan {
   int64_t cores = 0, waves = 0, kt = 0, step_k_min = 0;

@@ -90,6 +90,173 @@ double MissBytesPerBatch(const PanelWalk& w, int64_t iterate_order, int64_t swiz
 
 bool Misaligned(int64_t row_bytes, const SocSpec& soc) { return row_bytes % soc.ubblock_size != 0; }
 
+// One L1 block's pipeline (NPU_MODEL.md "Pipes and timing"), walked as the event
+// simulation's SimulateCubeBlock walks it (event_sim.cc, the reference semantics) but
+// without recording, and with a shortcut. The walk is a max-plus recurrence whose
+// costs repeat: every pair of a tile's whole L1 chunks after its first (the two L1
+// buffers alternate), and every tile after the first (every pair of tiles when a tile
+// has an odd number of chunks). Such a map is monotone and commutes with adding a
+// constant to every time, so it never widens a difference between two states: once a
+// period moved the state by a common shift lambda up to a spread e, every later period
+// moves it by lambda up to e as well (the recurrence becomes periodic after a short
+// transient; max-plus algebra's cyclicity theorem). The walk then jumps over the
+// remaining whole periods, which costs at most R*e/2 for R periods, and only while the
+// sum of those bounds stays below kJumpTolerance of the time. SCALAR issues on its own
+// clock: while it paces MTE1 it must shift with the rest; once it is ahead of MTE1 and
+// MTE2 through a whole period and its own period is no longer than the others' least
+// shift, it stays ahead, so it is left out and advanced exactly.
+constexpr double kJumpTolerance = 1e-5;
+
+struct CubePipe {
+  int64_t kt = 0, skm = 1, cpt = 1, rem = 0;  // K steps, steps a chunk, chunks a tile, K remainder
+  double cube = 0, mte1_a = 0, mte1_b = 0, iteration = 0, tile_setup = 0;
+  bool db_a = false, db_b = false, db_c = false, b_first = false;
+};
+
+// When each pipe and buffer is free, between two chunks. The first kChunkVars move in a
+// tile's K loop, the first kTileVars from tile to tile (FIXPIPE drains after the loop).
+enum Var { kMte2, kRel0, kRel1, kMte1, kCe1, kCe2, kFe1, kFe2, kSf, kVarCount };
+constexpr int kChunkVars = kCe2 + 1;
+constexpr int kTileVars = kFe2 + 1;
+// kMte2: the last chunk loaded (MTE2 free); kRel0/1: MTE1 done with the chunk L1 buffer
+// 0/1 held; kCe1/2: MMAD end of the last two K steps; kFe1/2: FIXPIPE end of the last
+// two tiles; kSf: SCALAR free.
+using PipeState = std::array<double, kVarCount>;
+
+// One L1 chunk of `steps` K steps loaded into buffer `parity` at `cost` MTE2 cycles;
+// kTileStart: the tile's first chunk (tile setup, the wait for an L0C buffer). Returns
+// how far MTE1 or MTE2 was ahead of SCALAR at the least (negative: SCALAR paced MTE1).
+template <bool kTileStart>
+double RunChunk(const CubePipe& p, PipeState& s, int64_t parity, double cost, int64_t steps) {
+  const double cube = p.cube, ma = p.mte1_a, mb = p.mte1_b, iteration = p.iteration;
+  const bool db_a = p.db_a, db_b = p.db_b, b_first = p.b_first;
+  double mte2 = std::max(s[kMte2], s[kRel0 + parity]) + cost;
+  double mte1 = s[kMte1], ce1 = s[kCe1], ce2 = s[kCe2], sf = s[kSf];
+  double margin = 1e300;
+  for (int64_t j = 0; j < steps; ++j) {
+    const double s_end = (kTileStart && j == 0 ? sf + p.tile_setup : sf) + iteration;
+    sf = s_end;
+    const double loaded = std::max(mte1, mte2);
+    margin = std::min(margin, loaded - s_end);
+    const double ready = std::max(loaded, s_end);
+    const double a_free = db_a ? ce2 : ce1;
+    const double b_free = db_b ? ce2 : ce1;
+    double a_end = 0, b_end = 0;
+    if (b_first) {
+      b_end = std::max(ready, b_free) + mb;
+      a_end = std::max(b_end, a_free) + ma;
+      mte1 = a_end;
+    } else {
+      a_end = std::max(ready, a_free) + ma;
+      b_end = std::max(a_end, b_free) + mb;
+      mte1 = b_end;
+    }
+    double start = std::max({ce1, a_end, b_end});
+    if (kTileStart && j == 0) start = std::max(start, p.db_c ? s[kFe2] : s[kFe1]);
+    ce2 = ce1;
+    ce1 = start + cube;
+  }
+  s[kMte2] = mte2;
+  s[kRel0 + parity] = mte1;
+  s[kMte1] = mte1;
+  s[kCe1] = ce1;
+  s[kCe2] = ce2;
+  s[kSf] = sf;
+  return margin;
+}
+
+// Whether one period took the state from `before` to `s` by a common shift closely
+// enough to jump `periods` more periods (of the first kVars times; a time the block
+// never reads again — kCe2 with single L0A/L0B, kFe2 with a single L0C — does not
+// count); if so, jumps `s` and adds the bound to `error`. `margin`: SCALAR's least lead
+// over the period (RunChunk).
+template <int kVars>
+bool TryJump(const CubePipe& p, PipeState& s, const PipeState& before, double margin,
+             int64_t periods, double& error) {
+  const double r = static_cast<double>(periods);
+  const double budget = (kJumpTolerance * s[kCe1] - error) * 2 / r;  // spread allowed
+  double lo = s[kMte2] - before[kMte2], hi = lo;
+  for (int v = kRel0; v < kVars; ++v) {
+    if ((v == kCe2 && !p.db_a && !p.db_b) || (v == kFe2 && !p.db_c)) continue;
+    const double d = s[v] - before[v];
+    lo = std::min(lo, d);
+    hi = std::max(hi, d);
+    if (hi - lo > budget) return false;
+  }
+  const double d_sf = s[kSf] - before[kSf];
+  if (margin < 0 || d_sf > lo) {  // SCALAR paces, or may catch up: it must shift too
+    lo = std::min(lo, d_sf);
+    hi = std::max(hi, d_sf);
+    if (hi - lo > budget) return false;
+  }
+  error += r * (hi - lo) / 2;
+  const double jump = r * (lo + hi) / 2;
+  for (int v = 0; v < kVars; ++v) s[v] += jump;
+  s[kSf] += r * d_sf;
+  return true;
+}
+
+// The block's time on its core, from 0 until its last pipe is done: what
+// SimulateCubeBlock returns for the same costs.
+double BlockCycles(const CubePipe& p, int64_t tiles, double mte2_total, double first_chunk,
+                   double fix_tile) {
+  const int64_t n_chunks = tiles * p.cpt;
+  const int64_t first_steps = p.rem > 0 ? p.rem : p.skm;
+  const double steps = static_cast<double>(tiles * p.kt);
+  // The first chunk pair carries the fill; the rest of the block's MTE2 time is spread
+  // over the other chunks by their K steps (as event_sim.cc charges it).
+  const double first_cost = n_chunks == 1 ? mte2_total : std::min(first_chunk, mte2_total);
+  const double rest_per_step =
+      n_chunks == 1 ? 0 : (mte2_total - first_cost) / (steps - static_cast<double>(first_steps));
+  const double chunk_cost = rest_per_step * static_cast<double>(p.skm);
+  const double tile_first_cost = rest_per_step * static_cast<double>(first_steps);
+  const int64_t tile_period = p.cpt % 2 == 0 ? 1 : 2;
+  const bool chunk_jumps = p.cpt >= 5;  // else no whole pair is left to jump over
+
+  PipeState s{};
+  double error = 0;
+  PipeState tile_hist[3];  // after the last three tiles, by count done % 3
+  double tile_margin[3] = {0, 0, 0};
+  for (int64_t k = 0; k < tiles; ++k) {
+    const int64_t c0 = k * p.cpt;  // the tile's first chunk in the block
+    double margin = RunChunk<true>(p, s, c0 & 1, c0 == 0 ? first_cost : tile_first_cost, first_steps);
+    // The tile's whole chunks, in pairs once they repeat.
+    PipeState chunk_hist[3];  // after the last three chunks, by chunk % 3
+    double chunk_margin[3] = {margin, 0, 0};
+    if (chunk_jumps) chunk_hist[0] = s;
+    for (int64_t ch = 1; ch < p.cpt; ++ch) {
+      const double m = RunChunk<false>(p, s, (c0 + ch) & 1, chunk_cost, p.skm);
+      margin = std::min(margin, m);
+      if (!chunk_jumps) continue;
+      const int64_t slot = ch % 3;
+      chunk_hist[slot] = s;
+      chunk_margin[slot] = m;
+      const int64_t pairs = (p.cpt - 1 - ch) / 2;
+      if (ch >= 2 && pairs > 0 &&
+          TryJump<kChunkVars>(p, s, chunk_hist[(ch - 2) % 3],
+                              std::min(m, chunk_margin[(ch - 1) % 3]), pairs, error)) {
+        ch += 2 * pairs;
+      }
+    }
+    // FIXPIPE drains the tile's L0C.
+    s[kFe2] = s[kFe1];
+    s[kFe1] = std::max(s[kFe1], s[kCe1]) + fix_tile;
+    const int64_t done = k + 1;
+    tile_hist[done % 3] = s;
+    tile_margin[done % 3] = margin;
+    const int64_t periods = (tiles - done) / tile_period;
+    if (done - tile_period >= 1 && periods > 0) {
+      const double period_margin =
+          tile_period == 1 ? margin : std::min(margin, tile_margin[(done - 1) % 3]);
+      if (TryJump<kTileVars>(p, s, tile_hist[(done - tile_period) % 3], period_margin, periods,
+                             error)) {
+        k += periods * tile_period;
+      }
+    }
+  }
+  return std::max({s[kFe1], s[kCe1], s[kMte2], s[kSf], s[kMte1]});
+}
+
 }  // namespace
 
 Result<KernelEstimate> EstimateMatmul(const MatmulShape& shape, const MatmulTiling& t,
@@ -144,10 +311,6 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
       static_cast<double>(t.base_m * t.base_k) * in / soc.mte1_l0a_bytes_per_cycle;
   const double mte1_b =
       static_cast<double>(t.base_k * t.base_n) * in / soc.mte1_l0b_bytes_per_cycle;
-  // A ping-ponged L0 buffer lets its load overlap the cube; a single one serialises it.
-  const double mte1_overlapped = (t.db_l0a ? mte1_a : 0) + (t.db_l0b ? mte1_b : 0);
-  const double mte1_serial = mte1_a + mte1_b - mte1_overlapped;
-  const double inner_step = std::max(mte1_a + mte1_b, cube_step + mte1_serial);
   // An L1 chunk holds all of K when it fits one buffer: the panel then stays for every
   // tile of the block; otherwise it streams again for each tile that needs it.
   const bool a_resident = kt <= t.step_ka;
@@ -275,92 +438,46 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
                    (miss_reads + bias_total) / (hbm_bytes_per_cycle * crit_mte2_eq));
   const double fix_tau = std::max(1.0 / soc.fixpipe_bytes_per_cycle, p / l2_bytes_per_cycle);
 
+  // Each kind's time on its core: the block's pipeline recurrence (BlockCycles) over
+  // L1 chunks of step_k_min K steps in two buffers.
   const int64_t step_k_min = std::min({t.step_ka, t.step_kb, kt});
-  const int64_t chunks_per_tile = CeilDiv(kt, step_k_min);
-  // A tile's K remainder is its first chunk (the last is always whole), so a longer K
-  // never shortens the drain after the last load.
-  const int64_t k_rem = kt % step_k_min;
-  const double last_chunk_steps = static_cast<double>(step_k_min);
+  CubePipe walk_costs;
+  walk_costs.kt = kt;
+  walk_costs.skm = step_k_min;
+  walk_costs.cpt = CeilDiv(kt, step_k_min);
+  walk_costs.rem = kt % step_k_min;  // a tile's K remainder is its first chunk
+  walk_costs.cube = cube_step;
+  walk_costs.mte1_a = mte1_a;
+  walk_costs.mte1_b = mte1_b;
+  walk_costs.iteration = soc.scalar_cycles_per_iteration;
+  walk_costs.tile_setup = soc.scalar_cycles_per_tile;
+  walk_costs.db_a = t.db_l0a;
+  walk_costs.db_b = t.db_l0b;
+  walk_costs.db_c = t.db_l0c;
+  walk_costs.b_first = t.db_l0b && !t.db_l0a;  // the ping-ponged operand moves first
   const double kt_d = static_cast<double>(kt);
-  // One K step's MTE1 and MMAD back to back: the latency a chain pays once.
-  const double one_step = mte1_a + mte1_b + cube_step;
-  for (BlockKind& b : kinds) {
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    BlockKind& b = kinds[i];
     const double tiles = static_cast<double>(b.tiles);
     const double steps = tiles * kt_d;
-    // L1 holds two chunk pairs (of step_k_min K steps), so MTE2 runs ahead of the
-    // compute side by one chunk. A block takes the longest of three chains through its
-    // pipeline (NPU_MODEL.md "Pipes and timing"; event_sim.cc walks the same pipeline
-    // step by step): the compute chain (first chunk pair, then every step's MTE1 and
-    // MMAD at the steady rate), the load chain (every chunk loaded back to back, then
-    // the last chunk computed) and the scalar chain (every tile's setup and iteration
-    // issued, then the last step). FIXPIPE drains each tile's L0C: a single L0C stalls
-    // the next tile's first MMAD by what MTE1 could not prefetch meanwhile, a
-    // ping-ponged one only when it is slower than a tile's K loop; the last drain ends
-    // every chain.
-    const double mte2_total = b.mte2_eq * mte2_tau;
-    const double first_load = b.tiles * chunks_per_tile == 1
-                                  ? mte2_total
-                                  : std::min(b.first_chunk_eq * mte2_tau, mte2_total);
     const double fix_tile = b.fix_eq * fix_tau / tiles;
-    const double fix_stall = t.db_l0c ? std::max(0.0, fix_tile - kt_d * inner_step)
-                                      : std::max(0.0, fix_tile - (inner_step - cube_step));
-    const double lead =
-        std::max(first_load, soc.scalar_cycles_per_tile + soc.scalar_cycles_per_iteration);
-    const double compute_chain =
-        lead + one_step + (steps - 1) * inner_step + (tiles - 1) * fix_stall;
-    // The load chain stalls too when a drain holds the cube longer than the chunks
-    // MTE2 can load ahead of it (one per L0 buffer MTE1 can still fill) take.
-    const double l0_depth = t.db_l0a && t.db_l0b ? 2.0 : 1.0;
-    const double chunk_load = mte2_total / steps * static_cast<double>(step_k_min);
-    const double load_stall = std::max(0.0, (t.db_l0c ? fix_stall : fix_tile) - l0_depth * chunk_load);
-    // MTE2 runs at most two chunks ahead of MTE1: the third waits until MTE1 has read
-    // the first, which waits for the first tile's setup.
-    const int64_t n_chunks = b.tiles * chunks_per_tile;
-    const double first_steps = static_cast<double>(k_rem > 0 ? k_rem : step_k_min);
-    double loads_done = mte2_total;
-    if (n_chunks > 2) {
-      const double rest_per_step = (mte2_total - first_load) / (steps - first_steps);
-      const double second_steps = chunks_per_tile > 1 ? static_cast<double>(step_k_min) : first_steps;
-      const double released = lead + mte1_a + mte1_b + (first_steps - 1) * inner_step;
-      loads_done = std::max(
-          loads_done, released + mte2_total - first_load - rest_per_step * second_steps);
-    }
-    // With two L1 buffers chunk c + 2 loads only after MTE1 has read chunk c, so every
-    // other chunk's load and read form a chain: the even chunks' and the odd chunks'
-    // (a tile's chunks: its K remainder, then whole ones).
-    double gated = 0;
-    if (n_chunks > 2) {
-      const double per_step = (mte2_total - first_load) / (steps - first_steps);
-      const int64_t full = kt / step_k_min;
-      const double span_full = static_cast<double>(step_k_min - 1) * inner_step + mte1_a + mte1_b;
-      const double w_full = per_step * static_cast<double>(step_k_min) + span_full;
-      const double w_rem = k_rem > 0 ? per_step * static_cast<double>(k_rem) +
-                                           static_cast<double>(k_rem - 1) * inner_step + mte1_a + mte1_b
-                                     : 0;
-      const double halves[2] = {static_cast<double>(full / 2), static_cast<double>((full + 1) / 2)};
-      // Chunk x of a tile is even when x is; with a remainder the whole chunks start at 1.
-      const double even = k_rem > 0 ? w_rem + halves[0] * w_full : halves[1] * w_full;
-      const double odd = k_rem > 0 ? halves[1] * w_full : halves[0] * w_full;
-      double par[2];
-      if (chunks_per_tile % 2 == 0) {
-        par[0] = tiles * even;
-        par[1] = tiles * odd;
-      } else {
-        const double tiles_even = static_cast<double>((b.tiles + 1) / 2);
-        const double tiles_odd = static_cast<double>(b.tiles / 2);
-        par[0] = tiles_even * even + tiles_odd * odd;
-        par[1] = tiles_odd * even + tiles_even * odd;
+    b.cycles = 0;
+    if (b.count > 0) {
+      // The last block row and column are kinds of their own even when whole, so
+      // kinds often repeat an earlier one's costs.
+      for (size_t j = 0; j < i; ++j) {
+        const BlockKind& o = kinds[j];
+        if (o.count > 0 && o.tiles == b.tiles && o.mte2_eq == b.mte2_eq &&
+            o.first_chunk_eq == b.first_chunk_eq && o.fix_eq == b.fix_eq) {
+          b.cycles = o.cycles;
+          break;
+        }
       }
-      par[0] += lead - per_step * first_steps;  // chunk 0 is read once issued and loaded
-      par[1] += first_load;                     // chunk 1 loads after chunk 0
-      gated = std::max(par[0], par[1]) + cube_step;
+      if (b.cycles == 0) {
+        b.cycles = BlockCycles(walk_costs, b.tiles, b.mte2_eq * mte2_tau, b.first_chunk_eq * mte2_tau,
+                               fix_tile);
+      }
     }
-    const double load_chain =
-        std::max(loads_done + one_step + (last_chunk_steps - 1) * inner_step, gated) +
-        (tiles - 1) * load_stall;
-    const double scalar_chain = tiles * soc.scalar_cycles_per_tile +
-                                steps * soc.scalar_cycles_per_iteration + one_step;
-    b.cycles = std::max({compute_chain, load_chain, scalar_chain}) + fix_tile;
     b.busy[static_cast<size_t>(Pipe::kMte2)] = b.mte2_eq * mte2_tau;
     b.busy[static_cast<size_t>(Pipe::kMte1)] = steps * (mte1_a + mte1_b);
     b.busy[static_cast<size_t>(Pipe::kCube)] = steps * cube_step;

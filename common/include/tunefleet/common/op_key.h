@@ -18,7 +18,7 @@ namespace tunefleet {
 
 // Version of the simulator's timing model; part of every op key, so a model change
 // never serves stale tuning results.
-inline constexpr uint32_t kSimModelVersion = 3;
+inline constexpr uint32_t kSimModelVersion = 4;
 
 enum class DType { kFloat16, kBFloat16, kFloat32, kInt8 };
 Result<DType> ParseDType(std::string_view name);
