@@ -1,6 +1,7 @@
 #include "tunefleet/common/tuning_problem.h"
 
 #include "tunefleet/common/conv2d_space.h"
+#include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/vector_space.h"
 
@@ -29,8 +30,16 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
     TF_ASSIGN_OR_RETURN(ConfigIndex def_index, space.Encode(def));
     return TuningProblem{key, std::move(space), std::move(def), def_index};
   }
-  if (IsVectorOpType(key.op_type)) {
-    TF_ASSIGN_OR_RETURN(VectorShape shape, VectorShapeFromOpKey(key));
+  if (IsFusedCubeOpType(key.op_type)) {
+    TF_ASSIGN_OR_RETURN(FusedCubeShape shape, FusedCubeShapeFromOpKey(key));
+    TF_ASSIGN_OR_RETURN(SearchSpace space, FusedCubeTilingSpace(shape, soc));
+    TF_ASSIGN_OR_RETURN(Config def, FusedCubeDefaultConfig(shape, soc));
+    TF_ASSIGN_OR_RETURN(ConfigIndex def_index, space.Encode(def));
+    return TuningProblem{key, std::move(space), std::move(def), def_index};
+  }
+  if (IsVectorOpType(key.op_type) || key.op_type == kFusedElementwiseOp) {
+    TF_ASSIGN_OR_RETURN(VectorShape shape, key.op_type == kFusedElementwiseOp ? FusedElementwiseShapeFromOpKey(key)
+                                                                              : VectorShapeFromOpKey(key));
     TF_ASSIGN_OR_RETURN(SearchSpace space, VectorTilingSpace(shape, soc));
     Config def = VectorConfigFromTiling(shape, VectorDefaultTiling(shape, soc));
     Status valid = space.Validate(def);
@@ -46,6 +55,7 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
 std::vector<std::string> TunableOpTypes() {
   std::vector<std::string> types = {"MatMul", "BatchMatMul", "Gemm", "Conv2D"};
   for (const std::string& t : VectorOpTypes()) types.push_back(t);
+  for (const char* t : {"FusedMatMul", "FusedBatchMatMul", "FusedConv2D", kFusedElementwiseOp}) types.push_back(t);
   return types;
 }
 

@@ -214,7 +214,9 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
       r.op_type = node.op_type;
       r.node = idx;
       const bool vector = prepared->op == sim::PreparedProblem::Op::kVector;
-      r.task_type = vector ? "AI_VECTOR_CORE" : "AI_CORE";
+      // A fused cube op runs its epilogue on the vector cores: msprof's mixed task.
+      const bool mix = prepared->op == sim::PreparedProblem::Op::kFusedCube;
+      r.task_type = vector ? "AI_VECTOR_CORE" : mix ? "MIX_AIC" : "AI_CORE";
       r.unit_cores = vector ? soc.vector_core_cnt : soc.ai_core_cnt;
       r.estimate = *est;
       r.launch_us = est->launch_us;

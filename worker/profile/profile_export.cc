@@ -153,7 +153,12 @@ Status WriteOpSummaryCsv(const RunProfile& run, const std::string& path) {
       row.insert(row.end(), {Fixed(op.duration_us), busy(Pipe::kCube), ratio(Pipe::kCube), busy(Pipe::kScalar),
                              ratio(Pipe::kScalar), busy(Pipe::kMte1), ratio(Pipe::kMte1), busy(Pipe::kMte2),
                              ratio(Pipe::kMte2), busy(Pipe::kFixpipe), ratio(Pipe::kFixpipe)});
-      row.insert(row.end(), {"0", "0", "0", "0", "0", "0", "0", "0", "0"});
+      if (op.task_type == "MIX_AIC") {  // the fused epilogue's vector core (fused_model.h)
+        row.insert(row.end(), {Fixed(op.duration_us), busy(Pipe::kVector), ratio(Pipe::kVector), "0", "0", "0", "0",
+                               busy(Pipe::kMte3), ratio(Pipe::kMte3)});
+      } else {
+        row.insert(row.end(), {"0", "0", "0", "0", "0", "0", "0", "0", "0"});
+      }
     } else {
       row.insert(row.end(), {"0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0"});
       row.insert(row.end(), {Fixed(op.duration_us), busy(Pipe::kVector), ratio(Pipe::kVector), busy(Pipe::kScalar),

@@ -32,8 +32,10 @@ Result<std::vector<OpTileTimeline>> TileTimelines(const Graph& graph, const SocS
     OpTileTimeline timeline{name, {}};
     int cores = 0;
     for (const auto& group : events->timeline.cores) {
+      bool shown = false;  // every group gets a row (a fused op's vector cores follow its cube cores)
       for (int64_t core : group.core_ids) {
-        if (cores >= kMaxTraceCoresPerOp) break;
+        if (cores >= kMaxTraceCoresPerOp && shown) break;
+        shown = true;
         ++cores;
         for (int p = 0; p < sim::kPipeCount; ++p) {
           for (const auto& iv : group.pipes[p]) {

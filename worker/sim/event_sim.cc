@@ -7,6 +7,7 @@
 
 #include "worker/sim/conv2d_model.h"
 #include "worker/sim/cube_model_impl.h"
+#include "worker/sim/fused_model.h"
 #include "worker/sim/vector_model_impl.h"
 
 namespace tunefleet::sim {
@@ -331,6 +332,8 @@ Result<EventSimResult> SimulateEvents(const PreparedProblem& prepared, const Con
                       return SimulateVectorCore(plan, plan.per_core - static_cast<int64_t>(g), rec);
                     });
     }
+    case PreparedProblem::Op::kFusedCube:  // fused_model.cc: the cube's timeline plus the epilogue
+      return SimulateFusedCubeEvents(prepared.problem->key, prepared.fused, config, soc, options);
   }
   return Internal("unhandled op in SimulateEvents");
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "worker/sim/conv2d_model.h"
+#include "worker/sim/fused_model.h"
 #include "worker/sim/matmul_model.h"
 #include "worker/sim/vector_model.h"
 
@@ -31,6 +32,16 @@ Result<PreparedProblem> Prepare(const TuningProblem& problem, const SocSpec& soc
     prepared.op = PreparedProblem::Op::kVector;
     return prepared;
   }
+  if (problem.key.op_type == kFusedElementwiseOp) {
+    TF_ASSIGN_OR_RETURN(prepared.vector, FusedElementwiseShapeFromOpKey(problem.key));
+    prepared.op = PreparedProblem::Op::kVector;
+    return prepared;
+  }
+  if (IsFusedCubeOpType(problem.key.op_type)) {
+    TF_ASSIGN_OR_RETURN(prepared.fused, FusedCubeShapeFromOpKey(problem.key));
+    prepared.op = PreparedProblem::Op::kFusedCube;
+    return prepared;
+  }
   return InvalidArgument("op type '" + problem.key.op_type +
                          "' has no timing model in the simulator");
 }
@@ -45,6 +56,12 @@ Result<KernelEstimate> Simulate(const PreparedProblem& prepared, const Config& c
       return EstimateConv2d(prepared.conv2d, MatmulTilingFromConfig(config), soc);
     case PreparedProblem::Op::kVector:
       return EstimateVector(prepared.vector, VectorTilingFromConfig(prepared.vector, config), soc);
+    case PreparedProblem::Op::kFusedCube: {
+      const MatmulTiling t = FusedCubeTilingFromConfig(config);
+      const int64_t split = FusedEpiSplitFromConfig(config);
+      TF_RETURN_IF_ERROR(CheckFusedCubeTiling(prepared.fused, t, split));
+      return EstimateFusedCube(prepared.fused, t, split, soc);
+    }
   }
   return Internal("unhandled op in Simulate");
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "tunefleet/common/conv2d_space.h"
+#include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/search_space.h"
 #include "tunefleet/common/soc_spec.h"
@@ -20,12 +21,13 @@ namespace tunefleet::sim {
 
 // What Simulate needs from an op key, parsed once.
 struct PreparedProblem {
-  enum class Op { kMatmul, kConv2d, kVector };
+  enum class Op { kMatmul, kConv2d, kVector, kFusedCube };
   const TuningProblem* problem = nullptr;  // borrowed
   Op op = Op::kMatmul;
   MatmulShape matmul;  // when op == kMatmul (MatMul, BatchMatMul, Gemm)
   Conv2dShape conv2d;  // when op == kConv2d
-  VectorShape vector;  // when op == kVector
+  VectorShape vector;  // when op == kVector (FusedElementwise too: a chain VectorShape)
+  FusedCubeShape fused;  // when op == kFusedCube (FusedMatMul, FusedBatchMatMul, FusedConv2D)
 };
 
 // kInvalidArgument when the op key's type has no timing model or its inputs do not

@@ -36,6 +36,15 @@ bool IsReduce(const VectorShape& s) {
 //     rstd, vmul gamma, vadd beta = 7.
 //   ReduceSum/ReduceMean: one running vadd.
 int OpInstructions(const VectorShape& s) {
+  if (!s.chain.empty()) {  // FusedElementwise: every op of the chain on the running value
+    int sum = 0;
+    for (VectorOp op : s.chain) {
+      VectorShape one;
+      one.op = op;
+      sum += OpInstructions(one);
+    }
+    return sum;
+  }
   switch (s.op) {
     case VectorOp::kAdd:
     case VectorOp::kSub:

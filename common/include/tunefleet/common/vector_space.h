@@ -51,6 +51,9 @@ struct VectorShape {
   int64_t batch = 1;
   // Compute-dtype buffers of one tile besides inputs and outputs (casts, intermediates).
   int temps = 0;
+  // FusedElementwise (fused_space.h): the chain's ops in order, `op` then being kAdd;
+  // the vector model charges the sum of their instructions. Empty for a single op.
+  std::vector<VectorOp> chain;
 };
 
 struct VectorTiling {
