@@ -250,7 +250,9 @@ Result<SearchSpace> FusedCubeTilingSpace(const FusedCubeShape& shape, const SocS
   // The cube op's own constraints, on the config's first 13 values; the reason keeps
   // their names ("L0A capacity: ...").
   constraints.push_back({"cube tiling", [cube](const SearchSpace&, const Config& c) -> std::string {
-                           const Config prefix(c.begin(), c.begin() + kFusedEpiSplitParam);
+                           // Reused per thread: spaces validate millions of configs.
+                           thread_local Config prefix;
+                           prefix.assign(c.begin(), c.begin() + kFusedEpiSplitParam);
                            Status valid = cube->Validate(prefix);
                            return valid.ok() ? std::string() : valid.message();
                          }});

@@ -412,16 +412,27 @@ Analysis Analyze(const LoadedProfile& profile) {
       if (pf == row_by_name.end() || pt == row_by_name.end() || JsonNumber(e, "consumers") != 1) continue;
       const std::string& ft = pf->second->op_type;
       const std::string& tt = pt->second->op_type;
-      std::string kind;
-      if (IsCube(ft) && IsElementwise(tt)) kind = ft + " + element-wise epilogue";
-      else if (IsElementwise(ft) && IsElementwise(tt)) kind = "element-wise chain";
-      else continue;
+      // Fused ops (common/fused_space.h) take one more op into their epilogue or chain.
+      const bool fused_cube = ft == "FusedMatMul" || ft == "FusedBatchMatMul" || ft == "FusedConv2D";
+      std::string kind, as;
+      if ((IsCube(ft) || fused_cube) && IsElementwise(tt)) {
+        kind = ft + " + element-wise epilogue";
+        as = fused_cube ? ft : ft == "Gemm" ? "FusedMatMul" : "Fused" + ft;
+        as += " with '" + tt + "' ending attrs.epilogue";
+      } else if ((IsElementwise(ft) || ft == "FusedElementwise") && IsElementwise(tt)) {
+        kind = "element-wise chain";
+        as = "FusedElementwise with '" + tt + "' ending attrs.ops";
+      } else {
+        continue;
+      }
+      if (tt == "Cast") as.clear();  // not a chain op of the fused ops
       double bytes = JsonNumber(e, "bytes");
       double saving = pt->second->launch_us + (hbm_bytes_per_us > 0 ? 2 * bytes / hbm_bytes_per_us : 0);
       a.next_steps.push_back({"fuse", {from, to},
                               fmt::format("{} ({} {}): skips the HBM write and re-read of '{}' ({:.1f} MiB) and one "
-                                          "launch",
-                                          kind, ft, tt, JsonText(e, "tensor"), bytes / 1048576.0),
+                                          "launch{}",
+                                          kind, ft, tt, JsonText(e, "tensor"), bytes / 1048576.0,
+                                          as.empty() ? "" : "; as one op: " + as),
                               saving});
     }
   }
