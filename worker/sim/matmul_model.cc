@@ -36,6 +36,22 @@ struct BlockKind {
   std::array<double, kPipeCount> busy{};  // per-pipe busy cycles of one such block
 };
 
+// The kinds' indices ordered by `before`, ties in index order (an insertion sort:
+// the kinds stay in place, they are large).
+template <typename Before>
+std::array<int, 4> StableOrder(const std::array<BlockKind, 4>& kinds, Before before) {
+  std::array<int, 4> order = {0, 1, 2, 3};
+  for (size_t i = 1; i < order.size(); ++i) {
+    const int x = order[i];
+    size_t j = i;
+    for (; j > 0 && before(kinds[static_cast<size_t>(x)], kinds[static_cast<size_t>(order[j - 1])]); --j) {
+      order[j] = order[j - 1];
+    }
+    order[j] = x;
+  }
+  return order;
+}
+
 // Bytes-equivalent of one GM transfer (NPU_MODEL.md "Memory", "Data formats"): every
 // contiguous burst costs burst_overhead_bytes more, a row stride that is not 32-byte
 // aligned costs misaligned_stride_penalty more on everything.
@@ -110,7 +126,7 @@ constexpr double kJumpTolerance = 1e-5;
 struct CubePipe {
   int64_t kt = 0, skm = 1, cpt = 1, rem = 0;  // K steps, steps a chunk, chunks a tile, K remainder
   double cube = 0, mte1_a = 0, mte1_b = 0, iteration = 0, tile_setup = 0;
-  bool db_a = false, db_b = false, db_c = false, b_first = false;
+  bool db_a = false, db_b = false, db_c = false;
 };
 
 // When each pipe and buffer is free, between two chunks. The first kChunkVars move in a
@@ -126,10 +142,12 @@ using PipeState = std::array<double, kVarCount>;
 // One L1 chunk of `steps` K steps loaded into buffer `parity` at `cost` MTE2 cycles;
 // kTileStart: the tile's first chunk (tile setup, the wait for an L0C buffer). Returns
 // how far MTE1 or MTE2 was ahead of SCALAR at the least (negative: SCALAR paced MTE1).
-template <bool kTileStart>
+// kDbA/kDbB/kDbC: L0A/L0B/L0C ping-ponged (the walk is instantiated per combination).
+template <bool kTileStart, bool kDbA, bool kDbB, bool kDbC>
 double RunChunk(const CubePipe& p, PipeState& s, int64_t parity, double cost, int64_t steps) {
   const double cube = p.cube, ma = p.mte1_a, mb = p.mte1_b, iteration = p.iteration;
-  const bool db_a = p.db_a, db_b = p.db_b, b_first = p.b_first;
+  constexpr bool db_a = kDbA, db_b = kDbB;
+  constexpr bool b_first = kDbB && !kDbA;  // the ping-ponged operand moves first
   double mte2 = std::max(s[kMte2], s[kRel0 + parity]) + cost;
   double mte1 = s[kMte1], ce1 = s[kCe1], ce2 = s[kCe2], sf = s[kSf];
   double margin = 1e300;
@@ -142,7 +160,7 @@ double RunChunk(const CubePipe& p, PipeState& s, int64_t parity, double cost, in
     const double a_free = db_a ? ce2 : ce1;
     const double b_free = db_b ? ce2 : ce1;
     double a_end = 0, b_end = 0;
-    if (b_first) {
+    if constexpr (b_first) {
       b_end = std::max(ready, b_free) + mb;
       a_end = std::max(b_end, a_free) + ma;
       mte1 = a_end;
@@ -152,7 +170,7 @@ double RunChunk(const CubePipe& p, PipeState& s, int64_t parity, double cost, in
       mte1 = b_end;
     }
     double start = std::max({ce1, a_end, b_end});
-    if (kTileStart && j == 0) start = std::max(start, p.db_c ? s[kFe2] : s[kFe1]);
+    if (kTileStart && j == 0) start = std::max(start, kDbC ? s[kFe2] : s[kFe1]);
     ce2 = ce1;
     ce1 = start + cube;
   }
@@ -170,14 +188,14 @@ double RunChunk(const CubePipe& p, PipeState& s, int64_t parity, double cost, in
 // never reads again — kCe2 with single L0A/L0B, kFe2 with a single L0C — does not
 // count); if so, jumps `s` and adds the bound to `error`. `margin`: SCALAR's least lead
 // over the period (RunChunk).
-template <int kVars>
-bool TryJump(const CubePipe& p, PipeState& s, const PipeState& before, double margin,
-             int64_t periods, double& error) {
+template <int kVars, bool kDbA, bool kDbB, bool kDbC>
+bool TryJump(PipeState& s, const PipeState& before, double margin, int64_t periods,
+             double& error) {
   const double r = static_cast<double>(periods);
   const double budget = (kJumpTolerance * s[kCe1] - error) * 2 / r;  // spread allowed
   double lo = s[kMte2] - before[kMte2], hi = lo;
   for (int v = kRel0; v < kVars; ++v) {
-    if ((v == kCe2 && !p.db_a && !p.db_b) || (v == kFe2 && !p.db_c)) continue;
+    if ((v == kCe2 && !kDbA && !kDbB) || (v == kFe2 && !kDbC)) continue;
     const double d = s[v] - before[v];
     lo = std::min(lo, d);
     hi = std::max(hi, d);
@@ -197,9 +215,10 @@ bool TryJump(const CubePipe& p, PipeState& s, const PipeState& before, double ma
 }
 
 // The block's time on its core, from 0 until its last pipe is done: what
-// SimulateCubeBlock returns for the same costs.
-double BlockCycles(const CubePipe& p, int64_t tiles, double mte2_total, double first_chunk,
-                   double fix_tile) {
+// SimulateCubeBlock returns for the same costs (BlockCycles picks the instance).
+template <bool kDbA, bool kDbB, bool kDbC>
+double WalkBlock(const CubePipe& p, int64_t tiles, double mte2_total, double first_chunk,
+                 double fix_tile) {
   const int64_t n_chunks = tiles * p.cpt;
   const int64_t first_steps = p.rem > 0 ? p.rem : p.skm;
   const double steps = static_cast<double>(tiles * p.kt);
@@ -219,24 +238,23 @@ double BlockCycles(const CubePipe& p, int64_t tiles, double mte2_total, double f
   double tile_margin[3] = {0, 0, 0};
   for (int64_t k = 0; k < tiles; ++k) {
     const int64_t c0 = k * p.cpt;  // the tile's first chunk in the block
-    double margin = RunChunk<true>(p, s, c0 & 1, c0 == 0 ? first_cost : tile_first_cost, first_steps);
-    // The tile's whole chunks, in pairs once they repeat.
-    PipeState chunk_hist[3];  // after the last three chunks, by chunk % 3
-    double chunk_margin[3] = {margin, 0, 0};
-    if (chunk_jumps) chunk_hist[0] = s;
+    double margin = RunChunk<true, kDbA, kDbB, kDbC>(p, s, c0 & 1, c0 == 0 ? first_cost : tile_first_cost, first_steps);
+    // The tile's whole chunks, in pairs once they repeat: each even chunk's state is
+    // compared with the one two chunks before (same L1 buffer parity).
+    PipeState pair_start = s;
+    double pair_margin = 1e300;
     for (int64_t ch = 1; ch < p.cpt; ++ch) {
-      const double m = RunChunk<false>(p, s, (c0 + ch) & 1, chunk_cost, p.skm);
+      const double m = RunChunk<false, kDbA, kDbB, kDbC>(p, s, (c0 + ch) & 1, chunk_cost, p.skm);
       margin = std::min(margin, m);
       if (!chunk_jumps) continue;
-      const int64_t slot = ch % 3;
-      chunk_hist[slot] = s;
-      chunk_margin[slot] = m;
+      pair_margin = std::min(pair_margin, m);
+      if (ch % 2 != 0) continue;
       const int64_t pairs = (p.cpt - 1 - ch) / 2;
-      if (ch >= 2 && pairs > 0 &&
-          TryJump<kChunkVars>(p, s, chunk_hist[(ch - 2) % 3],
-                              std::min(m, chunk_margin[(ch - 1) % 3]), pairs, error)) {
+      if (pairs > 0 && TryJump<kChunkVars, kDbA, kDbB, kDbC>(s, pair_start, pair_margin, pairs, error)) {
         ch += 2 * pairs;
       }
+      pair_start = s;
+      pair_margin = 1e300;
     }
     // FIXPIPE drains the tile's L0C.
     s[kFe2] = s[kFe1];
@@ -248,13 +266,24 @@ double BlockCycles(const CubePipe& p, int64_t tiles, double mte2_total, double f
     if (done - tile_period >= 1 && periods > 0) {
       const double period_margin =
           tile_period == 1 ? margin : std::min(margin, tile_margin[(done - 1) % 3]);
-      if (TryJump<kTileVars>(p, s, tile_hist[(done - tile_period) % 3], period_margin, periods,
-                             error)) {
+      if (TryJump<kTileVars, kDbA, kDbB, kDbC>(s, tile_hist[(done - tile_period) % 3],
+                                               period_margin, periods, error)) {
         k += periods * tile_period;
       }
     }
   }
   return std::max({s[kFe1], s[kCe1], s[kMte2], s[kSf], s[kMte1]});
+}
+
+double BlockCycles(const CubePipe& p, int64_t tiles, double mte2_total, double first_chunk,
+                   double fix_tile) {
+  using Walk = double (*)(const CubePipe&, int64_t, double, double, double);
+  static constexpr Walk kWalks[8] = {
+      WalkBlock<false, false, false>, WalkBlock<false, false, true>, WalkBlock<false, true, false>,
+      WalkBlock<false, true, true>,   WalkBlock<true, false, false>, WalkBlock<true, false, true>,
+      WalkBlock<true, true, false>,   WalkBlock<true, true, true>};
+  return kWalks[(p.db_a ? 4 : 0) + (p.db_b ? 2 : 0) + (p.db_c ? 1 : 0)](p, tiles, mte2_total,
+                                                                         first_chunk, fix_tile);
 }
 
 }  // namespace
@@ -393,14 +422,15 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
 
   // The busiest core runs `waves` blocks. Its share of the fabric is sized from the
   // largest blocks (round-robin hands the first core the most and a similar mix).
-  std::sort(kinds.begin(), kinds.end(), [](const BlockKind& x, const BlockKind& y) {
+  const std::array<int, 4> by_size = StableOrder(kinds, [](const BlockKind& x, const BlockKind& y) {
     return x.tiles != y.tiles ? x.tiles > y.tiles : x.mte2_eq > y.mte2_eq;
   });
   double crit_mte2_eq = 0;
   for (int64_t i = 0, left = waves; i < 4; ++i) {
-    const int64_t take = std::min(left, kinds[static_cast<size_t>(i)].count);
+    const BlockKind& b = kinds[static_cast<size_t>(by_size[static_cast<size_t>(i)])];
+    const int64_t take = std::min(left, b.count);
     left -= take;
-    crit_mte2_eq += static_cast<double>(take) * kinds[static_cast<size_t>(i)].mte2_eq;
+    crit_mte2_eq += static_cast<double>(take) * b.mte2_eq;
   }
 
   // L2 / HBM (NPU_MODEL.md "Memory"): compulsory and missed re-reads come from HBM,
@@ -454,7 +484,6 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   walk_costs.db_a = t.db_l0a;
   walk_costs.db_b = t.db_l0b;
   walk_costs.db_c = t.db_l0c;
-  walk_costs.b_first = t.db_l0b && !t.db_l0a;  // the ping-ponged operand moves first
   const double kt_d = static_cast<double>(kt);
   for (size_t i = 0; i < kinds.size(); ++i) {
     BlockKind& b = kinds[i];
@@ -487,12 +516,12 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   }
 
   // The busiest core's time: its `waves` blocks, the slowest ones first.
-  std::sort(kinds.begin(), kinds.end(),
-            [](const BlockKind& x, const BlockKind& y) { return x.cycles > y.cycles; });
+  const std::array<int, 4> by_time = StableOrder(
+      kinds, [](const BlockKind& x, const BlockKind& y) { return x.cycles > y.cycles; });
   KernelEstimate est;
   double cycles = 0;
   for (int64_t i = 0, left = waves; i < 4 && left > 0; ++i) {
-    const BlockKind& b = kinds[static_cast<size_t>(i)];
+    const BlockKind& b = kinds[static_cast<size_t>(by_time[static_cast<size_t>(i)])];
     const int64_t take = std::min(left, b.count);
     left -= take;
     cycles += static_cast<double>(take) * b.cycles;
@@ -527,7 +556,7 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
     plan->db_l0b = t.db_l0b;
     plan->db_l0c = t.db_l0c;
     for (size_t i = 0; i < kinds.size(); ++i) {
-      const BlockKind& b = kinds[i];
+      const BlockKind& b = kinds[static_cast<size_t>(by_time[i])];
       CubeBlockPlan& out = plan->kinds[i];
       out.count = b.count;
       out.tiles = b.tiles;
