@@ -1,8 +1,9 @@
-// The fused BERT-base layer (examples/bert_base_layer_fused.json, what subgraph tuning's
-// UB fusion makes of bert_base_layer.json) on the profiler: same inputs and output, fewer
+// The fused BERT-base layer and ResNet-50 block (examples/*_fused.json, what subgraph
+// tuning's UB fusion makes of bert_base_layer.json and resnet50_block.json) on the profiler: same inputs and output, fewer
 // kernels, a shorter step, fused cube ops reported as MIX_AIC with their epilogue's vector
 // time, and their tile timelines show the vector cores beside the cube cores.
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <string>
 
@@ -42,6 +43,18 @@ TEST(FusedGraph, TheFusedBertLayerHasAShorterStepThanTheUnfusedOne) {
   EXPECT_LT(fused.hbm_bytes, unfused.hbm_bytes);
   // Fewer intermediates to hold.
   EXPECT_LT(fused.memory.no_reuse_bytes, unfused.memory.no_reuse_bytes);
+}
+
+TEST(FusedGraph, TheFusedResnetBlockHasAShorterStepThanTheUnfusedOne) {
+  const RunProfile unfused = MustRun(testing::LoadExample("resnet50_block.json"));
+  const RunProfile fused = MustRun(testing::LoadExample("resnet50_block_fused.json"));
+  std::printf("ResNet-50 stem + block: unfused %zu kernels, compute %.1f us; fused %zu kernels, compute %.1f us\n",
+              unfused.ops.size(), unfused.compute_end_us - unfused.compute_start_us, fused.ops.size(),
+              fused.compute_end_us - fused.compute_start_us);
+  EXPECT_EQ(fused.ops.size(), 5u);
+  EXPECT_LT(fused.step_us, unfused.step_us);
+  EXPECT_LT(fused.compute_end_us - fused.compute_start_us, 0.8 * (unfused.compute_end_us - unfused.compute_start_us));
+  EXPECT_LT(fused.hbm_bytes, unfused.hbm_bytes);
 }
 
 TEST(FusedGraph, FusedCubeOpsAreMixTasksWithTheirEpiloguesVectorTime) {
