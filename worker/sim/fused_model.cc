@@ -186,15 +186,18 @@ KernelEstimate EstimateFusedCube(const FusedCubeShape& s, const MatmulTiling& t,
   // Bytes: the accumulator goes to the L2-resident workspace and back instead of HBM;
   // the operands are read and the output written once.
   const double acc = static_cast<double>(s.gemm.batch * s.gemm.m * s.gemm.n) * kAccBytes;
+  // A broadcast operand comes from HBM once; every sub-tile of the launch re-reads its
+  // slice from L2.
+  const EpilogueBlocking blk = ComputeEpilogueBlocking(s, t, split, soc);
+  const double subs = static_cast<double>(CeilDiv(s.gemm.m, t.base_m) * CeilDiv(s.gemm.n, t.base_n) * s.gemm.batch *
+                                          split * blk.vector_per_cube);
   double operand_bytes = 0, operand_l2 = 0;
   for (const FusedOperand& o : s.epilogue.operands) {
-    operand_bytes += static_cast<double>(o.elements * DTypeBytes(o.dtype));
+    const double bytes = static_cast<double>(o.elements * DTypeBytes(o.dtype));
+    operand_bytes += bytes;
     if (!o.full) {
-      const EpilogueBlocking blk = ComputeEpilogueBlocking(s, t, split, soc);
       const double per_sub = std::min(static_cast<double>(blk.sub_elements), static_cast<double>(o.elements));
-      const double subs = static_cast<double>(CeilDiv(s.gemm.m, t.base_m) * CeilDiv(s.gemm.n, t.base_n) * s.gemm.batch *
-                                              split * blk.vector_per_cube);
-      operand_l2 += std::max(0.0, subs * per_sub * DTypeBytes(o.dtype) - static_cast<double>(o.elements * DTypeBytes(o.dtype)));
+      operand_l2 += std::max(0.0, subs * per_sub * DTypeBytes(o.dtype) - bytes);
     }
   }
   const double out_bytes = static_cast<double>(s.out_elements * DTypeBytes(s.out_dtype));
