@@ -144,7 +144,7 @@ using PipeState = std::array<double, kVarCount>;
 // how far MTE1 or MTE2 was ahead of SCALAR at the least (negative: SCALAR paced MTE1).
 // kDbA/kDbB/kDbC: L0A/L0B/L0C ping-ponged (the walk is instantiated per combination).
 template <bool kTileStart, bool kDbA, bool kDbB, bool kDbC>
-double RunChunk(const CubePipe& p, PipeState& s, int64_t parity, double cost, int64_t steps) {
+[[gnu::always_inline]] inline double RunChunk(const CubePipe& p, PipeState& s, int64_t parity, double cost, int64_t steps) {
   const double cube = p.cube, ma = p.mte1_a, mb = p.mte1_b, iteration = p.iteration;
   constexpr bool db_a = kDbA, db_b = kDbB;
   constexpr bool b_first = kDbB && !kDbA;  // the ping-ponged operand moves first
