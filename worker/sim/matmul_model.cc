@@ -44,7 +44,8 @@ std::array<int, 4> StableOrder(const std::array<BlockKind, 4>& kinds, Before bef
   for (size_t i = 1; i < order.size(); ++i) {
     const int x = order[i];
     size_t j = i;
-    for (; j > 0 && before(kinds[static_cast<size_t>(x)], kinds[static_cast<size_t>(order[j - 1])]); --j) {
+    const BlockKind& kx = kinds[static_cast<size_t>(x)];
+    for (; j > 0 && before(kx, kinds[static_cast<size_t>(order[j - 1])]); --j) {
       order[j] = order[j - 1];
     }
     order[j] = x;
@@ -144,7 +145,8 @@ using PipeState = std::array<double, kVarCount>;
 // how far MTE1 or MTE2 was ahead of SCALAR at the least (negative: SCALAR paced MTE1).
 // kDbA/kDbB/kDbC: L0A/L0B/L0C ping-ponged (the walk is instantiated per combination).
 template <bool kTileStart, bool kDbA, bool kDbB, bool kDbC>
-[[gnu::always_inline]] inline double RunChunk(const CubePipe& p, PipeState& s, int64_t parity, double cost, int64_t steps) {
+[[gnu::always_inline]] inline double RunChunk(const CubePipe& p, PipeState& s, int64_t parity,
+                                              double cost, int64_t steps) {
   const double cube = p.cube, ma = p.mte1_a, mb = p.mte1_b, iteration = p.iteration;
   constexpr bool db_a = kDbA, db_b = kDbB;
   constexpr bool b_first = kDbB && !kDbA;  // the ping-ponged operand moves first
@@ -187,12 +189,14 @@ template <bool kTileStart, bool kDbA, bool kDbB, bool kDbC>
 // enough to jump `periods` more periods (of the first kVars times; a time the block
 // never reads again — kCe2 with single L0A/L0B, kFe2 with a single L0C — does not
 // count); if so, jumps `s` and adds the bound to `error`. `margin`: SCALAR's least lead
-// over the period (RunChunk).
+// over the period (RunChunk); `period_error`: the bound booked by jumps inside the
+// period, which every jumped period may repeat.
 template <int kVars, bool kDbA, bool kDbB, bool kDbC>
 bool TryJump(PipeState& s, const PipeState& before, double margin, int64_t periods,
-             double& error) {
+             double period_error, double& error) {
   const double r = static_cast<double>(periods);
-  const double budget = (kJumpTolerance * s[kCe1] - error) * 2 / r;  // spread allowed
+  // The spread allowed.
+  const double budget = (kJumpTolerance * s[kCe1] - error) * 2 / r - 2 * period_error;
   double lo = s[kMte2] - before[kMte2], hi = lo;
   for (int v = kRel0; v < kVars; ++v) {
     if ((v == kCe2 && !kDbA && !kDbB) || (v == kFe2 && !kDbC)) continue;
@@ -207,7 +211,7 @@ bool TryJump(PipeState& s, const PipeState& before, double margin, int64_t perio
     hi = std::max(hi, d_sf);
     if (hi - lo > budget) return false;
   }
-  error += r * (hi - lo) / 2;
+  error += r * ((hi - lo) / 2 + period_error);
   const double jump = r * (lo + hi) / 2;
   for (int v = 0; v < kVars; ++v) s[v] += jump;
   s[kSf] += r * d_sf;
@@ -236,9 +240,11 @@ double WalkBlock(const CubePipe& p, int64_t tiles, double mte2_total, double fir
   double error = 0;
   PipeState tile_hist[3];  // after the last three tiles, by count done % 3
   double tile_margin[3] = {0, 0, 0};
+  double tile_error[3] = {0, 0, 0};  // `error` after them
   for (int64_t k = 0; k < tiles; ++k) {
     const int64_t c0 = k * p.cpt;  // the tile's first chunk in the block
-    double margin = RunChunk<true, kDbA, kDbB, kDbC>(p, s, c0 & 1, c0 == 0 ? first_cost : tile_first_cost, first_steps);
+    double margin = RunChunk<true, kDbA, kDbB, kDbC>(
+        p, s, c0 & 1, c0 == 0 ? first_cost : tile_first_cost, first_steps);
     // The tile's whole chunks, in pairs once they repeat: each even chunk's state is
     // compared with the one two chunks before (same L1 buffer parity).
     PipeState pair_start = s;
@@ -250,7 +256,8 @@ double WalkBlock(const CubePipe& p, int64_t tiles, double mte2_total, double fir
       pair_margin = std::min(pair_margin, m);
       if (ch % 2 != 0) continue;
       const int64_t pairs = (p.cpt - 1 - ch) / 2;
-      if (pairs > 0 && TryJump<kChunkVars, kDbA, kDbB, kDbC>(s, pair_start, pair_margin, pairs, error)) {
+      if (pairs > 0 &&
+          TryJump<kChunkVars, kDbA, kDbB, kDbC>(s, pair_start, pair_margin, pairs, 0, error)) {
         ch += 2 * pairs;
       }
       pair_start = s;
@@ -262,12 +269,14 @@ double WalkBlock(const CubePipe& p, int64_t tiles, double mte2_total, double fir
     const int64_t done = k + 1;
     tile_hist[done % 3] = s;
     tile_margin[done % 3] = margin;
+    tile_error[done % 3] = error;
     const int64_t periods = (tiles - done) / tile_period;
     if (done - tile_period >= 1 && periods > 0) {
+      const int64_t before = (done - tile_period) % 3;
       const double period_margin =
           tile_period == 1 ? margin : std::min(margin, tile_margin[(done - 1) % 3]);
-      if (TryJump<kTileVars, kDbA, kDbB, kDbC>(s, tile_hist[(done - tile_period) % 3],
-                                               period_margin, periods, error)) {
+      if (TryJump<kTileVars, kDbA, kDbB, kDbC>(s, tile_hist[before], period_margin, periods,
+                                               error - tile_error[before], error)) {
         k += periods * tile_period;
       }
     }
@@ -503,8 +512,8 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
         }
       }
       if (b.cycles == 0) {
-        b.cycles = BlockCycles(walk_costs, b.tiles, b.mte2_eq * mte2_tau, b.first_chunk_eq * mte2_tau,
-                               fix_tile);
+        b.cycles = BlockCycles(walk_costs, b.tiles, b.mte2_eq * mte2_tau,
+                               b.first_chunk_eq * mte2_tau, fix_tile);
       }
     }
     b.busy[static_cast<size_t>(Pipe::kMte2)] = b.mte2_eq * mte2_tau;
