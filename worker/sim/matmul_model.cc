@@ -117,8 +117,9 @@ bool Misaligned(int64_t row_bytes, const SocSpec& soc) { return row_bytes % soc.
 // period moved the state by a common shift lambda up to a spread e, every later period
 // moves it by lambda up to e as well (the recurrence becomes periodic after a short
 // transient; max-plus algebra's cyclicity theorem). The walk then jumps over the
-// remaining whole periods, which costs at most R*e/2 for R periods, and only while the
-// sum of those bounds stays below kJumpTolerance of the time. SCALAR issues on its own
+// remaining whole periods, which costs at most R*e/2 for R periods (plus R times what
+// jumps inside the period cost), and only while the sum of those bounds stays below
+// kJumpTolerance of the time. SCALAR issues on its own
 // clock: while it paces MTE1 it must shift with the rest; once it is ahead of MTE1 and
 // MTE2 through a whole period and its own period is no longer than the others' least
 // shift, it stays ahead, so it is left out and advanced exactly.
