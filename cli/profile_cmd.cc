@@ -111,7 +111,7 @@ void AddProfileCommands(CLI::App& app, ProfileCommands& f) {
   f.profile->add_option("--trace-ops", f.trace_ops,
                         "comma-separated ops whose per-core per-pipe tile timeline (event simulation) goes into --trace")
       ->delimiter(',');
-  f.profile->add_flag("--training", f.training, "add the backward pass (2x each forward op) and gradient all-reduce");
+  f.profile->add_flag("--training", f.training, "add the backward pass (a cube op's dX and dW GEMMs, a vector op at 2x its forward) and gradient all-reduce");
   f.profile->add_option("--devices", f.devices, "data-parallel devices (overrides the graph's 'devices')")
       ->check(CLI::Range(1, 4096));
 
