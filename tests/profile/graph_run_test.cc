@@ -321,6 +321,36 @@ TEST(GraphRun, TrainingAddsABackwardOpPerKernelTwoSimulatedGemmsForACubeOp) {
   EXPECT_EQ(run.comm_us, 0);  // one device: nothing to all-reduce
 }
 
+// One training layer, x [2048,1024] x w [1024,4096], as a MatMul or as a FusedMatMul
+// with a Gelu epilogue.
+Graph OneLayer(bool fused) {
+  nlohmann::json node = Node("fc", fused ? "FusedMatMul" : "MatMul", {"x", "w"}, Tensor("h", {2048, 4096}));
+  if (fused) node["attrs"] = {{"epilogue", "Gelu"}};
+  nlohmann::json j = {{"soc", "Ascend910B2"},
+                      {"training", true},
+                      {"inputs", {Tensor("x", {2048, 1024})}},
+                      {"weights", {Tensor("w", {1024, 4096})}},
+                      {"outputs", {"h"}},
+                      {"nodes", {node}}};
+  auto g = GraphFromJson(j);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return *g;
+}
+
+TEST(GraphRun, AFusedCubeOpsBackwardIsItsGemmsPlusTwiceItsEpilogue) {
+  RunProfile plain = MustRun(OneLayer(false));
+  RunProfile fused = MustRun(OneLayer(true));
+  const OpRecord* pf = Find(plain, "fc");
+  const OpRecord* pb = Find(plain, "fc_grad");
+  const OpRecord* ff = Find(fused, "fc");
+  const OpRecord* fb = Find(fused, "fc_grad");
+  ASSERT_TRUE(pf && pb && ff && fb);
+  EXPECT_GT(ff->duration_us, pf->duration_us);  // the epilogue costs something
+  EXPECT_DOUBLE_EQ(fb->estimate.flops, pb->estimate.flops);
+  EXPECT_NEAR(fb->duration_us - pb->duration_us, 2 * (ff->duration_us - pf->duration_us), 1e-9);
+  EXPECT_GT(fb->estimate.BusyUs(sim::Pipe::kVector), 0);
+}
+
 TEST(GraphRun, AllReduceTimeIsTheRingFormulaPerGradientBucket) {
   const SocSpec& soc = testing::Soc910B2();
   RunProfile run = MustRun(TrainingMlp(8));

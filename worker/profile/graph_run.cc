@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include "tunefleet/common/conv2d_space.h"
+#include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/simulator.h"
@@ -25,15 +26,20 @@ constexpr double kBackwardFactor = 2.0;
 // The backward of a cube op (MatMul, BatchMatMul, Gemm, Conv2D as its implicit GEMM
 // [M,K] x [K,N] per batch): dX = dY x W^T ([M,N] x [N,K]) and dW = X^T x dY
 // ([K,M] x [M,N]), each simulated with its default tiling, as one record with both
-// launches. Conv2D's col2im scatter of dX is not modelled. Null when `prepared` is not
-// a cube op.
+// launches. Conv2D's col2im scatter of dX is not modelled. A fused cube op adds its
+// epilogue's backward at 2x the epilogue's forward (what `forward` took beyond the
+// cube op alone at its default tiling). Null when `prepared` is not a cube op.
 Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProblem& prepared,
+                                                        const OpKey& key,
+                                                        const sim::KernelEstimate& forward,
                                                         const SocSpec& soc) {
   MatmulShape g;
   if (prepared.op == sim::PreparedProblem::Op::kMatmul) {
     g = prepared.matmul;
   } else if (prepared.op == sim::PreparedProblem::Op::kConv2d) {
     g = Conv2dGemm(prepared.conv2d);
+  } else if (prepared.op == sim::PreparedProblem::Op::kFusedCube) {
+    g = prepared.fused.gemm;
   } else {
     return std::optional<sim::KernelEstimate>();
   }
@@ -61,6 +67,15 @@ Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProbl
   e.l2_bytes += dw.l2_bytes;
   e.compulsory_bytes += dw.compulsory_bytes;
   e.flops += dw.flops;
+  if (prepared.op == sim::PreparedProblem::Op::kFusedCube) {
+    TF_ASSIGN_OR_RETURN(OpKey inner_key, FusedCubeInnerKey(key));
+    TF_ASSIGN_OR_RETURN(TuningProblem inner, MakeTuningProblem(inner_key, soc));
+    TF_ASSIGN_OR_RETURN(sim::KernelEstimate cube, sim::Simulate(inner, inner.default_config, soc));
+    e.duration_us += kBackwardFactor * std::max(0.0, forward.duration_us - cube.duration_us);
+    e.latency_us = e.launch_us + e.duration_us;
+    e.BusyUs(sim::Pipe::kVector) += kBackwardFactor * forward.BusyUs(sim::Pipe::kVector);
+    e.hbm_bytes += kBackwardFactor * std::max(0.0, forward.hbm_bytes - cube.hbm_bytes);
+  }
   return std::optional<sim::KernelEstimate>(e);
 }
 
@@ -265,7 +280,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
         it.record.op_type = node.op_type + "Grad";
         it.record.backward = true;
         sim::KernelEstimate& e = it.record.estimate;
-        auto cube = CubeBackward(prepared_of[idx], soc);
+        auto cube = CubeBackward(prepared_of[idx], NodeOpKey(graph, node), e, soc);
         if (!cube.ok()) return cube.status().WithContext("node '" + node.name + "' backward");
         if (cube->has_value()) {
           e = **cube;
