@@ -8,11 +8,12 @@
 #include <vector>
 
 #include "matmul_space_impl.h"
+#include "space_util.h"
 
 namespace tunefleet {
 namespace {
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using namespace space_util;
 
 std::string Str(int64_t v) { return std::to_string(v); }
 

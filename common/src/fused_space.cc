@@ -5,13 +5,12 @@
 #include <numeric>
 
 #include "matmul_space_impl.h"
+#include "space_util.h"
 
 namespace tunefleet {
 namespace {
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-std::string N(int64_t v) { return std::to_string(v); }
-std::string B(int64_t bytes) { return std::to_string(bytes) + " B"; }
+using namespace space_util;
 
 constexpr int64_t kAccBytes = 4;  // the cube's accumulator (fp32 / int32) the epilogue reads
 constexpr int64_t kEpiSplits[] = {1, 2, 4, 8};
@@ -44,16 +43,6 @@ const ChainOpInfo* FindChainOp(std::string_view name) {
     if (name == o.name) return &o;
   }
   return nullptr;
-}
-
-int64_t Elements(const std::vector<int64_t>& shape) {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-}
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + N(shape[i]);
-  return s + "]";
 }
 
 // As vector_space.cc: an operand broadcasts when, without its leading 1s, it matches the

@@ -1,6 +1,7 @@
 #include "tunefleet/common/matmul_space.h"
 
 #include "matmul_space_impl.h"
+#include "space_util.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -10,15 +11,12 @@
 namespace tunefleet {
 namespace {
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+using namespace space_util;
 
 bool AttrTrue(const OpKey& key, const char* name) {
   auto it = key.attrs.find(name);
   return it != key.attrs.end() && (it->second == "1" || it->second == "true");
 }
-
-std::string B(int64_t bytes) { return std::to_string(bytes) + " B"; }
 
 }  // namespace
 

@@ -4,13 +4,12 @@
 #include <initializer_list>
 #include <numeric>
 
+#include "space_util.h"
+
 namespace tunefleet {
 namespace {
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
-std::string B(int64_t bytes) { return std::to_string(bytes) + " B"; }
-std::string N(int64_t v) { return std::to_string(v); }
+using namespace space_util;
 
 struct OpInfo {
   const char* name;
@@ -47,16 +46,6 @@ const OpInfo* FindOp(std::string_view name) {
     if (name == o.name) return &o;
   }
   return nullptr;
-}
-
-int64_t Elements(const std::vector<int64_t>& shape) {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-}
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + N(shape[i]);
-  return s + "]";
 }
 
 // An attribute naming an axis must name the last one (the only reduction axis modelled).
