@@ -152,13 +152,19 @@ Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const Se
   if (name == "annealing") return MakeSimulatedAnnealing(space, seed);
   if (name == "genetic") return MakeGenetic(space, seed);
   if (name == "ils") return MakeIteratedLocalSearch(space, seed);
-  if (name == "model") return MakeModelBased(space, seed);
+  if (name == "model") {
+    ModelOptions options;
+    options.budget = budget;
+    return MakeModelBased(space, seed, options);
+  }
   if (name == "auto") {
     // Measured (bench/README.md, "strategies"): the model-based search is the best of
     // ours at every budget from 25 to 400 on every dataset. A budget that covers the
     // whole product is cheapest walked in order: no model, compact range jobs.
     if (budget == 0 || budget >= space.size()) return MakeStrategy("exhaustive", space, seed);
-    return MakeModelBased(space, seed);
+    ModelOptions options;
+    options.budget = budget;
+    return MakeModelBased(space, seed, options);
   }
   return CheckStrategyName(name);
 }

@@ -2,10 +2,12 @@
 // Bayesian optimisation): two random forests over the parameter positions -- one on the
 // log latency of the configs that ran, one on whether a config ran at all (failures
 // are learned from, so a space whose restrictions are unknown is mapped as it is
-// measured) -- rank an evolutionary candidate pool (one- and two-step neighbours,
-// mutations and crossovers of the fastest configs, plus random draws) by
-// EI x P(runs), or by a lower confidence bound in very large spaces. The ranking is refreshed whenever enough new results arrived, so with
-// B configs in flight the next proposals already use every result told so far.
+// measured) -- rank an evolutionary candidate pool (one-parameter sweeps of the fastest
+// configs, the best one's two-parameter neighbourhood, mutations and crossovers, plus
+// random draws) by EI x P(runs), or by a lower confidence bound in very large spaces;
+// every 4th proposal, until the last quarter of the budget, is the best predicted mean
+// instead. The ranking is refreshed whenever enough new results arrived, so with B
+// configs in flight the next proposals already use every result told so far.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -88,6 +90,7 @@ class ModelBased final : public GuidedStrategy {
     const bool any_failed = ok_rows.size() < all_rows.size();
     if (any_failed) runs.Fit(all_rows, ran, rng_);
 
+    const bool large = space_.size() > o_.large_space;
     // Candidate pool: the neighbourhoods of the elite, their mutations and crossovers,
     // and random draws for exploration.
     std::set<ConfigIndex> pool;
@@ -121,6 +124,29 @@ class ModelBased final : public GuidedStrategy {
           add(EncodePositions(n));
         }
       }
+      if (e < o_.pair_sweep && !large) {
+        // Every config that differs from this elite in exactly two parameters: reaches
+        // a basin that needs two parameters changed together (conv A100: shared memory
+        // pays only with read-only loads, and each alone is slower). Not in very large
+        // spaces, where the pool would grow with the square of their many values.
+        for (size_t d1 = 0; d1 < pos.size(); ++d1) {
+          const size_t r1 = space_.params()[d1].values.size();
+          for (size_t d2 = d1 + 1; d2 < pos.size(); ++d2) {
+            const size_t r2 = space_.params()[d2].values.size();
+            if (r1 * r2 > o_.pair_sweep_max) continue;
+            for (size_t p1 = 0; p1 < r1; ++p1) {
+              if (p1 == pos[d1]) continue;
+              for (size_t p2 = 0; p2 < r2; ++p2) {
+                if (p2 == pos[d2]) continue;
+                std::vector<size_t> n = pos;
+                n[d1] = p1;
+                n[d2] = p2;
+                add(EncodePositions(n));
+              }
+            }
+          }
+        }
+      }
       for (size_t m = 0; m < o_.mutations_per_elite; ++m) {
         std::vector<size_t> n = pos;
         for (size_t k = 0; k < o_.mutation_params; ++k) {
@@ -141,16 +167,15 @@ class ModelBased final : public GuidedStrategy {
     // runs. Large ones: the lower confidence bound, which exploits -- measured on the
     // simulated NPU, where EI's exploration of a 10^6-config space never pays back
     // within a few hundred evaluations (bench/README.md, npu_strategies).
-    const double kappa = o_.lcb_kappa >= 0                   ? o_.lcb_kappa
-                         : space_.size() > o_.large_space ? o_.large_space_kappa
-                                                          : -1;
-    std::vector<std::pair<double, ConfigIndex>> scored;
+    const double kappa = o_.lcb_kappa >= 0 ? o_.lcb_kappa : large ? o_.large_space_kappa : -1;
+    std::vector<std::pair<double, ConfigIndex>> scored, exploit;
     scored.reserve(pool.size());
     for (ConfigIndex i : pool) {
       std::vector<float> row = Features(i);
       RegressionForest::Prediction p = cost.Predict(row);
       const double sigma = std::max(p.stddev, 1e-3 * std::abs(best) + 1e-12);
       const double p_runs = std::max(any_failed ? runs.Predict(row).mean : 1.0, o_.min_p_runs);
+      exploit.emplace_back(p.mean - std::log(p_runs), i);
       if (kappa >= 0) {
         scored.emplace_back(p.mean - kappa * sigma - std::log(p_runs), i);  // lower is better
         continue;
@@ -161,7 +186,23 @@ class ModelBased final : public GuidedStrategy {
     }
     const size_t keep = std::min(o_.ranked, scored.size());
     std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep), scored.end());
-    for (size_t k = 0; k < keep; ++k) ranked_.push_back(scored[k].second);
+    // Every exploit_every-th proposal (counted over the task, so a restored checkpoint
+    // continues the same pattern) is the best predicted mean not already ranked.
+    const bool interleave = o_.exploit_every > 0 &&
+                            (o_.budget == 0 || static_cast<double>(proposed_count()) <
+                                                   o_.exploit_until * static_cast<double>(o_.budget));
+    if (!interleave) {
+      for (size_t k = 0; k < keep; ++k) ranked_.push_back(scored[k].second);
+      return;
+    }
+    std::partial_sort(exploit.begin(), exploit.begin() + static_cast<std::ptrdiff_t>(keep), exploit.end());
+    std::set<ConfigIndex> seen;
+    size_t a = 0, b = 0;
+    while (ranked_.size() < keep && (a < keep || b < keep)) {
+      const bool take_exploit = (proposed_count() + ranked_.size()) % o_.exploit_every == o_.exploit_every - 1;
+      const ConfigIndex next = (take_exploit && b < keep) || a >= keep ? exploit[b++].second : scored[a++].second;
+      if (seen.insert(next).second) ranked_.push_back(next);
+    }
   }
 
   // What the cost model learns (lower is better): latencies span orders of magnitude.
