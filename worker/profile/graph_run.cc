@@ -44,15 +44,15 @@ Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProbl
     return std::optional<sim::KernelEstimate>();
   }
   auto gemm = [&](int64_t m, int64_t k, int64_t n) -> Result<sim::KernelEstimate> {
-    OpKey key;
-    key.soc = soc.name;
-    key.op_type = g.batch > 1 ? "BatchMatMul" : "MatMul";
+    OpKey gemm_key;
+    gemm_key.soc = soc.name;
+    gemm_key.op_type = g.batch > 1 ? "BatchMatMul" : "MatMul";
     const std::string dtype(DTypeName(g.in_dtype));
     auto shape = [&](int64_t r, int64_t c) {
       return g.batch > 1 ? std::vector<int64_t>{g.batch, r, c} : std::vector<int64_t>{r, c};
     };
-    key.inputs = {TensorDesc{shape(m, k), dtype, "ND"}, TensorDesc{shape(k, n), dtype, "ND"}};
-    TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(key, soc));
+    gemm_key.inputs = {TensorDesc{shape(m, k), dtype, "ND"}, TensorDesc{shape(k, n), dtype, "ND"}};
+    TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(gemm_key, soc));
     return sim::Simulate(problem, problem.default_config, soc);
   };
   TF_ASSIGN_OR_RETURN(sim::KernelEstimate dx, gemm(g.m, g.n, g.k));
