@@ -248,7 +248,7 @@ Result<TuningProblem> Coordinator::Impl::ProblemFor(const OpKey& key) const {
       if (cache->kernel_name().empty() || cache->kernel_name() == key.op_type) return MakeReplayProblem(key, *cache);
     }
     return NotFound("no replay cache of kernel '" + key.op_type +
-                    "' is loaded (start the coordinator with --replay-cache FILE of that kernel)");
+                    "' is loaded (give --replay-cache FILE of that kernel to tunefleet-coordinator, or to tunefleet tune)");
   }
   TF_ASSIGN_OR_RETURN(const SocSpec* soc, catalog_.Find(key.soc));
   return MakeTuningProblem(key, *soc);
