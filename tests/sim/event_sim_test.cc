@@ -306,10 +306,10 @@ TEST_F(EventSim, AgreesWithTheFastPathWithinTwoPercentOnEveryVectorConfigOfTheSw
   EXPECT_GE(a.checked, 2000);
 }
 
-// Issue 3's bar for the cube ops too. The fast path walks the same per-block
-// recurrence and jumps over whole periods once it repeats (matmul_model.cc
-// BlockCycles), so any difference is the jump's booked bound (1e-5 of the time) or an
-// error in either walk.
+// Issue 3's bar for the cube ops too. Both paths walk one per-block recurrence
+// (cube_recurrence.h); the fast path jumps over whole periods once it repeats and
+// starts each block at 0, so any difference is the jump's booked bound (1e-5 of the
+// time) or rounding.
 TEST_F(EventSim, AgreesWithTheFastPathWithinTwoPercentOnEveryCubeConfigOfTheSweep) {
   const Agreement a = ExpectAgreement(soc(), CubeSweepKeys(), 120, 0.02);
   EXPECT_GE(a.checked, 1500);

@@ -1,14 +1,15 @@
 // The cube core shared by MatMul and the ops that run as an implicit GEMM on it
 // (Conv2D's im2col): per-block pipe costs, L2/HBM sharing and the last wave in closed
 // form, each block kind's time from its MTE2/MTE1/CUBE/FIXPIPE/scalar recurrence walked
-// with periodic jumps (matmul_model.cc). Such an op only says how MTE2 streams its A
-// operand into L1; everything else is the GEMM's. Private to worker/sim/; pure
-// functions, any thread.
+// with periodic jumps (cube_recurrence.h, matmul_model.cc). Such an op only says how
+// MTE2 streams its A operand into L1; everything else is the GEMM's. Private to
+// worker/sim/; pure functions, any thread.
 #pragma once
 
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/soc_spec.h"
 #include "tunefleet/common/status.h"
+#include "worker/sim/cube_recurrence.h"
 #include "worker/sim/kernel_estimate.h"
 
 namespace tunefleet::sim {
@@ -25,9 +26,10 @@ struct CubeASide {
 };
 
 // What the event simulation (event_sim.cc) needs of the closed form's decomposition:
-// the per-step pipe costs, one entry per block kind with its MTE2/FIXPIPE costs
-// already stretched by the shared-fabric factor, and the estimate's non-timing fields.
-// Kinds are sorted slowest first, as the fast path's critical core takes them.
+// the per-step pipe costs the recurrence walks, one entry per block kind with its
+// MTE2/FIXPIPE costs already stretched by the shared-fabric factor, and the estimate's
+// non-timing fields. Kinds are sorted slowest first, as the fast path's critical core
+// takes them.
 struct CubeBlockPlan {
   int64_t count = 0;             // blocks of this kind in the launch
   int64_t tiles = 0;             // base output tiles of one block
@@ -37,10 +39,8 @@ struct CubeBlockPlan {
   double fast_cycles = 0;        // the fast path's time of the block
 };
 struct CubePlan {
-  int64_t cores = 0, waves = 0, kt = 0, step_k_min = 0;
-  double cube_step = 0, mte1_a = 0, mte1_b = 0;
-  double scalar_iteration = 0, scalar_tile = 0;
-  bool db_l0a = false, db_l0b = false, db_l0c = false;
+  int64_t cores = 0, waves = 0;
+  CubePipe pipe;
   CubeBlockPlan kinds[4];
   double hbm_floor_us = 0;
   KernelEstimate estimate;  // the fast path's result (its timing fields are the fast path's)

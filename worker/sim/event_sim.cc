@@ -7,17 +7,17 @@
 
 #include "worker/sim/conv2d_model.h"
 #include "worker/sim/cube_model_impl.h"
+#include "worker/sim/cube_recurrence.h"
 #include "worker/sim/fused_model.h"
 #include "worker/sim/vector_model_impl.h"
 
 namespace tunefleet::sim {
 namespace {
 
-constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // Collects one core group's intervals (in cycles until Finish converts them) and busy sums.
 struct Recorder {
-  CoreTimeline* timeline = nullptr;  // null: busy sums only
+  static constexpr bool kRecords = true;  // the cube walk (cube_recurrence.h) never jumps
+  CoreTimeline* timeline = nullptr;       // null: busy sums only
   std::array<double, kPipeCount> busy{};
 
   void Add(Pipe pipe, double start, double end, int64_t tile, std::string_view label) {
@@ -28,103 +28,6 @@ struct Recorder {
 };
 
 // ---- Cube (MatMul, BatchMatMul, Gemm, Conv2D) ----
-
-// One L1 block on one core, from t0 until its last FIXPIPE drains. Per K step j of
-// base tile i: SCALAR issues it (ahead of the pipes: its queues are not bounded),
-// MTE1 moves A to L0A and B to L0B (the ping-ponged operand first, so it can overlap
-// the running MMAD), CUBE runs the fractals; MTE2 loads an L1 chunk of step_k_min K
-// steps into L1 buffer (chunk mod 2), free once MTE1 read chunk - 2; FIXPIPE drains
-// L0C after a tile's last step, and a tile's first MMAD waits for its L0C buffer.
-double SimulateCubeBlock(const CubePlan& p, const CubeBlockPlan& b, double t0, int64_t tile_base,
-                         Recorder& rec) {
-  const int64_t kt = p.kt;
-  const int64_t skm = std::max<int64_t>(1, p.step_k_min);
-  const int64_t chunks_per_tile = CeilDiv(kt, skm);
-  const int64_t n_chunks = b.tiles * chunks_per_tile;
-  const double steps = static_cast<double>(b.tiles * kt);
-  // A tile's K remainder is its first chunk; the others hold skm steps each.
-  const int64_t rem = kt % skm;
-  auto chunk_of = [&](int64_t kk) { return rem > 0 ? (kk < rem ? 0 : 1 + (kk - rem) / skm) : kk / skm; };
-  auto chunk_steps = [&](int64_t kk) { return kk == 0 && rem > 0 ? rem : skm; };
-  const double first_steps = static_cast<double>(chunk_steps(0));
-  // The first chunk pair carries the fill the fast path charges; the rest of the
-  // block's MTE2 time is spread over the other chunks by their K steps.
-  const double first_cost = n_chunks == 1 ? b.mte2_cycles : std::min(b.first_chunk_cycles, b.mte2_cycles);
-  const double rest_per_step =
-      n_chunks == 1 ? 0 : (b.mte2_cycles - first_cost) / (steps - first_steps);
-
-  double mte2_free = t0, mte1_free = t0, cube_free = t0, fix_free = t0, scalar_free = t0;
-  double cube_end_1 = t0, cube_end_2 = t0;  // MMAD end of steps j-1 and j-2
-  double fix_end_1 = t0, fix_end_2 = t0;    // FIXPIPE end of tiles i-1 and i-2
-  double release[2] = {t0, t0};             // MTE1 done with the chunk that used buffer c%2
-  double load_end = t0;
-  const bool b_first = p.db_l0b && !p.db_l0a;
-  for (int64_t i = 0; i < b.tiles; ++i) {
-    const int64_t tile = tile_base + i;
-    for (int64_t kk = 0; kk < kt; ++kk) {
-      const int64_t chunk = chunk_of(kk);
-      if (kk == 0 || chunk != chunk_of(kk - 1)) {
-        const int64_t c = i * chunks_per_tile + chunk;
-        const double cost =
-            c == 0 ? first_cost : rest_per_step * static_cast<double>(chunk_steps(kk));
-        const double start = std::max(mte2_free, release[c % 2]);
-        load_end = start + cost;
-        rec.Add(Pipe::kMte2, start, load_end, tile, "MTE2 A+B chunk");
-        mte2_free = load_end;
-      }
-      // SCALAR: tile setup, then the iteration's bookkeeping.
-      double s = scalar_free;
-      if (kk == 0 && p.scalar_tile > 0) {
-        rec.Add(Pipe::kScalar, s, s + p.scalar_tile, tile, "tile setup");
-        s += p.scalar_tile;
-      }
-      const double s_end = s + p.scalar_iteration;
-      rec.Add(Pipe::kScalar, s, s_end, tile, "iteration");
-      scalar_free = s_end;
-      // MTE1.
-      const double a_free = p.db_l0a ? cube_end_2 : cube_end_1;
-      const double b_free = p.db_l0b ? cube_end_2 : cube_end_1;
-      const double ready = std::max({mte1_free, s_end, load_end});
-      double a_end = 0, b_end = 0;
-      if (b_first) {
-        const double bs = std::max(ready, b_free);
-        b_end = bs + p.mte1_b;
-        rec.Add(Pipe::kMte1, bs, b_end, tile, "L1->L0B");
-        const double as = std::max(b_end, a_free);
-        a_end = as + p.mte1_a;
-        rec.Add(Pipe::kMte1, as, a_end, tile, "L1->L0A");
-        mte1_free = a_end;
-      } else {
-        const double as = std::max(ready, a_free);
-        a_end = as + p.mte1_a;
-        rec.Add(Pipe::kMte1, as, a_end, tile, "L1->L0A");
-        const double bs = std::max(a_end, b_free);
-        b_end = bs + p.mte1_b;
-        rec.Add(Pipe::kMte1, bs, b_end, tile, "L1->L0B");
-        mte1_free = b_end;
-      }
-      if (kk == kt - 1 || chunk_of(kk + 1) != chunk) {
-        release[(i * chunks_per_tile + chunk) % 2] = mte1_free;
-      }
-      // CUBE.
-      double cs = std::max({cube_free, a_end, b_end});
-      if (kk == 0) cs = std::max(cs, p.db_l0c ? fix_end_2 : fix_end_1);
-      const double ce = cs + p.cube_step;
-      rec.Add(Pipe::kCube, cs, ce, tile, "MMAD");
-      cube_free = ce;
-      cube_end_2 = cube_end_1;
-      cube_end_1 = ce;
-    }
-    // FIXPIPE drains the tile's L0C.
-    const double fs = std::max(fix_free, cube_end_1);
-    const double fe = fs + b.fix_tile_cycles;
-    rec.Add(Pipe::kFixpipe, fs, fe, tile, "L0C->GM");
-    fix_free = fe;
-    fix_end_2 = fix_end_1;
-    fix_end_1 = fe;
-  }
-  return std::max({fix_free, cube_free, mte2_free, scalar_free, mte1_free});
-}
 
 // A core's work: runs of blocks of one kind, slowest kinds first.
 struct Run {
@@ -171,8 +74,10 @@ double SimulateCubeCore(const CubePlan& p, const std::vector<Run>& runs, Recorde
   for (const Run& run : runs) {
     const CubeBlockPlan& b = p.kinds[run.kind];
     for (int64_t i = 0; i < run.blocks; ++i) {
-      // A block starts once the previous one drained (each block pays its fill).
-      t = SimulateCubeBlock(p, b, t, tile_base, rec);
+      // A block starts once the previous one drained (each block pays its fill); its
+      // tiles are the fast path's walk, every interval recorded.
+      t = WalkCubeBlock(p.pipe, b.tiles, b.mte2_cycles, b.first_chunk_cycles, b.fix_tile_cycles, t,
+                        tile_base, rec);
       tile_base += b.tiles;
     }
   }

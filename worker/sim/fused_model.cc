@@ -103,24 +103,23 @@ EpiloguePlan PlanEpilogue(const FusedCubeShape& s, const MatmulTiling& t, int64_
 // When the first tile of a block drains, from the block's start: its whole K loop (the
 // compute chain's fill, or all its chunk loads then the last chunk's steps, or the
 // scalar issue), then FIXPIPE. The fast path's per-block time ends with the last drain.
-double FirstDrain(const CubePlan& p, const CubeBlockPlan& b) {
+double FirstDrain(const CubePlan& plan, const CubeBlockPlan& b) {
   if (b.tiles <= 1) return b.fast_cycles;
+  const CubePipe& p = plan.pipe;
   const double kt = static_cast<double>(p.kt);
-  const int64_t skm = std::max<int64_t>(1, p.step_k_min);
-  const double mte1_serial = (p.db_l0a ? 0 : p.mte1_a) + (p.db_l0b ? 0 : p.mte1_b);
-  const double inner = std::max(p.mte1_a + p.mte1_b, p.cube_step + mte1_serial);
-  const double one_step = p.mte1_a + p.mte1_b + p.cube_step;
-  const int64_t chunks = b.tiles * CeilDiv(p.kt, skm);
+  const double mte1_serial = (p.db_a ? 0 : p.mte1_a) + (p.db_b ? 0 : p.mte1_b);
+  const double inner = std::max(p.mte1_a + p.mte1_b, p.cube + mte1_serial);
+  const double one_step = p.mte1_a + p.mte1_b + p.cube;
+  const int64_t chunks = b.tiles * p.cpt;
   const double first_load = chunks == 1 ? b.mte2_cycles : std::min(b.first_chunk_cycles, b.mte2_cycles);
-  const double lead = std::max(first_load, p.scalar_tile + p.scalar_iteration);
+  const double lead = std::max(first_load, p.tile_setup + p.iteration);
   const double compute = lead + one_step + (kt - 1) * inner;
   const double steps = static_cast<double>(b.tiles) * kt;
-  const int64_t rem = p.kt % skm;
-  const double first_steps = static_cast<double>(rem > 0 ? rem : skm);
+  const double first_steps = static_cast<double>(p.rem > 0 ? p.rem : p.skm);
   const double per_step = steps > first_steps ? (b.mte2_cycles - first_load) / (steps - first_steps) : 0;
   const double loads = first_load + per_step * (kt - first_steps) + one_step +
-                       static_cast<double>(std::min<int64_t>(skm, p.kt) - 1) * inner;
-  const double scalar = p.scalar_tile + kt * p.scalar_iteration + one_step;
+                       static_cast<double>(std::min<int64_t>(p.skm, p.kt) - 1) * inner;
+  const double scalar = p.tile_setup + kt * p.iteration + one_step;
   return std::min(std::max({compute, loads, scalar}) + b.fix_tile_cycles, b.fast_cycles);
 }
 

@@ -1,6 +1,7 @@
 #include "worker/sim/matmul_model.h"
 
 #include "worker/sim/cube_model_impl.h"
+#include "worker/sim/cube_recurrence.h"
 
 #include <algorithm>
 #include <array>
@@ -106,195 +107,6 @@ double MissBytesPerBatch(const PanelWalk& w, int64_t iterate_order, int64_t swiz
 }
 
 bool Misaligned(int64_t row_bytes, const SocSpec& soc) { return row_bytes % soc.ubblock_size != 0; }
-
-// One L1 block's pipeline (NPU_MODEL.md "Pipes and timing"), walked as the event
-// simulation's SimulateCubeBlock walks it (event_sim.cc, the reference semantics) but
-// without recording, and with a shortcut. The walk is a max-plus recurrence whose
-// costs repeat: every pair of a tile's whole L1 chunks after its first (the two L1
-// buffers alternate), and every tile after the first (every pair of tiles when a tile
-// has an odd number of chunks). Such a map is monotone and commutes with adding a
-// constant to every time, so it never widens a difference between two states: once a
-// period moved the state by a common shift lambda up to a spread e, every later period
-// moves it by lambda up to e as well (the recurrence becomes periodic after a short
-// transient; max-plus algebra's cyclicity theorem). The walk then jumps over the
-// remaining whole periods, which costs at most R*e/2 for R periods (plus R times what
-// jumps inside the period cost), and only while the sum of those bounds stays below
-// kJumpTolerance of the time. SCALAR issues on its own
-// clock: while it paces MTE1 it must shift with the rest; once it is ahead of MTE1 and
-// MTE2 through a whole period and its own period is no longer than the others' least
-// shift, it stays ahead, so it is left out and advanced exactly.
-constexpr double kJumpTolerance = 1e-5;
-
-struct CubePipe {
-  int64_t kt = 0, skm = 1, cpt = 1, rem = 0;  // K steps, steps a chunk, chunks a tile, K remainder
-  double cube = 0, mte1_a = 0, mte1_b = 0, iteration = 0, tile_setup = 0;
-  bool db_a = false, db_b = false, db_c = false;
-};
-
-// When each pipe and buffer is free, between two chunks. The first kChunkVars move in a
-// tile's K loop, the first kTileVars from tile to tile (FIXPIPE drains after the loop).
-enum Var { kMte2, kRel0, kRel1, kMte1, kCe1, kCe2, kFe1, kFe2, kSf, kVarCount };
-constexpr int kChunkVars = kCe2 + 1;
-constexpr int kTileVars = kFe2 + 1;
-// kMte2: the last chunk loaded (MTE2 free); kRel0/1: MTE1 done with the chunk L1 buffer
-// 0/1 held; kCe1/2: MMAD end of the last two K steps; kFe1/2: FIXPIPE end of the last
-// two tiles; kSf: SCALAR free.
-using PipeState = std::array<double, kVarCount>;
-
-// One L1 chunk of `steps` K steps loaded into buffer `parity` at `cost` MTE2 cycles;
-// kTileStart: the tile's first chunk (tile setup, the wait for an L0C buffer). Returns
-// how far MTE1 or MTE2 was ahead of SCALAR at the least (negative: SCALAR paced MTE1).
-// kDbA/kDbB/kDbC: L0A/L0B/L0C ping-ponged (the walk is instantiated per combination).
-template <bool kTileStart, bool kDbA, bool kDbB, bool kDbC>
-[[gnu::always_inline]] inline double RunChunk(const CubePipe& p, PipeState& s, int64_t parity,
-                                              double cost, int64_t steps) {
-  const double cube = p.cube, ma = p.mte1_a, mb = p.mte1_b, iteration = p.iteration;
-  constexpr bool db_a = kDbA, db_b = kDbB;
-  constexpr bool b_first = kDbB && !kDbA;  // the ping-ponged operand moves first
-  double mte2 = std::max(s[kMte2], s[kRel0 + parity]) + cost;
-  double mte1 = s[kMte1], ce1 = s[kCe1], ce2 = s[kCe2], sf = s[kSf];
-  double margin = 1e300;
-  for (int64_t j = 0; j < steps; ++j) {
-    const double s_end = (kTileStart && j == 0 ? sf + p.tile_setup : sf) + iteration;
-    sf = s_end;
-    const double loaded = std::max(mte1, mte2);
-    margin = std::min(margin, loaded - s_end);
-    const double ready = std::max(loaded, s_end);
-    const double a_free = db_a ? ce2 : ce1;
-    const double b_free = db_b ? ce2 : ce1;
-    double a_end = 0, b_end = 0;
-    if constexpr (b_first) {
-      b_end = std::max(ready, b_free) + mb;
-      a_end = std::max(b_end, a_free) + ma;
-      mte1 = a_end;
-    } else {
-      a_end = std::max(ready, a_free) + ma;
-      b_end = std::max(a_end, b_free) + mb;
-      mte1 = b_end;
-    }
-    double start = std::max({ce1, a_end, b_end});
-    if (kTileStart && j == 0) start = std::max(start, kDbC ? s[kFe2] : s[kFe1]);
-    ce2 = ce1;
-    ce1 = start + cube;
-  }
-  s[kMte2] = mte2;
-  s[kRel0 + parity] = mte1;
-  s[kMte1] = mte1;
-  s[kCe1] = ce1;
-  s[kCe2] = ce2;
-  s[kSf] = sf;
-  return margin;
-}
-
-// Whether one period took the state from `before` to `s` by a common shift closely
-// enough to jump `periods` more periods (of the first kVars times; a time the block
-// never reads again — kCe2 with single L0A/L0B, kFe2 with a single L0C — does not
-// count); if so, jumps `s` and adds the bound to `error`. `margin`: SCALAR's least lead
-// over the period (RunChunk); `period_error`: the bound booked by jumps inside the
-// period, which every jumped period may repeat.
-template <int kVars, bool kDbA, bool kDbB, bool kDbC>
-bool TryJump(PipeState& s, const PipeState& before, double margin, int64_t periods,
-             double period_error, double& error) {
-  const double r = static_cast<double>(periods);
-  // The spread allowed.
-  const double budget = (kJumpTolerance * s[kCe1] - error) * 2 / r - 2 * period_error;
-  double lo = s[kMte2] - before[kMte2], hi = lo;
-  for (int v = kRel0; v < kVars; ++v) {
-    if ((v == kCe2 && !kDbA && !kDbB) || (v == kFe2 && !kDbC)) continue;
-    const double d = s[v] - before[v];
-    lo = std::min(lo, d);
-    hi = std::max(hi, d);
-    if (hi - lo > budget) return false;
-  }
-  const double d_sf = s[kSf] - before[kSf];
-  if (margin < 0 || d_sf > lo) {  // SCALAR paces, or may catch up: it must shift too
-    lo = std::min(lo, d_sf);
-    hi = std::max(hi, d_sf);
-    if (hi - lo > budget) return false;
-  }
-  error += r * ((hi - lo) / 2 + period_error);
-  const double jump = r * (lo + hi) / 2;
-  for (int v = 0; v < kVars; ++v) s[v] += jump;
-  s[kSf] += r * d_sf;
-  return true;
-}
-
-// The block's time on its core, from 0 until its last pipe is done: what
-// SimulateCubeBlock returns for the same costs (BlockCycles picks the instance).
-template <bool kDbA, bool kDbB, bool kDbC>
-double WalkBlock(const CubePipe& p, int64_t tiles, double mte2_total, double first_chunk,
-                 double fix_tile) {
-  const int64_t n_chunks = tiles * p.cpt;
-  const int64_t first_steps = p.rem > 0 ? p.rem : p.skm;
-  const double steps = static_cast<double>(tiles * p.kt);
-  // The first chunk pair carries the fill; the rest of the block's MTE2 time is spread
-  // over the other chunks by their K steps (as event_sim.cc charges it).
-  const double first_cost = n_chunks == 1 ? mte2_total : std::min(first_chunk, mte2_total);
-  const double rest_per_step =
-      n_chunks == 1 ? 0 : (mte2_total - first_cost) / (steps - static_cast<double>(first_steps));
-  const double chunk_cost = rest_per_step * static_cast<double>(p.skm);
-  const double tile_first_cost = rest_per_step * static_cast<double>(first_steps);
-  const int64_t tile_period = p.cpt % 2 == 0 ? 1 : 2;
-  const bool chunk_jumps = p.cpt >= 5;  // else no whole pair is left to jump over
-
-  PipeState s{};
-  double error = 0;
-  PipeState tile_hist[3];  // after the last three tiles, by count done % 3
-  double tile_margin[3] = {0, 0, 0};
-  double tile_error[3] = {0, 0, 0};  // `error` after them
-  for (int64_t k = 0; k < tiles; ++k) {
-    const int64_t c0 = k * p.cpt;  // the tile's first chunk in the block
-    double margin = RunChunk<true, kDbA, kDbB, kDbC>(
-        p, s, c0 & 1, c0 == 0 ? first_cost : tile_first_cost, first_steps);
-    // The tile's whole chunks, in pairs once they repeat: each even chunk's state is
-    // compared with the one two chunks before (same L1 buffer parity).
-    PipeState pair_start = s;
-    double pair_margin = 1e300;
-    for (int64_t ch = 1; ch < p.cpt; ++ch) {
-      const double m = RunChunk<false, kDbA, kDbB, kDbC>(p, s, (c0 + ch) & 1, chunk_cost, p.skm);
-      margin = std::min(margin, m);
-      if (!chunk_jumps) continue;
-      pair_margin = std::min(pair_margin, m);
-      if (ch % 2 != 0) continue;
-      const int64_t pairs = (p.cpt - 1 - ch) / 2;
-      if (pairs > 0 &&
-          TryJump<kChunkVars, kDbA, kDbB, kDbC>(s, pair_start, pair_margin, pairs, 0, error)) {
-        ch += 2 * pairs;
-      }
-      pair_start = s;
-      pair_margin = 1e300;
-    }
-    // FIXPIPE drains the tile's L0C.
-    s[kFe2] = s[kFe1];
-    s[kFe1] = std::max(s[kFe1], s[kCe1]) + fix_tile;
-    const int64_t done = k + 1;
-    tile_hist[done % 3] = s;
-    tile_margin[done % 3] = margin;
-    tile_error[done % 3] = error;
-    const int64_t periods = (tiles - done) / tile_period;
-    if (done - tile_period >= 1 && periods > 0) {
-      const int64_t before = (done - tile_period) % 3;
-      const double period_margin =
-          tile_period == 1 ? margin : std::min(margin, tile_margin[(done - 1) % 3]);
-      if (TryJump<kTileVars, kDbA, kDbB, kDbC>(s, tile_hist[before], period_margin, periods,
-                                               error - tile_error[before], error)) {
-        k += periods * tile_period;
-      }
-    }
-  }
-  return std::max({s[kFe1], s[kCe1], s[kMte2], s[kSf], s[kMte1]});
-}
-
-double BlockCycles(const CubePipe& p, int64_t tiles, double mte2_total, double first_chunk,
-                   double fix_tile) {
-  using Walk = double (*)(const CubePipe&, int64_t, double, double, double);
-  static constexpr Walk kWalks[8] = {
-      WalkBlock<false, false, false>, WalkBlock<false, false, true>, WalkBlock<false, true, false>,
-      WalkBlock<false, true, true>,   WalkBlock<true, false, false>, WalkBlock<true, false, true>,
-      WalkBlock<true, true, false>,   WalkBlock<true, true, true>};
-  return kWalks[(p.db_a ? 4 : 0) + (p.db_b ? 2 : 0) + (p.db_c ? 1 : 0)](p, tiles, mte2_total,
-                                                                         first_chunk, fix_tile);
-}
 
 }  // namespace
 
@@ -478,14 +290,10 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
                    (miss_reads + bias_total) / (hbm_bytes_per_cycle * crit_mte2_eq));
   const double fix_tau = std::max(1.0 / soc.fixpipe_bytes_per_cycle, p / l2_bytes_per_cycle);
 
-  // Each kind's time on its core: the block's pipeline recurrence (BlockCycles) over
-  // L1 chunks of step_k_min K steps in two buffers.
+  // Each kind's time on its core: the block's pipeline recurrence (cube_recurrence.h)
+  // over L1 chunks of step_k_min K steps in two buffers, with its periods jumped.
   const int64_t step_k_min = std::min({t.step_ka, t.step_kb, kt});
-  CubePipe walk_costs;
-  walk_costs.kt = kt;
-  walk_costs.skm = step_k_min;
-  walk_costs.cpt = CeilDiv(kt, step_k_min);
-  walk_costs.rem = kt % step_k_min;  // a tile's K remainder is its first chunk
+  CubePipe walk_costs = MakeCubePipe(kt, step_k_min);
   walk_costs.cube = cube_step;
   walk_costs.mte1_a = mte1_a;
   walk_costs.mte1_b = mte1_b;
@@ -494,6 +302,7 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   walk_costs.db_a = t.db_l0a;
   walk_costs.db_b = t.db_l0b;
   walk_costs.db_c = t.db_l0c;
+  NoCubeRecorder no_record;
   const double kt_d = static_cast<double>(kt);
   for (size_t i = 0; i < kinds.size(); ++i) {
     BlockKind& b = kinds[i];
@@ -513,8 +322,8 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
         }
       }
       if (b.cycles == 0) {
-        b.cycles = BlockCycles(walk_costs, b.tiles, b.mte2_eq * mte2_tau,
-                               b.first_chunk_eq * mte2_tau, fix_tile);
+        b.cycles = WalkCubeBlock(walk_costs, b.tiles, b.mte2_eq * mte2_tau,
+                                 b.first_chunk_eq * mte2_tau, fix_tile, 0.0, 0, no_record);
       }
     }
     b.busy[static_cast<size_t>(Pipe::kMte2)] = b.mte2_eq * mte2_tau;
@@ -555,16 +364,7 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   if (plan) {
     plan->cores = cores;
     plan->waves = waves;
-    plan->kt = kt;
-    plan->step_k_min = static_cast<int64_t>(step_k_min);
-    plan->cube_step = cube_step;
-    plan->mte1_a = mte1_a;
-    plan->mte1_b = mte1_b;
-    plan->scalar_iteration = soc.scalar_cycles_per_iteration;
-    plan->scalar_tile = soc.scalar_cycles_per_tile;
-    plan->db_l0a = t.db_l0a;
-    plan->db_l0b = t.db_l0b;
-    plan->db_l0c = t.db_l0c;
+    plan->pipe = walk_costs;
     for (size_t i = 0; i < kinds.size(); ++i) {
       const BlockKind& b = kinds[static_cast<size_t>(by_time[i])];
       CubeBlockPlan& out = plan->kinds[i];
