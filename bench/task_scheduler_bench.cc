@@ -2,10 +2,13 @@
 // evaluations, Ansor-style gradient scheduling vs round-robin, same per-task strategy,
 // same seeds, side by side. Objective: the simulated NPU (sim::Simulate). Each op file
 // lists ops with a "count" (how often the op runs per model step).
-//   task_scheduler_bench [--seeds N] [--batch B] [--strategy S] OPS.json...
+//   task_scheduler_bench [--seeds N] [--batch B] [--strategy S] [--beta X] OPS.json...
 // Prints, per model and total budget, the mean model latency under both policies and the
-// ratio round-robin / gradient (> 1: gradient wins).
+// ratio round-robin / gradient (> 1: gradient wins). The gradient policy gets each op's
+// FLOPs, latency floor and similarity group as the coordinator gives them (TaskScheduler::
+// InfoFor); --beta sets Ansor's beta.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -61,10 +64,13 @@ Result<Model> LoadModel(const std::string& path, const SocCatalog& catalog) {
 
 // One tuning run of a whole model under `policy`; returns the final model latency.
 double Run(const Model& model, const SocSpec& soc, TaskScheduler::Policy policy, uint64_t total,
-           size_t batch, const std::string& strategy_name, uint64_t seed) {
-  std::vector<double> weights;
-  for (const auto& op : model.ops) weights.push_back(op->weight);
-  TaskScheduler scheduler(policy, weights);
+           size_t batch, const std::string& strategy_name, uint64_t seed, double beta) {
+  std::vector<TaskScheduler::TaskInfo> infos;
+  for (const auto& op : model.ops) infos.push_back(TaskScheduler::InfoFor(op->problem.key, &soc, op->weight));
+  TaskScheduler::Options options;
+  options.beta = beta;
+  options.batch_evaluations = batch;
+  TaskScheduler scheduler(policy, infos, options);
   struct Live {
     std::unique_ptr<coordinator::Strategy> strategy;
     std::vector<bool> taken;
@@ -133,16 +139,18 @@ int main(int argc, char** argv) {
   int seeds = 20;
   size_t batch = 16;
   std::string strategy = "random";
+  double beta = coordinator::TaskScheduler::Options{}.beta;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
     else if (a == "--batch" && i + 1 < argc) batch = static_cast<size_t>(std::atoi(argv[++i]));
     else if (a == "--strategy" && i + 1 < argc) strategy = argv[++i];
+    else if (a == "--beta" && i + 1 < argc) beta = std::atof(argv[++i]);
     else files.push_back(a);
   }
   if (files.empty()) {
-    std::fprintf(stderr, "usage: task_scheduler_bench [--seeds N] [--batch B] [--strategy S] OPS.json...\n");
+    std::fprintf(stderr, "usage: task_scheduler_bench [--seeds N] [--batch B] [--strategy S] [--beta X] OPS.json...\n");
     return 2;
   }
   SocCatalog catalog = SocCatalog::Builtin();
@@ -158,8 +166,8 @@ int main(int argc, char** argv) {
       uint64_t total = per_task * model->ops.size();
       double rr = 0, grad = 0;
       for (int s = 0; s < seeds; ++s) {
-        rr += Run(*model, soc, coordinator::TaskScheduler::Policy::kRoundRobin, total, batch, strategy, static_cast<uint64_t>(s));
-        grad += Run(*model, soc, coordinator::TaskScheduler::Policy::kGradient, total, batch, strategy, static_cast<uint64_t>(s));
+        rr += Run(*model, soc, coordinator::TaskScheduler::Policy::kRoundRobin, total, batch, strategy, static_cast<uint64_t>(s), beta);
+        grad += Run(*model, soc, coordinator::TaskScheduler::Policy::kGradient, total, batch, strategy, static_cast<uint64_t>(s), beta);
       }
       rr /= seeds;
       grad /= seeds;

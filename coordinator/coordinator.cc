@@ -88,6 +88,12 @@ struct Schedule {
   bool finished = false;
 };
 
+// Configs per job of a scheduled task: small, so the scheduler re-decides often, about 8
+// jobs per task overall.
+uint64_t ScheduledJobSize(uint64_t total_budget, size_t tasks) {
+  return std::max<uint64_t>(1, total_budget / (8 * std::max<size_t>(tasks, 1)));
+}
+
 Result<TaskScheduler::Policy> ParseSchedulerName(const std::string& name) {
   if (name.empty() || name == "gradient") return TaskScheduler::Policy::kGradient;
   if (name == "round-robin") return TaskScheduler::Policy::kRoundRobin;
@@ -219,12 +225,23 @@ Status Coordinator::Impl::Resume() {
 Status Coordinator::Impl::RestoreSchedule(const SubmissionRecord& sub) {
   if (sub.total_budget == 0 || sub.scheduled_task_ids.empty()) return Status::Ok();
   TF_ASSIGN_OR_RETURN(TaskScheduler::Policy policy, ParseSchedulerName(sub.scheduler));
-  Schedule schedule{sub.submission_id, sub.total_budget, 0, TaskScheduler(policy, sub.scheduled_weights), sub.scheduled_task_ids, false};
+  // FLOPs, floors and similarity groups follow from the op keys and the SoC catalog, so a
+  // restart rebuilds them as they were.
+  std::vector<TaskScheduler::TaskInfo> infos;
+  for (size_t i = 0; i < sub.scheduled_task_ids.size(); ++i) {
+    auto it = tasks_.find(sub.scheduled_task_ids[i]);
+    if (it == tasks_.end()) return FailedPrecondition("submission " + std::to_string(sub.submission_id) + " names an unknown task");
+    double weight = i < sub.scheduled_weights.size() ? sub.scheduled_weights[i] : 1;
+    const OpKey& key = it->second.rec.key;
+    auto soc = catalog_.Find(key.soc);  // none for a replayed kernel: no floor
+    infos.push_back(TaskScheduler::InfoFor(key, soc.ok() ? *soc : nullptr, weight));
+  }
+  TaskScheduler::Options options;
+  options.batch_evaluations = ScheduledJobSize(sub.total_budget, infos.size());
+  Schedule schedule{sub.submission_id, sub.total_budget, 0, TaskScheduler(policy, infos, options), sub.scheduled_task_ids, false};
   bool any_running = false;
   for (size_t i = 0; i < schedule.task_ids.size(); ++i) {
-    auto it = tasks_.find(schedule.task_ids[i]);
-    if (it == tasks_.end()) return FailedPrecondition("submission " + std::to_string(sub.submission_id) + " names an unknown task");
-    Task& task = it->second;
+    Task& task = tasks_.at(schedule.task_ids[i]);
     task.scheduled_by = sub.submission_id;
     task.schedule_index = i;
     if (task.rec.state != TaskState::kRunning) {
@@ -567,8 +584,7 @@ void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEnt
       size_t i = schedule.scheduler.Next();
       Task& task = tasks_.at(schedule.task_ids[i]);
       if (!worker.socs.contains(task.rec.key.soc)) break;  // another worker will serve it
-      // Small jobs, so the scheduler re-decides often: about 8 jobs per task overall.
-      uint64_t per_job = std::max<uint64_t>(1, schedule.total / (8 * schedule.task_ids.size()));
+      uint64_t per_job = ScheduledJobSize(schedule.total, schedule.task_ids.size());
       bool fresh = false;
       std::optional<JobSpec> spec =
           NextJob(task, std::min(per_job, schedule.total - schedule.planned), &fresh);

@@ -3,16 +3,47 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <map>
+
+#include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet::coordinator {
 
-TaskScheduler::TaskScheduler(Policy policy, std::vector<double> weights, Options options)
+TaskScheduler::TaskScheduler(Policy policy, const std::vector<double>& weights, Options options)
     : policy_(policy), options_(options) {
   for (double w : weights) {
     TaskState t;
     t.weight = w;
     tasks_.push_back(std::move(t));
   }
+}
+
+TaskScheduler::TaskScheduler(Policy policy, const std::vector<TaskInfo>& tasks, Options options)
+    : policy_(policy), options_(options) {
+  std::map<std::string, int> group_ids;
+  for (const TaskInfo& info : tasks) {
+    TaskState t;
+    t.weight = info.weight;
+    t.flops = info.flops;
+    t.floor_us = info.floor_us;
+    // Without FLOPs a task can neither be compared nor serve as a yardstick.
+    if (info.flops > 0 && !info.group.empty()) {
+      t.group = group_ids.emplace(info.group, static_cast<int>(group_ids.size())).first->second;
+    }
+    tasks_.push_back(std::move(t));
+  }
+}
+
+TaskScheduler::TaskInfo TaskScheduler::InfoFor(const OpKey& key, const SocSpec* soc, double weight) {
+  TaskInfo info;
+  info.weight = weight;
+  info.flops = CubeUsefulFlops(key);
+  if (soc != nullptr) info.floor_us = CubeLatencyFloorUs(key, *soc);
+  info.group = key.op_type + "/" + (key.inputs.empty() ? std::string() : key.inputs.front().dtype);
+  if (key.op_type == "Conv2D" && key.inputs.size() > 1 && key.inputs[1].shape.size() == 4) {
+    info.group += "/" + std::to_string(key.inputs[1].shape[2]) + "x" + std::to_string(key.inputs[1].shape[3]);
+  }
+  return info;
 }
 
 size_t TaskScheduler::Next() {
@@ -58,6 +89,20 @@ size_t TaskScheduler::Next() {
   return best;
 }
 
+double TaskScheduler::GroupBestThroughput(const TaskState& t) const {
+  if (t.group < 0) return 0;
+  double best = 0;
+  size_t members = 0;
+  for (const TaskState& k : tasks_) {
+    if (k.group != t.group) continue;
+    ++members;
+    if (!k.history.empty() && k.history.back().second > 0) {
+      best = std::max(best, k.flops / k.history.back().second);
+    }
+  }
+  return members > 1 ? best : 0;
+}
+
 double TaskScheduler::Gradient(const TaskState& t) const {
   const auto& [spent_now, best_now] = t.history.back();
   // Backward: observed improvement rate over the last few batches.
@@ -70,8 +115,22 @@ double TaskScheduler::Gradient(const TaskState& t) const {
     }
   }
   // Forward (optimistic): as if the latency could keep falling at its average rate so far,
-  // bounded by reaching zero over as many evaluations again. Shrinks as a task matures.
-  double forward = -best_now / static_cast<double>(std::max<uint64_t>(spent_now, 1));
+  // bounded by reaching the floor (zero when unknown) over as many evaluations again.
+  // Shrinks as a task matures, and for a task already near its roofline (a memory-bound
+  // conv its default tiling nearly saturates) it is small from the start.
+  double forward = -std::max(0.0, best_now - t.floor_us) /
+                   static_cast<double>(std::max<uint64_t>(spent_now, 1));
+  // Similarity (Ansor): a task of the same kind already runs at `best_throughput`, so this
+  // one could reach beta x its FLOPs at that rate within a batch. Only binds for a task
+  // well behind its group, and unlike the term above it does not fade with evaluations
+  // (MaybeLeaveGroup ends it). Not when the task's own floor is above that target: then
+  // launch or memory bounds it, not tuning (BERT's pooler MatMul, M = 32).
+  double best_throughput = GroupBestThroughput(t);
+  if (best_throughput > 0) {
+    double reachable = options_.beta * t.flops / best_throughput;
+    double step = static_cast<double>(std::max<uint64_t>(options_.batch_evaluations, 1));
+    if (reachable > t.floor_us) forward = std::min(forward, (reachable - best_now) / step);
+  }
   return t.weight * (options_.alpha * backward + (1 - options_.alpha) * forward);
 }
 
@@ -79,6 +138,20 @@ void TaskScheduler::Update(size_t task, uint64_t evaluations, double best_us) {
   TaskState& t = tasks_[task];
   t.spent += evaluations;
   t.history.emplace_back(t.spent, best_us);
+  MaybeLeaveGroup(task);
+}
+
+void TaskScheduler::MaybeLeaveGroup(size_t task) {
+  TaskState& t = tasks_[task];
+  double best_throughput = GroupBestThroughput(t);
+  if (best_throughput <= 0 || t.history.back().second <= 0) return;
+  if (t.flops / t.history.back().second >= best_throughput / options_.beta) return;
+  // TVM leaves a task's group after 5 rounds more than any other member got.
+  uint64_t others = 0;
+  for (size_t k = 0; k < tasks_.size(); ++k) {
+    if (k != task && tasks_[k].group == t.group) others = std::max(others, tasks_[k].spent);
+  }
+  if (t.spent > others + 5 * options_.batch_evaluations) t.group = -1;
 }
 
 void TaskScheduler::MarkExhausted(size_t task) { tasks_[task].exhausted = true; }

@@ -1,5 +1,7 @@
 #include "tunefleet/common/tuning_problem.h"
 
+#include <algorithm>
+
 #include "tunefleet/common/conv2d_space.h"
 #include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/matmul_space.h"
@@ -50,6 +52,67 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
   std::string known;
   for (const auto& t : TunableOpTypes()) known += (known.empty() ? "" : ", ") + t;
   return InvalidArgument("op type '" + key.op_type + "' cannot be tuned yet (tunable: " + known + ")");
+}
+
+double CubeUsefulFlops(const OpKey& key) {
+  auto gemm_flops = [](const MatmulShape& g) {
+    return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
+           static_cast<double>(g.batch);
+  };
+  if (IsCubeGemmOpType(key.op_type)) {
+    auto shape = CubeGemmShapeFromOpKey(key);
+    return shape.ok() ? gemm_flops(*shape) : 0;
+  }
+  if (key.op_type == "Conv2D") {
+    auto shape = Conv2dShapeFromOpKey(key);
+    return shape.ok() ? gemm_flops(Conv2dGemm(*shape)) : 0;
+  }
+  if (IsFusedCubeOpType(key.op_type)) {
+    auto shape = FusedCubeShapeFromOpKey(key);
+    return shape.ok() ? gemm_flops(shape->gemm) : 0;
+  }
+  return 0;
+}
+
+namespace {
+
+// Launch + roofline of a GEMM whose A side holds `a_bytes` per batch (a conv's input
+// feature map rather than its im2col matrix). The cube's output is fp32 (matmul_space.h).
+double GemmFloorUs(const MatmulShape& g, double a_bytes, const SocSpec& soc) {
+  constexpr double kOutBytes = 4;
+  const double in = DTypeBytes(g.in_dtype);
+  const double batch = static_cast<double>(g.batch);
+  const double k = static_cast<double>(g.k), n = static_cast<double>(g.n);
+  const double bytes = batch * (a_bytes + k * n * in + static_cast<double>(g.m) * n * kOutBytes) +
+                       batch * n * static_cast<double>(g.bias_bytes);
+  // The cube does cube_k_size fp16 (2-byte) elements of K per cycle, twice as many int8 ones.
+  const double peak = soc.CubePeakFlops() * 2.0 / in;
+  const double flops = 2.0 * static_cast<double>(g.m) * n * k * batch;
+  const double roofline_us =
+      std::max(flops / peak * 1e6, bytes / (soc.hbm_bandwidth_gbps * 1e3));
+  return soc.kernel_launch_us + roofline_us;
+}
+
+}  // namespace
+
+double CubeLatencyFloorUs(const OpKey& key, const SocSpec& soc) {
+  if (soc.hbm_bandwidth_gbps <= 0 || soc.CubePeakFlops() <= 0) return 0;
+  if (IsCubeGemmOpType(key.op_type)) {
+    auto shape = CubeGemmShapeFromOpKey(key);
+    if (!shape.ok()) return 0;
+    const double a_bytes = static_cast<double>(shape->m) * static_cast<double>(shape->k) *
+                           DTypeBytes(shape->in_dtype);
+    return GemmFloorUs(*shape, a_bytes, soc);
+  }
+  if (key.op_type == "Conv2D") {
+    auto shape = Conv2dShapeFromOpKey(key);
+    if (!shape.ok()) return 0;
+    const double a_bytes = static_cast<double>(shape->batch * shape->GroupInChannels() *
+                                               shape->in_h * shape->in_w) *
+                           DTypeBytes(shape->in_dtype);
+    return GemmFloorUs(Conv2dGemm(*shape), a_bytes, soc);
+  }
+  return 0;
 }
 
 std::vector<std::string> TunableOpTypes() {

@@ -22,6 +22,21 @@ struct TuningProblem {
 // or attributes do not describe a valid instance of the op.
 Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc);
 
+// Useful work of one launch of the op in FLOPs, from its key alone: 2*M*N*K*batch of the
+// GEMM the cube runs (a conv's implicit im2col GEMM, a fused cube op's GEMM without its
+// epilogue), the count the simulator reports as KernelEstimate::flops for these ops. 0
+// for ops whose work is not a GEMM (a vector op's work is its instruction count, which
+// is the timing model's business) and for a key that does not describe a valid op.
+double CubeUsefulFlops(const OpKey& key);
+
+// A lower bound on the op's latency on `soc` in us, from its key and the SoC spec alone:
+// the kernel launch plus the roofline, max(CubeUsefulFlops / the cube's peak for the input
+// dtype, compulsory bytes / HBM bandwidth), compulsory bytes being the inputs read once and
+// the fp32 output written once. The same bound as the simulator's launch_us +
+// RooflineUs(estimate) (worker/sim/simulator.h); no config beats it. 0 where CubeUsefulFlops
+// is 0 and for fused cube ops (their epilogue's operands are not counted here).
+double CubeLatencyFloorUs(const OpKey& key, const SocSpec& soc);
+
 // Op types MakeTuningProblem accepts.
 std::vector<std::string> TunableOpTypes();
 
