@@ -1,5 +1,6 @@
 // Model-based search (as Ansor and MetaSchedule do, with the expected improvement of
-// Bayesian optimisation): two random forests over the parameter positions -- one on the
+// Bayesian optimisation): after an initial design of random draws (a quarter of a known budget,
+// up to 24, in spaces of at most 2^20 configs; else 6), two random forests over the parameter positions -- one on the
 // log latency of the configs that ran, one on whether a config ran at all (failures
 // are learned from, so a space whose restrictions are unknown is mapped as it is
 // measured) -- rank an evolutionary candidate pool (one-parameter sweeps of the fastest
@@ -22,7 +23,7 @@ namespace {
 class ModelBased final : public GuidedStrategy {
  public:
   ModelBased(const SearchSpace& space, uint64_t seed, ModelOptions options)
-      : GuidedStrategy(space, seed), o_(options) {}
+      : GuidedStrategy(space, seed), o_(options), initial_(InitialDraws(options, space.size())) {}
 
  private:
   std::string_view Tag() const override { return "model"; }
@@ -42,7 +43,7 @@ class ModelBased final : public GuidedStrategy {
   std::optional<ConfigIndex> Propose(const Taken& taken) override {
     // The initial design counts what is in flight: with B configs out, the model takes
     // over as soon as two results ran, not after `initial` more random draws.
-    if (proposed_count() < o_.initial || ok_count_ < 2) return std::nullopt;
+    if (proposed_count() < initial_ || ok_count_ < 2) return std::nullopt;
     const size_t fresh = history_.size() - fitted_at_;
     if (cursor_ >= ranked_.size() || fresh >= std::max<size_t>(1, history_.size() / o_.refit_divisor)) {
       Rank(taken);
@@ -205,12 +206,19 @@ class ModelBased final : public GuidedStrategy {
     }
   }
 
+  static size_t InitialDraws(const ModelOptions& o, uint64_t space_size) {
+    if (o.budget == 0 || space_size > o.large_space) return o.initial;
+    const auto share = static_cast<size_t>(o.initial_share * static_cast<double>(o.budget));
+    return std::clamp(share, o.initial, std::max(o.initial, o.initial_max));
+  }
+
   // What the cost model learns (lower is better): latencies span orders of magnitude.
   static double Target(double latency) { return std::log(latency); }
   static double NormalPdf(double z) { return std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI); }
   static double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
 
   const ModelOptions o_;
+  const size_t initial_;  // random draws before the first model
   size_t ok_count_ = 0;
   size_t fitted_at_ = 0;
   std::vector<ConfigIndex> ranked_;
