@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/tuning_problem.h"
 
@@ -14,11 +15,7 @@ namespace tunefleet {
 namespace {
 
 OpKey Key(const char* op, std::vector<std::vector<int64_t>> shapes) {
-  OpKey key;
-  key.soc = "Ascend910B2";
-  key.op_type = op;
-  for (auto& s : shapes) key.inputs.push_back({std::move(s), "float16", "ND"});
-  return key;
+  return test_support::TestKey(op, test_support::Inputs(std::move(shapes)));
 }
 
 class BatchMatmulGemmTest : public ::testing::Test {

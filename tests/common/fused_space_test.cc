@@ -10,23 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet {
 namespace {
 
-struct In {
-  std::vector<int64_t> shape;
-  std::string dtype = "float16";
-};
-
-OpKey Key(const std::string& op, std::vector<In> inputs, std::map<std::string, std::string> attrs) {
-  OpKey key;
-  key.soc = "Ascend910B2";
-  key.op_type = op;
-  for (auto& in : inputs) key.inputs.push_back({std::move(in.shape), in.dtype, "ND"});
-  key.attrs = std::move(attrs);
-  return key;
+OpKey Key(const std::string& op, std::vector<TensorDesc> inputs, std::map<std::string, std::string> attrs) {
+  return test_support::TestKey(op, std::move(inputs), std::move(attrs));
 }
 
 class FusedSpaceTest : public ::testing::Test {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet {
@@ -17,12 +18,7 @@ namespace {
 
 OpKey Key(const std::string& op, std::vector<std::vector<int64_t>> shapes,
           const std::string& dtype = "float16", std::map<std::string, std::string> attrs = {}) {
-  OpKey key;
-  key.soc = "Ascend910B2";
-  key.op_type = op;
-  for (auto& s : shapes) key.inputs.push_back({std::move(s), dtype, "ND"});
-  key.attrs = std::move(attrs);
-  return key;
+  return test_support::TestKey(op, test_support::Inputs(std::move(shapes), dtype), std::move(attrs));
 }
 
 class VectorSpaceTest : public ::testing::Test {

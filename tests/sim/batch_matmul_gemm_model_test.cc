@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/matmul_model.h"
 #include "worker/sim/simulator.h"
@@ -14,22 +15,14 @@ namespace tunefleet::sim {
 namespace {
 
 OpKey Key(const char* op, std::vector<std::vector<int64_t>> shapes) {
-  OpKey key;
-  key.soc = "Ascend910B2";
-  key.op_type = op;
-  for (auto& s : shapes) key.inputs.push_back({std::move(s), "float16", "ND"});
-  return key;
+  return test_support::TestKey(op, test_support::Inputs(std::move(shapes)));
 }
 
 class BatchMatmulGemmModelTest : public ::testing::Test {
  protected:
   SocCatalog catalog_ = SocCatalog::Builtin();
   const SocSpec& soc() { return *catalog_.Find("Ascend910B2").value(); }
-  TuningProblem Problem(const OpKey& key) {
-    auto p = MakeTuningProblem(key, soc());
-    EXPECT_TRUE(p.ok()) << p.status().ToString();
-    return std::move(p).value();
-  }
+  TuningProblem Problem(const OpKey& key) { return test_support::ProblemOrFail(key, soc()); }
   // Every sampled valid config of `a` costs exactly the same in `b` (same space).
   void ExpectSameCost(const OpKey& a_key, const OpKey& b_key) {
     TuningProblem a = Problem(a_key);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/cube_model_impl.h"
 #include "worker/sim/matmul_model.h"
@@ -52,11 +53,7 @@ class Conv2dModelTest : public ::testing::Test {
   SocCatalog catalog_ = SocCatalog::Builtin();
   const SocSpec& soc() { return *catalog_.Find("Ascend910B2").value(); }
 
-  TuningProblem Problem(const OpKey& key) {
-    auto p = MakeTuningProblem(key, soc());
-    EXPECT_TRUE(p.ok()) << p.status().ToString();
-    return std::move(p).value();
-  }
+  TuningProblem Problem(const OpKey& key) { return test_support::ProblemOrFail(key, soc()); }
   KernelEstimate Estimate(const Conv2dShape& s, const MatmulTiling& t) {
     auto e = EstimateConv2d(s, t, soc());
     EXPECT_TRUE(e.ok()) << e.status().ToString();

@@ -7,20 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/simulator.h"
 
 namespace tunefleet::sim {
 namespace {
 
-OpKey Key(std::string op, std::vector<TensorDesc> inputs, std::map<std::string, std::string> attrs = {}) {
-  OpKey key;
-  key.soc = "Ascend910B2";
-  key.op_type = std::move(op);
-  key.inputs = std::move(inputs);
-  key.attrs = std::move(attrs);
-  return key;
-}
+using test_support::TestKey;
 
 void ExpectAgreesWithSimulator(const OpKey& key) {
   SCOPED_TRACE(key.Display());
@@ -35,23 +29,23 @@ void ExpectAgreesWithSimulator(const OpKey& key) {
 }
 
 TEST(CubeFloor, MatMulAgreesWithTheSimulator) {
-  ExpectAgreesWithSimulator(Key("MatMul", {{{4096, 768}, "float16", "ND"}, {{768, 3072}, "float16", "ND"}}));
-  ExpectAgreesWithSimulator(Key("MatMul", {{{32, 768}, "float16", "ND"}, {{768, 768}, "float16", "ND"}}));
-  ExpectAgreesWithSimulator(Key("MatMul", {{{1024, 1024}, "int8", "ND"}, {{1024, 1024}, "int8", "ND"}}));
+  ExpectAgreesWithSimulator(TestKey("MatMul", {{{4096, 768}, "float16", "ND"}, {{768, 3072}, "float16", "ND"}}));
+  ExpectAgreesWithSimulator(TestKey("MatMul", {{{32, 768}, "float16", "ND"}, {{768, 768}, "float16", "ND"}}));
+  ExpectAgreesWithSimulator(TestKey("MatMul", {{{1024, 1024}, "int8", "ND"}, {{1024, 1024}, "int8", "ND"}}));
 }
 
 TEST(CubeFloor, BatchMatMulAndGemmWithBiasAgreeWithTheSimulator) {
-  ExpectAgreesWithSimulator(Key("BatchMatMul", {{{8, 128, 256}, "float16", "ND"}, {{8, 256, 384}, "float16", "ND"}}));
-  ExpectAgreesWithSimulator(Key("Gemm", {{{512, 256}, "float16", "ND"}, {{256, 384}, "float16", "ND"},
+  ExpectAgreesWithSimulator(TestKey("BatchMatMul", {{{8, 128, 256}, "float16", "ND"}, {{8, 256, 384}, "float16", "ND"}}));
+  ExpectAgreesWithSimulator(TestKey("Gemm", {{{512, 256}, "float16", "ND"}, {{256, 384}, "float16", "ND"},
                                          {{384}, "float32", "ND"}}));
 }
 
 TEST(CubeFloor, Conv2DAgreesWithTheSimulator) {
   // ResNet-50's memory-bound 1x1 (near its floor at the default tiling) and a 3x3.
-  ExpectAgreesWithSimulator(Key("Conv2D", {{{32, 64, 56, 56}, "float16", "ND"}, {{256, 64, 1, 1}, "float16", "ND"}}));
-  ExpectAgreesWithSimulator(Key("Conv2D", {{{32, 128, 56, 56}, "float16", "ND"}, {{128, 128, 3, 3}, "float16", "ND"}},
+  ExpectAgreesWithSimulator(TestKey("Conv2D", {{{32, 64, 56, 56}, "float16", "ND"}, {{256, 64, 1, 1}, "float16", "ND"}}));
+  ExpectAgreesWithSimulator(TestKey("Conv2D", {{{32, 128, 56, 56}, "float16", "ND"}, {{128, 128, 3, 3}, "float16", "ND"}},
                                 {{"strides", "2,2"}, {"pads", "1"}}));
-  ExpectAgreesWithSimulator(Key("Conv2D", {{{8, 64, 28, 28}, "float16", "ND"}, {{64, 16, 3, 3}, "float16", "ND"},
+  ExpectAgreesWithSimulator(TestKey("Conv2D", {{{8, 64, 28, 28}, "float16", "ND"}, {{64, 16, 3, 3}, "float16", "ND"},
                                            {{64}, "float16", "ND"}},
                                 {{"pads", "1"}, {"groups", "4"}}));
 }
@@ -59,10 +53,10 @@ TEST(CubeFloor, Conv2DAgreesWithTheSimulator) {
 TEST(CubeFloor, UnknownForVectorOpsAndInvalidKeys) {
   SocCatalog catalog = SocCatalog::Builtin();
   const SocSpec& soc = *catalog.Find("Ascend910B2").value();
-  OpKey add = Key("Add", {{{1024, 1024}, "float16", "ND"}, {{1024, 1024}, "float16", "ND"}});
+  OpKey add = TestKey("Add", {{{1024, 1024}, "float16", "ND"}, {{1024, 1024}, "float16", "ND"}});
   EXPECT_EQ(CubeUsefulFlops(add), 0);
   EXPECT_EQ(CubeLatencyFloorUs(add, soc), 0);
-  OpKey bad = Key("MatMul", {{{64, 32}, "float16", "ND"}, {{64, 64}, "float16", "ND"}});  // K mismatch
+  OpKey bad = TestKey("MatMul", {{{64, 32}, "float16", "ND"}, {{64, 64}, "float16", "ND"}});  // K mismatch
   EXPECT_EQ(CubeUsefulFlops(bad), 0);
   EXPECT_EQ(CubeLatencyFloorUs(bad, soc), 0);
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/simulator.h"
 
@@ -23,12 +24,7 @@ namespace {
 
 OpKey Key(const std::string& op, std::vector<std::vector<int64_t>> shapes,
           std::map<std::string, std::string> attrs = {}, const std::string& dtype = "float16") {
-  OpKey key;
-  key.soc = "Ascend910B2";
-  key.op_type = op;
-  for (auto& s : shapes) key.inputs.push_back({std::move(s), dtype, "ND"});
-  key.attrs = std::move(attrs);
-  return key;
+  return test_support::TestKey(op, test_support::Inputs(std::move(shapes), dtype), std::move(attrs));
 }
 
 OpKey ConvKey(int64_t n, int64_t cin, int64_t hw, int64_t cout, int64_t k, int64_t stride,
@@ -45,11 +41,7 @@ class EventSimTest : public ::testing::Test {
   SocCatalog catalog_ = SocCatalog::Builtin();
   const SocSpec& soc() { return *catalog_.Find("Ascend910B2").value(); }
 
-  TuningProblem Problem(const OpKey& key) {
-    auto p = MakeTuningProblem(key, soc());
-    EXPECT_TRUE(p.ok()) << key.Display() << ": " << p.status().ToString();
-    return std::move(p).value();
-  }
+  TuningProblem Problem(const OpKey& key) { return test_support::ProblemOrFail(key, soc()); }
   EventSimResult Events(const TuningProblem& p, const Config& c, bool timeline = true) {
     auto prepared = Prepare(p, soc());
     EXPECT_TRUE(prepared.ok()) << prepared.status().ToString();

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/event_sim.h"
 #include "worker/sim/simulator.h"
@@ -23,27 +24,17 @@
 namespace tunefleet::sim {
 namespace {
 
-struct In {
-  std::vector<int64_t> shape;
-  std::string dtype = "float16";
-};
-
-OpKey Key(const std::string& op, std::vector<In> inputs, std::map<std::string, std::string> attrs = {}) {
-  OpKey key;
-  key.soc = "Ascend910B2";
-  key.op_type = op;
-  for (auto& in : inputs) key.inputs.push_back({std::move(in.shape), in.dtype, "ND"});
-  key.attrs = std::move(attrs);
-  return key;
+OpKey Key(const std::string& op, std::vector<TensorDesc> inputs, std::map<std::string, std::string> attrs = {}) {
+  return test_support::TestKey(op, std::move(inputs), std::move(attrs));
 }
 
-OpKey Fused(const std::string& op, std::vector<In> inputs, const std::string& epilogue,
+OpKey Fused(const std::string& op, std::vector<TensorDesc> inputs, const std::string& epilogue,
             std::map<std::string, std::string> attrs = {}) {
   attrs["epilogue"] = epilogue;
   return Key(op, std::move(inputs), std::move(attrs));
 }
 
-OpKey Chain(const std::string& ops, std::vector<In> inputs) {
+OpKey Chain(const std::string& ops, std::vector<TensorDesc> inputs) {
   return Key("FusedElementwise", std::move(inputs), {{"ops", ops}});
 }
 
@@ -52,11 +43,7 @@ class FusedModelTest : public ::testing::Test {
   SocCatalog catalog_ = SocCatalog::Builtin();
   const SocSpec& soc() { return *catalog_.Find("Ascend910B2").value(); }
 
-  TuningProblem Problem(const OpKey& key) {
-    auto p = MakeTuningProblem(key, soc());
-    EXPECT_TRUE(p.ok()) << key.Display() << ": " << p.status().ToString();
-    return std::move(p).value();
-  }
+  TuningProblem Problem(const OpKey& key) { return test_support::ProblemOrFail(key, soc()); }
   KernelEstimate Default(const OpKey& key) {
     TuningProblem p = Problem(key);
     auto e = Simulate(p, p.default_config, soc());
@@ -75,9 +62,9 @@ class FusedModelTest : public ::testing::Test {
 using FusedModel = FusedModelTest;
 
 // BERT-base (batch 32, seq 128): the FFN's first MatMul with its bias and Gelu.
-const In kHidden{{4096, 768}};
-const In kFfn1W{{768, 3072}};
-const In kFfn1B{{3072}};
+const TensorDesc kHidden{{4096, 768}};
+const TensorDesc kFfn1W{{768, 3072}};
+const TensorDesc kFfn1B{{3072}};
 
 std::vector<OpKey> FusedSweepKeys() {
   return {
@@ -215,7 +202,7 @@ TEST_F(FusedModel, FusedMatMulGeluBeatsMatMulThenGeluButNeverTheMatMulAlone) {
     OpKey fused;
     std::vector<OpKey> unfused;
   };
-  const In ffn2_x{{4096, 3072}}, ffn2_w{{3072, 768}}, row{{768}}, h{{4096, 768}};
+  const TensorDesc ffn2_x{{4096, 3072}}, ffn2_w{{3072, 768}}, row{{768}}, h{{4096, 768}};
   const std::vector<Pair> pairs = {
       {Fused("FusedMatMul", {ffn2_x, ffn2_w, row, h}, "BiasAdd,Add"),
        {Key("MatMul", {ffn2_x, ffn2_w}), Key("Add", {h, row}), Key("Add", {h, h})}},
@@ -264,7 +251,7 @@ TEST_F(FusedModel, NoFusedConfigFinishesBeforeItsCubeAloneHasComputed) {
 }
 
 TEST_F(FusedModel, AChainOfThreeOnALargeTensorStreamsAt80To90PercentOfHbmBandwidth) {
-  const In x{{8192, 8192}};
+  const TensorDesc x{{8192, 8192}};
   const OpKey chain = Chain("Mul,Add,Relu", {x, x, x});
   const KernelEstimate e = Default(chain);
   const double share = e.compulsory_bytes / (e.latency_us * 1e-6) / (soc().hbm_bandwidth_gbps * 1e9);
@@ -280,7 +267,7 @@ TEST_F(FusedModel, AChainOfThreeOnALargeTensorStreamsAt80To90PercentOfHbmBandwid
 
 TEST_F(FusedModel, TheChainChargesEveryOpsVectorInstructions) {
   // Gelu's 8 instructions per element plus the bias add's 1 (vector_model.cc's counts).
-  const In x{{4096, 3072}};
+  const TensorDesc x{{4096, 3072}};
   const KernelEstimate chain = Default(Chain("BiasAdd,Gelu", {x, kFfn1B}));
   const KernelEstimate add = Default(Key("Add", {x, kFfn1B}));
   EXPECT_DOUBLE_EQ(chain.flops, 9.0 * 4096 * 3072);
@@ -377,7 +364,7 @@ TEST_F(FusedModel, Bf16AndInt8RunAndTheirEpiloguesCostTheirCasts) {
   // int8 doubles the cube's rate: the fused int8 op is faster than the fp16 one.
   EXPECT_LT(Default(i8).latency_us, Default(f16).latency_us);
   // fp32 chains compute natively; bf16 chains compute in fp32 with a cast per input.
-  const In x{{4096, 768}};
+  const TensorDesc x{{4096, 768}};
   EXPECT_GT(Default(Chain("Add,Relu", {{{4096, 768}, "float32"}, {{4096, 768}, "float32"}})).latency_us,
             Default(Chain("Add,Relu", {x, x})).latency_us);
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "tunefleet/common/vector_space.h"
 #include "worker/sim/simulator.h"
@@ -22,12 +23,7 @@ namespace {
 OpKey Key(const std::string& op, std::vector<std::vector<int64_t>> shapes,
           const std::string& dtype = "float16", std::map<std::string, std::string> attrs = {},
           const std::string& soc = "Ascend910B2") {
-  OpKey key;
-  key.soc = soc;
-  key.op_type = op;
-  for (auto& s : shapes) key.inputs.push_back({std::move(s), dtype, "ND"});
-  key.attrs = std::move(attrs);
-  return key;
+  return test_support::TestKey(op, test_support::Inputs(std::move(shapes), dtype), std::move(attrs), soc);
 }
 
 // One representative key per op type, small enough to sweep every config.
@@ -51,11 +47,7 @@ class VectorModelTest : public ::testing::Test {
   SocCatalog catalog_ = SocCatalog::Builtin();
   const SocSpec& Soc(const std::string& name = "Ascend910B2") { return *catalog_.Find(name).value(); }
 
-  TuningProblem Problem(const OpKey& key) {
-    auto p = MakeTuningProblem(key, Soc(key.soc));
-    EXPECT_TRUE(p.ok()) << key.Display() << ": " << p.status().ToString();
-    return std::move(p).value();
-  }
+  TuningProblem Problem(const OpKey& key) { return test_support::ProblemOrFail(key, Soc(key.soc)); }
   KernelEstimate Run(const TuningProblem& p, const Config& c) {
     auto e = Simulate(p, c, Soc(p.key.soc));
     EXPECT_TRUE(e.ok()) << p.key.Display() << " " << p.space.Describe(c) << ": " << e.status().ToString();
