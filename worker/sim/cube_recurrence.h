@@ -103,22 +103,20 @@ template <bool kTileStart, bool kDbA, bool kDbB, bool kDbC, typename Recorder>
     const double ready = std::max(loaded, s_end);
     const double a_free = kDbA ? ce2 : ce1;
     const double b_free = kDbB ? ce2 : ce1;
+    // MTE1 moves both operands in turn, each once its L0 buffer is free.
+    auto load = [&](double after, double free, double move, const char* label) {
+      const double start = std::max(after, free);
+      rec.Add(Pipe::kMte1, start, start + move, tile, label);
+      return start + move;
+    };
     double a_end = 0, b_end = 0;
     if constexpr (b_first) {
-      const double b_start = std::max(ready, b_free);
-      b_end = b_start + mb;
-      rec.Add(Pipe::kMte1, b_start, b_end, tile, "L1->L0B");
-      const double a_start = std::max(b_end, a_free);
-      a_end = a_start + ma;
-      rec.Add(Pipe::kMte1, a_start, a_end, tile, "L1->L0A");
+      b_end = load(ready, b_free, mb, "L1->L0B");
+      a_end = load(b_end, a_free, ma, "L1->L0A");
       mte1 = a_end;
     } else {
-      const double a_start = std::max(ready, a_free);
-      a_end = a_start + ma;
-      rec.Add(Pipe::kMte1, a_start, a_end, tile, "L1->L0A");
-      const double b_start = std::max(a_end, b_free);
-      b_end = b_start + mb;
-      rec.Add(Pipe::kMte1, b_start, b_end, tile, "L1->L0B");
+      a_end = load(ready, a_free, ma, "L1->L0A");
+      b_end = load(a_end, b_free, mb, "L1->L0B");
       mte1 = b_end;
     }
     double start = std::max({ce1, a_end, b_end});
