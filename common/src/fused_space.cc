@@ -119,11 +119,7 @@ std::shared_ptr<const SearchSpace> CubeSpace(const FusedCubeShape& shape, const 
 }  // namespace
 
 const std::vector<std::string>& FusedChainOpNames() {
-  static const std::vector<std::string> kNames = [] {
-    std::vector<std::string> n;
-    for (const ChainOpInfo& o : kChainOps) n.emplace_back(o.name);
-    return n;
-  }();
+  static const std::vector<std::string> kNames = NamesOf(kChainOps);
   return kNames;
 }
 

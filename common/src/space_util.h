@@ -1,5 +1,6 @@
 // Small helpers the op spaces (matmul/conv2d/vector/fused_space.cc) share: integer
-// rounding, the texts constraint reasons print, element counts and shapes. Private to
+// rounding, the texts constraint reasons print, element counts and shapes, the names of
+// an op table. Private to
 // common/src/.
 #pragma once
 
@@ -27,6 +28,14 @@ inline std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + N(shape[i]);
   return s + "]";
+}
+
+// The `name` of every entry of an op table, in table order.
+template <typename Table>
+std::vector<std::string> NamesOf(const Table& table) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.emplace_back(entry.name);
+  return names;
 }
 
 }  // namespace tunefleet::space_util

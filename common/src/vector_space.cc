@@ -146,11 +146,7 @@ bool IsReduce(const VectorShape& s) {
 }  // namespace
 
 const std::vector<std::string>& VectorOpTypes() {
-  static const std::vector<std::string> kTypes = [] {
-    std::vector<std::string> t;
-    for (const OpInfo& o : kOps) t.emplace_back(o.name);
-    return t;
-  }();
+  static const std::vector<std::string> kTypes = NamesOf(kOps);
   return kTypes;
 }
 
