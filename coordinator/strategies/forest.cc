@@ -85,16 +85,27 @@ int RegressionForest::Grow(Tree& tree, const std::vector<std::vector<float>>& ro
   return id;
 }
 
+double RegressionForest::Leaf(const Tree& tree, const std::vector<float>& row) {
+  int node = 0;
+  while (tree[node].feature >= 0) {
+    node = row[static_cast<size_t>(tree[node].feature)] < tree[node].threshold ? tree[node].left : tree[node].right;
+  }
+  return tree[node].value;
+}
+
+std::vector<double> RegressionForest::PerTree(const std::vector<float>& row) const {
+  std::vector<double> out;
+  out.reserve(trees_.size());
+  for (const Tree& tree : trees_) out.push_back(Leaf(tree, row));
+  return out;
+}
+
 RegressionForest::Prediction RegressionForest::Predict(const std::vector<float>& row) const {
   double sum = 0, sum_sq = 0;
   for (const Tree& tree : trees_) {
-    int node = 0;
-    while (tree[node].feature >= 0) {
-      node = row[static_cast<size_t>(tree[node].feature)] < tree[node].threshold ? tree[node].left
-                                                                                 : tree[node].right;
-    }
-    sum += tree[node].value;
-    sum_sq += tree[node].value * tree[node].value;
+    const double value = Leaf(tree, row);
+    sum += value;
+    sum_sq += value * value;
   }
   const double n = static_cast<double>(trees_.size());
   const double mean = sum / n;

@@ -1,8 +1,9 @@
 // RegressionForest: the surrogate cost model of the model-based strategy: a small random
 // forest (bagged CART regression trees with random feature subsets) over a config's
-// parameter positions. Predict() gives the mean over trees and their spread, which the
-// strategy turns into an expected improvement. Deterministic given the rng passed to
-// Fit(). A plain value owned by one strategy; not thread-safe.
+// features. Predict() gives the mean over trees and their spread, which the strategy
+// turns into an expected improvement; PerTree() gives each tree's answer, a posterior
+// draw for Thompson sampling. Deterministic given the rng passed to Fit(). A plain value
+// owned by one strategy; not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,8 @@ class RegressionForest {
   bool fitted() const { return !trees_.empty(); }
   // Requires fitted() and a row of the width Fit() saw.
   Prediction Predict(const std::vector<float>& row) const;
+  // Each tree's answer, in tree order: draws from the model's posterior (Thompson sampling).
+  std::vector<double> PerTree(const std::vector<float>& row) const;
 
  private:
   struct Node {
@@ -42,6 +45,7 @@ class RegressionForest {
     double value = 0;
   };
   using Tree = std::vector<Node>;
+  static double Leaf(const Tree& tree, const std::vector<float>& row);
 
   int Grow(Tree& tree, const std::vector<std::vector<float>>& rows, const std::vector<double>& y,
            std::vector<int>& sample, size_t begin, size_t end, int depth, std::mt19937_64& rng);

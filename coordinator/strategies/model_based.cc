@@ -1,18 +1,21 @@
 // Model-based search (as Ansor and MetaSchedule do, with the expected improvement of
-// Bayesian optimisation): after an initial design of random draws (a quarter of a known budget,
-// up to 24, in spaces of at most 2^20 configs; else 6), two random forests over the parameter positions -- one on the
-// log latency of the configs that ran, one on whether a config ran at all (failures
-// are learned from, so a space whose restrictions are unknown is mapped as it is
-// measured) -- rank an evolutionary candidate pool (one-parameter sweeps of the fastest
-// configs, the best one's two-parameter neighbourhood, mutations and crossovers, plus
-// random draws) by EI x P(runs), or by a lower confidence bound in very large spaces;
-// every 4th proposal, until the last quarter of the budget, is the best predicted mean
-// instead. The ranking is refreshed whenever enough new results arrived, so with B
-// configs in flight the next proposals already use every result told so far.
+// Bayesian optimisation): after an initial design of random draws (a quarter of a known
+// budget, up to 24, in spaces of at most 2^20 configs; else 6), two random forests over
+// the parameter positions and, in those smaller spaces, every two parameters' product --
+// one on the log latency of the configs that ran, one on whether a config ran at all
+// (failures are learned from, so a space whose restrictions are unknown is mapped as it
+// is measured) -- rank an evolutionary candidate pool (one-parameter sweeps of the
+// fastest configs, the best one's two-parameter neighbourhood, mutations and crossovers,
+// plus random draws). Proposals take turns (ModelOptions::pattern) between EI x P(runs)
+// (a lower confidence bound in very large spaces), Thompson sampling over the trees,
+// and, until the last quarter of the budget, the best predicted mean. The ranking is
+// refreshed whenever enough new results arrived, so with B configs in flight the next
+// proposals already use every result told so far.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
+#include <string>
 
 #include "coordinator/strategies/forest.h"
 #include "coordinator/strategies/guided.h"
@@ -59,9 +62,24 @@ class ModelBased final : public GuidedStrategy {
     if (std::isfinite(latency)) ++ok_count_;
   }
 
+  // Each parameter's position in its list and, in spaces of at most large_space configs,
+  // the product of every two parameters' values: a tree splits on one feature at a
+  // time, and what a kernel's speed and restrictions depend on is often a product
+  // (conv A100: block_size_x * block_size_y threads, at most 1024 of them).
   std::vector<float> Features(ConfigIndex index) const {
     std::vector<size_t> pos = Positions(index);
-    return std::vector<float>(pos.begin(), pos.end());
+    std::vector<float> row(pos.begin(), pos.end());
+    if (!o_.pair_products || space_.size() > o_.large_space) return row;
+    const auto& params = space_.params();
+    for (size_t a = 0; a < pos.size(); ++a) {
+      if (params[a].values.size() < 2) continue;  // a constant tells the trees nothing
+      for (size_t b = a + 1; b < pos.size(); ++b) {
+        if (params[b].values.size() < 2) continue;
+        row.push_back(static_cast<float>(static_cast<double>(params[a].values[pos[a]]) *
+                                         static_cast<double>(params[b].values[pos[b]])));
+      }
+    }
+    return row;
   }
 
   void Rank(const Taken& taken) {
@@ -164,12 +182,23 @@ class ModelBased final : public GuidedStrategy {
     std::uniform_int_distribution<ConfigIndex> any(0, space_.size() - 1);
     for (size_t r = 0; r < o_.random_candidates; ++r) add(any(rng_));
 
-    // Small spaces: expected improvement (of log latency) times the chance the config
-    // runs. Large ones: the lower confidence bound, which exploits -- measured on the
-    // simulated NPU, where EI's exploration of a 10^6-config space never pays back
-    // within a few hundred evaluations (bench/README.md, npu_strategies).
+    // Three rankings of the pool, lower is better. E: in small spaces the expected
+    // improvement (of log latency) times the chance the config runs; in large ones the
+    // lower confidence bound, which exploits -- measured on the simulated NPU, where
+    // EI's exploration of a 10^6-config space never pays back within a few hundred
+    // evaluations (bench/README.md, npu_strategies). X: the predicted mean. T (small
+    // spaces): Thompson sampling, each proposal the best config of one random tree.
     const double kappa = o_.lcb_kappa >= 0 ? o_.lcb_kappa : large ? o_.large_space_kappa : -1;
+    std::string pattern = o_.pattern;
+    if (o_.budget != 0 &&
+        static_cast<double>(proposed_count()) >= o_.exploit_until * static_cast<double>(o_.budget)) {
+      std::replace(pattern.begin(), pattern.end(), 'X', 'E');
+    }
+    if (large) std::replace(pattern.begin(), pattern.end(), 'T', 'E');
+    const bool thompson = pattern.find('T') != std::string::npos;
     std::vector<std::pair<double, ConfigIndex>> scored, exploit;
+    std::vector<ConfigIndex> candidates;
+    std::vector<std::vector<double>> draws;  // per candidate: each tree's answer - log P(runs)
     scored.reserve(pool.size());
     for (ConfigIndex i : pool) {
       std::vector<float> row = Features(i);
@@ -177,8 +206,13 @@ class ModelBased final : public GuidedStrategy {
       const double sigma = std::max(p.stddev, 1e-3 * std::abs(best) + 1e-12);
       const double p_runs = std::max(any_failed ? runs.Predict(row).mean : 1.0, o_.min_p_runs);
       exploit.emplace_back(p.mean - std::log(p_runs), i);
+      if (thompson) {
+        candidates.push_back(i);
+        draws.push_back(cost.PerTree(row));
+        for (double& d : draws.back()) d -= std::log(p_runs);
+      }
       if (kappa >= 0) {
-        scored.emplace_back(p.mean - kappa * sigma - std::log(p_runs), i);  // lower is better
+        scored.emplace_back(p.mean - kappa * sigma - std::log(p_runs), i);
         continue;
       }
       const double z = (best - p.mean) / sigma;
@@ -186,24 +220,46 @@ class ModelBased final : public GuidedStrategy {
       scored.emplace_back(-ei * p_runs, i);
     }
     const size_t keep = std::min(o_.ranked, scored.size());
-    std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep), scored.end());
-    // Every exploit_every-th proposal (counted over the task, so a restored checkpoint
-    // continues the same pattern) is the best predicted mean not already ranked.
-    const bool interleave = o_.exploit_every > 0 &&
-                            (o_.budget == 0 || static_cast<double>(proposed_count()) <
-                                                   o_.exploit_until * static_cast<double>(o_.budget));
-    if (!interleave) {
-      for (size_t k = 0; k < keep; ++k) ranked_.push_back(scored[k].second);
-      return;
-    }
-    std::partial_sort(exploit.begin(), exploit.begin() + static_cast<std::ptrdiff_t>(keep), exploit.end());
+    std::vector<ConfigIndex> lists[3];  // E, X, T
+    auto best_first = [keep](std::vector<std::pair<double, ConfigIndex>>& v, std::vector<ConfigIndex>& out) {
+      std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(keep), v.end());
+      for (size_t k = 0; k < keep; ++k) out.push_back(v[k].second);
+    };
+    best_first(scored, lists[0]);
+    if (pattern.find('X') != std::string::npos) best_first(exploit, lists[1]);
+    if (thompson) lists[2] = ThompsonPicks(candidates, draws, keep);
+    // The pattern is counted over the task, so a restored checkpoint continues it; a
+    // config two rankings share is proposed once.
     std::set<ConfigIndex> seen;
-    size_t a = 0, b = 0;
-    while (ranked_.size() < keep && (a < keep || b < keep)) {
-      const bool take_exploit = (proposed_count() + ranked_.size()) % o_.exploit_every == o_.exploit_every - 1;
-      const ConfigIndex next = (take_exploit && b < keep) || a >= keep ? exploit[b++].second : scored[a++].second;
+    size_t at[3] = {0, 0, 0};
+    auto left = [&](size_t l) { return at[l] < lists[l].size(); };
+    while (ranked_.size() < keep && (left(0) || left(1) || left(2))) {
+      const char c = pattern[(proposed_count() + ranked_.size()) % pattern.size()];
+      size_t l = c == 'X' ? 1 : c == 'T' ? 2 : 0;
+      if (!left(l)) l = left(0) ? 0 : left(2) ? 2 : 1;
+      const ConfigIndex next = lists[l][at[l]++];
       if (seen.insert(next).second) ranked_.push_back(next);
     }
+  }
+
+  // Thompson sampling without repeats: `count` times, a random tree's best candidate
+  // not picked yet.
+  std::vector<ConfigIndex> ThompsonPicks(const std::vector<ConfigIndex>& candidates,
+                                         const std::vector<std::vector<double>>& draws, size_t count) {
+    std::vector<ConfigIndex> picks;
+    if (candidates.empty() || draws.front().empty()) return picks;
+    std::vector<bool> picked(candidates.size(), false);
+    std::uniform_int_distribution<size_t> any_tree(0, draws.front().size() - 1);
+    while (picks.size() < std::min(count, candidates.size())) {
+      const size_t tree = any_tree(rng_);
+      size_t best = candidates.size();
+      for (size_t c = 0; c < candidates.size(); ++c) {
+        if (!picked[c] && (best == candidates.size() || draws[c][tree] < draws[best][tree])) best = c;
+      }
+      picked[best] = true;
+      picks.push_back(candidates[best]);
+    }
+    return picks;
   }
 
   static size_t InitialDraws(const ModelOptions& o, uint64_t space_size) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "coordinator/strategies/guided.h"
+
 namespace tunefleet::coordinator {
 namespace {
 
@@ -237,6 +239,72 @@ TEST(Strategies, ModelBasedLearnsWhichConfigsFailAndStopsSpendingOnThem) {
     random += failures_in_first("random", seed, 60);
   }
   EXPECT_LT(model * 2, random) << "model " << model << " vs random " << random << " failures";
+}
+
+}  // namespace
+}  // namespace tunefleet::coordinator
+
+namespace tunefleet::coordinator {
+namespace {
+
+TEST(Strategies, ModelBasedLearnsWhatDependsOnAProductOfTwoParameters) {
+  // What GPU kernels' speed and restrictions often depend on (conv A100: block_size_x *
+  // block_size_y threads, at most 1024): here a*b > 48 fails and the fastest configs
+  // have a*b == 36 (5 of 256). Trees over the positions alone draw the hyperbola as a
+  // staircase; with the product as a feature, one split finds it.
+  std::vector<int64_t> values;
+  for (int64_t v = 1; v <= 16; ++v) values.push_back(v);
+  SearchSpace space = SearchSpace::Create({{"a", values}, {"b", values}}, {}).value();
+  auto evaluations_to_optimum = [&](bool products, uint64_t seed) {
+    ModelOptions options;
+    options.pair_products = products;
+    auto s = MakeModelBased(space, seed, options);
+    std::set<ConfigIndex> taken;
+    for (size_t k = 1; k <= space.size(); ++k) {
+      Batch b = s->Ask(1, [&](ConfigIndex i) { return taken.count(i) > 0; });
+      if (b.configs.empty()) break;
+      const ConfigIndex i = b.configs[0];
+      taken.insert(i);
+      const Config c = space.Decode(i);
+      const int64_t threads = space.Get(c, "a") * space.Get(c, "b");
+      if (threads == 36) return k;
+      s->Tell(i, threads <= 48 ? std::optional<double>(1.0 + static_cast<double>(std::abs(threads - 36)))
+                               : std::nullopt);
+    }
+    return space.size();
+  };
+  size_t with = 0, without = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    with += evaluations_to_optimum(true, seed);
+    without += evaluations_to_optimum(false, seed);
+  }
+  EXPECT_LT(with * 5, without * 4) << "evaluations to a*b == 36 over 20 seeds: with products " << with
+                                   << ", positions only " << without;
+}
+
+TEST(Strategies, ForestTreesAreDrawsWhoseMeanIsThePrediction) {
+  std::mt19937_64 rng(3);
+  std::vector<std::vector<float>> rows;
+  std::vector<double> y;
+  for (int a = 0; a < 8; ++a) {
+    for (int b = 0; b < 8; ++b) {
+      rows.push_back({static_cast<float>(a), static_cast<float>(b)});
+      y.push_back(a * b + (a == 3 ? 5.0 : 0.0));
+    }
+  }
+  RegressionForest forest({.trees = 16, .max_depth = 6, .min_leaf = 2, .feature_fraction = 1.0});
+  forest.Fit(rows, y, rng);
+  size_t spread = 0;
+  for (const auto& row : rows) {
+    std::vector<double> draws = forest.PerTree(row);
+    ASSERT_EQ(draws.size(), 16u);
+    double sum = 0;
+    for (double d : draws) sum += d;
+    RegressionForest::Prediction p = forest.Predict(row);
+    EXPECT_NEAR(sum / 16, p.mean, 1e-9);
+    spread += *std::max_element(draws.begin(), draws.end()) > *std::min_element(draws.begin(), draws.end());
+  }
+  EXPECT_GT(spread, rows.size() / 2) << "bootstrapped trees must disagree somewhere: they are the posterior's draws";
 }
 
 }  // namespace
