@@ -101,13 +101,16 @@ std::vector<double> RegressionForest::PerTree(const std::vector<float>& row) con
 }
 
 RegressionForest::Prediction RegressionForest::Predict(const std::vector<float>& row) const {
+  return Summarize(PerTree(row));
+}
+
+RegressionForest::Prediction RegressionForest::Summarize(const std::vector<double>& answers) {
   double sum = 0, sum_sq = 0;
-  for (const Tree& tree : trees_) {
-    const double value = Leaf(tree, row);
+  for (double value : answers) {
     sum += value;
     sum_sq += value * value;
   }
-  const double n = static_cast<double>(trees_.size());
+  const double n = static_cast<double>(answers.size());
   const double mean = sum / n;
   return {mean, std::sqrt(std::max(0.0, sum_sq / n - mean * mean))};
 }

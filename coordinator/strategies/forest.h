@@ -36,6 +36,9 @@ class RegressionForest {
   Prediction Predict(const std::vector<float>& row) const;
   // Each tree's answer, in tree order: draws from the model's posterior (Thompson sampling).
   std::vector<double> PerTree(const std::vector<float>& row) const;
+  // The mean and spread of PerTree()'s answers (what Predict() returns), for a caller
+  // that needs both without walking the trees twice. Requires non-empty answers.
+  static Prediction Summarize(const std::vector<double>& answers);
 
  private:
   struct Node {

@@ -202,14 +202,15 @@ class ModelBased final : public GuidedStrategy {
     scored.reserve(pool.size());
     for (ConfigIndex i : pool) {
       std::vector<float> row = Features(i);
-      RegressionForest::Prediction p = cost.Predict(row);
+      std::vector<double> answers = cost.PerTree(row);
+      const RegressionForest::Prediction p = RegressionForest::Summarize(answers);
       const double sigma = std::max(p.stddev, 1e-3 * std::abs(best) + 1e-12);
       const double p_runs = std::max(any_failed ? runs.Predict(row).mean : 1.0, o_.min_p_runs);
       exploit.emplace_back(p.mean - std::log(p_runs), i);
       if (thompson) {
         candidates.push_back(i);
-        draws.push_back(cost.PerTree(row));
-        for (double& d : draws.back()) d -= std::log(p_runs);
+        for (double& d : answers) d -= std::log(p_runs);
+        draws.push_back(std::move(answers));
       }
       if (kappa >= 0) {
         scored.emplace_back(p.mean - kappa * sigma - std::log(p_runs), i);
