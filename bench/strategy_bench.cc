@@ -5,6 +5,7 @@
 // sequentially and with K configs in flight; next to Optuna's samplers (JSON from
 // bench/strategies_optuna.py) and the published best (Schoonhoven et al. 2022).
 //   strategy_bench [--datasets conv,pnpoly] [--strategies a,b] [--seeds N] [--optuna F] [--out F]
+//                  [--trace F]   (every run's configs in order, JSON Lines: bench/trace_regions.py)
 // Run everything with `bash bench/strategies.sh`.
 #include <algorithm>
 #include <chrono>
@@ -53,8 +54,27 @@ struct StrategyResult {
   double seconds = 0;
 };
 
-StrategyResult Score(const std::string& name, const KtCache& cache, const ReplayObjective& objective,
-                     const std::vector<size_t>& budgets, int seeds, size_t in_flight) {
+// One JSON line per run: which configs (parameter values) were evaluated, in the order
+// their results arrived, and each one's fraction of optimum (0 for absent or failed).
+void WriteTrace(std::ostream& out, const std::string& dataset, const std::string& strategy, int seed,
+                size_t budget, size_t in_flight, const KtCache& cache, const ReplayObjective& objective,
+                const Trace& t) {
+  json configs = json::array(), fractions = json::array();
+  for (size_t j = 0; j < t.configs.size(); ++j) {
+    configs.push_back(cache.space().Decode(t.configs[j]));
+    fractions.push_back(objective.Failed(t.configs[j]) ? 0.0 : objective.optimum / t.times[j]);
+  }
+  json params = json::array();
+  for (const auto& p : cache.space().params()) params.push_back(p.name);
+  out << json{{"dataset", dataset}, {"strategy", strategy}, {"seed", seed}, {"budget", budget},
+              {"in_flight", in_flight}, {"params", params}, {"configs", configs}, {"fractions", fractions}}
+             .dump()
+      << '\n';
+}
+
+StrategyResult Score(const std::string& name, const std::string& dataset, const KtCache& cache,
+                     const ReplayObjective& objective, const std::vector<size_t>& budgets, int seeds,
+                     size_t in_flight, std::ostream* trace) {
   const auto start = std::chrono::steady_clock::now();
   // A failed or absent config fails fast: it costs the fastest measured time.
   const double failure_cost = objective.optimum;
@@ -71,6 +91,7 @@ StrategyResult Score(const std::string& name, const KtCache& cache, const Replay
         auto s = coordinator::MakeStrategy(name, cache.space(), static_cast<uint64_t>(seed), budgets[b]).value();
         Trace t = RunStrategy(*s, objective, budgets[b], k, failure_cost);
         (k == 1 ? seq_f : inflight_f).push_back(FractionOfOptimum(objective.optimum, t.times, budgets[b]));
+        if (trace) WriteTrace(*trace, dataset, name, seed, budgets[b], k, cache, objective, t);
       }
     }
     for (size_t b = 0; b < budgets.size(); ++b) {
@@ -94,7 +115,8 @@ std::string Row(const std::string& label, const std::string& mode, const std::ve
 int Main(int argc, char** argv) {
   CLI::App app{"strategy_bench: tunefleet's strategies on measured Kernel Tuner caches (issue 4)"};
   std::string datasets_dir = TUNEFLEET_SHARED_DATASETS;
-  std::string dataset_filter, strategy_filter, optuna_path, out_path, budget_list = "25,50,100,200,400";
+  std::string dataset_filter, strategy_filter, optuna_path, out_path, trace_path;
+  std::string budget_list = "25,50,100,200,400";
   int seeds = 20;
   size_t in_flight = 8;
   app.add_option("--datasets-dir", datasets_dir, "folder of Kernel Tuner caches (.json, .json.gz)")->capture_default_str();
@@ -105,6 +127,7 @@ int Main(int argc, char** argv) {
   app.add_option("--in-flight", in_flight, "configs outstanding in the parallel mode")->capture_default_str()->check(CLI::Range(size_t{2}, size_t{1024}));
   app.add_option("--optuna", optuna_path, "JSON from bench/strategies_optuna.py, shown side by side");
   app.add_option("--out", out_path, "write every figure (and per-seed fractions) as JSON here");
+  app.add_option("--trace", trace_path, "write every run's configs and fractions here (JSON Lines)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<size_t> budgets;
@@ -155,6 +178,14 @@ int Main(int argc, char** argv) {
     }
   }
 
+  std::ofstream trace_file;
+  if (!trace_path.empty()) {
+    trace_file.open(trace_path);
+    if (!trace_file) {
+      fmt::print(stderr, "strategy_bench: --trace {}: cannot write there\n", trace_path);
+      return 2;
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
   json out = {{"budgets", budgets}, {"seeds", seeds}, {"in_flight", in_flight}, {"datasets", json::object()}};
   std::string budget_header;
@@ -179,7 +210,8 @@ int Main(int argc, char** argv) {
 
     std::map<std::string, StrategyResult> results;
     for (const auto& s : strategies) {
-      StrategyResult r = Score(s, *cache, objective, budgets, seeds, in_flight);
+      StrategyResult r = Score(s, name, *cache, objective, budgets, seeds, in_flight,
+                               trace_file.is_open() ? &trace_file : nullptr);
       fmt::print("{}\n{}   ({:.1f} s)\n", Row(s, "seq", r.seq), Row("", fmt::format("x{}", in_flight), r.inflight), r.seconds);
       std::fflush(stdout);
       jd["strategies"][s] = {{"seq", r.seq}, {"inflight", r.inflight}, {"seconds", r.seconds},
