@@ -22,6 +22,7 @@
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
 #include "coordinator/coordinator.h"
+#include "tunefleet/common/flag_checks.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
 #include "worker/evaluator.h"
@@ -63,15 +64,21 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
                   "auto (model-based search, or exhaustive when the budget covers the whole space), "
                   "exhaustive, random, annealing, genetic, ils (iterated local search), model")
       ->capture_default_str();
-  cmd->add_option("--budget", f.budget, "evaluations per op; 0 = the whole valid space")->capture_default_str();
+  cmd->add_option("--budget", f.budget, "evaluations per op; 0 = the whole valid space")
+      ->capture_default_str()
+      ->check(AtLeast(0));
   cmd->add_option("--budget-seconds", f.budget_seconds, "per op: stop handing out configs after this many seconds (0 = no limit)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--patience", f.patience, "per op: stop after this many evaluations without improvement (0 = no limit)");
-  cmd->add_option("--seed", f.seed, "seed of the strategy and of measurement noise")->capture_default_str();
-  cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)");
+      ->check(AtLeast(0));
+  cmd->add_option("--patience", f.patience, "per op: stop after this many evaluations without improvement (0 = no limit)")
+      ->check(AtLeast(0));
+  cmd->add_option("--seed", f.seed, "seed of the strategy and of measurement noise")
+      ->capture_default_str()
+      ->check(AtLeast(0));
+  cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)")->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--force", f.force, "re-tune ops already in the knowledge base");
   cmd->add_flag("--warm-start", f.warm_start, "first try the best configs of the nearest tuned shapes of each op");
-  cmd->add_option("--total-budget", f.total_budget, "one evaluation budget for all ops, split by --scheduler (overrides --budget)");
+  cmd->add_option("--total-budget", f.total_budget, "one evaluation budget for all ops, split by --scheduler (overrides --budget)")
+      ->check(AtLeast(0));
   cmd->add_option("--scheduler", f.scheduler, "how --total-budget is split: gradient (by expected gain, weighted by each op's count) or round-robin")->capture_default_str()->check(CLI::IsMember({"gradient", "round-robin"}));
   cmd->add_flag("--json", f.json, "print JSON instead of text");
 }
@@ -248,7 +255,9 @@ int main(int argc, char** argv) {
 
   for (auto* cmd : {submit, status, lookup}) {
     cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
-    cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")->capture_default_str();
+    cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 3'600'000));
   }
   ProfileCommands profile_commands;
   AddProfileCommands(app, profile_commands);

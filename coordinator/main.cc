@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
   app.add_option("--worker-bind", options.worker_endpoint, "ZeroMQ endpoint for workers")->capture_default_str();
   app.add_option("--data-dir", data_dir, "RocksDB folder (knowledge base, tasks, results)")->capture_default_str();
   app.add_option("--metrics-address", metrics_address, "address for the /metrics HTTP endpoint")->capture_default_str();
-  app.add_option("--metrics-port", metrics_port, "port for /metrics; 0 picks one, -1 disables")->capture_default_str();
+  app.add_option("--metrics-port", metrics_port, "port for /metrics; 0 picks one, -1 disables")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 65535));
   app.add_option("--soc-dir", soc_dir, "folder of extra SoC spec .ini files (override the built-in ones)");
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval; a worker silent for 3 intervals is dead")->capture_default_str()->check(CLI::Range(10, 60000));
   std::vector<std::string> replay_paths;

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "tunefleet/common/flag_checks.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
 #include "worker/worker.h"
@@ -33,7 +34,9 @@ int main(int argc, char** argv) {
   app.add_option("--evaluator", evaluator_name, "sim (simulated NPU), fixed (constant latency, for load tests) or replay (measured times from --replay-cache)")->capture_default_str()->check(CLI::IsMember({"sim", "fixed", "replay"}));
   std::string replay_cache;
   app.add_option("--replay-cache", replay_cache, "Kernel Tuner cache file (.json or .json.gz) served by --evaluator replay");
-  app.add_option("--fixed-us", fixed_us, "latency reported by the fixed evaluator")->capture_default_str();
+  app.add_option("--fixed-us", fixed_us, "latency reported by the fixed evaluator")
+      ->capture_default_str()
+      ->check(AtLeast(0, false));
   app.add_option("--soc-dir", soc_dir, "folder of extra SoC spec .ini files");
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval")->capture_default_str()->check(CLI::Range(10, 60000));
   int64_t min_eval_us = 0;

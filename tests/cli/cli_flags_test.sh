@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Number flags of tunefleet, tunefleet-coordinator and tunefleet-worker: a negative or
+# out-of-range value is refused at once with a message naming the flag and what it must
+# be (a negative --budget used to wrap to 2^64 - n and tune the whole space), and the
+# boundary values still work.
+set -uo pipefail
+BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
+SRC="$(cd "$(dirname "$0")/../.." && pwd)"
+TF="$BUILD/cli/tunefleet"
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# refused EXPECTED_RC MESSAGE COMMAND...: the command exits EXPECTED_RC (any non-zero if
+# empty) within 10 s, and stderr holds MESSAGE.
+refused() {
+  local want_rc="$1" message="$2"
+  shift 2
+  timeout 10 "$@" > "$OUT/stdout" 2> "$OUT/stderr"
+  local rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "$* exited $rc, not an error"
+  [ -z "$want_rc" ] || [ "$rc" -eq "$want_rc" ] || fail "$* exited $rc, not $want_rc"
+  grep -qF -- "$message" "$OUT/stderr" || fail "$*: stderr lacks '$message': $(cat "$OUT/stderr")"
+}
+
+OPS="$SRC/examples/matmul_small.json"
+for flag in --budget --patience --seed --total-budget --budget-seconds; do
+  refused 2 "$flag: must be >= 0, not -5" "$TF" tune "$OPS" --data-dir "$OUT/kb" $flag -5
+  refused 2 "$flag: must be >= 0, not -5" "$TF" submit "$OPS" $flag -5
+done
+refused 2 "--budget: 'ten' is not a number" "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget ten
+refused 2 "--job-size: Value -1 not in range" "$TF" tune "$OPS" --data-dir "$OUT/kb" --job-size -1
+refused 2 "--timeout-ms: Value 0 not in range" "$TF" status 1 --timeout-ms 0
+refused "" "--metrics-port: Value 70000 not in range" "$BUILD/coordinator/tunefleet-coordinator" --metrics-port 70000
+refused "" "--fixed-us: must be > 0, not 0" "$BUILD/worker/tunefleet-worker" --fixed-us 0
+[ ! -e "$OUT/kb" ] || fail "a refused tune created its knowledge base"
+
+# Boundaries are accepted: seed 0, and a small budget tunes.
+timeout 120 "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 5 --seed 0 --patience 0 > "$OUT/tune.txt" \
+  || fail "tune --budget 5 --seed 0 exited $?"
+grep -q "evaluations        5 " "$OUT/tune.txt" || fail "tune --budget 5 did not spend 5 evaluations: $(cat "$OUT/tune.txt")"
+echo "cli_flags: ok"
