@@ -1,6 +1,10 @@
 #include "tunefleet/common/tuning_problem.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+
+#include <fmt/core.h>
 
 #include "tunefleet/common/conv2d_space.h"
 #include "tunefleet/common/fused_space.h"
@@ -8,10 +12,61 @@
 #include "tunefleet/common/vector_space.h"
 
 namespace tunefleet {
+namespace {
+
+// Bytes of the op's input tensors, in double: a shape typed by hand may overflow int64.
+// An input whose dtype does not parse counts 0 here; the op's own parser names it.
+double InputBytes(const OpKey& key) {
+  double bytes = 0;
+  for (const TensorDesc& t : key.inputs) {
+    auto dtype = ParseDType(t.dtype);
+    double elements = dtype.ok() ? DTypeBytes(*dtype) : 0;
+    for (int64_t d : t.shape) elements *= static_cast<double>(d);
+    bytes += elements;
+  }
+  return bytes;
+}
+
+// The GEMM a cube op runs (a conv's implicit im2col GEMM, a fused op's GEMM without its
+// epilogue); nullopt for other ops and for a key that does not describe a valid op.
+std::optional<MatmulShape> CubeGemm(const OpKey& key) {
+  if (IsCubeGemmOpType(key.op_type)) {
+    auto shape = CubeGemmShapeFromOpKey(key);
+    if (shape.ok()) return *shape;
+  } else if (key.op_type == "Conv2D") {
+    auto shape = Conv2dShapeFromOpKey(key);
+    if (shape.ok()) return Conv2dGemm(*shape);
+  } else if (IsFusedCubeOpType(key.op_type)) {
+    auto shape = FusedCubeShapeFromOpKey(key);
+    if (shape.ok()) return shape->gemm;
+  }
+  return std::nullopt;
+}
+
+std::string GiB(double bytes) { return fmt::format("{:.3g} GiB", bytes / double(int64_t{1} << 30)); }
+
+}  // namespace
 
 Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
   if (key.soc != soc.name) {
     return InvalidArgument("op key is for SoC '" + key.soc + "' but the spec is '" + soc.name + "'");
+  }
+  // An op whose operands cannot be in device memory at once is not an op this SoC runs
+  // (NPU_MODEL.md: a capacity is a reason, never a silent number). Cube ops also write
+  // their fp32 GEMM output.
+  // The output is added only once the inputs fit: then the GEMM's int64 sizes, parsed
+  // from those inputs, cannot have overflowed.
+  const double memory = static_cast<double>(soc.memory_size);
+  double bytes = InputBytes(key);
+  if (memory > 0 && bytes <= memory) {
+    if (std::optional<MatmulShape> g = CubeGemm(key)) {
+      bytes += static_cast<double>(g->m) * static_cast<double>(g->n) * static_cast<double>(g->batch) * 4;
+    }
+  }
+  if (memory > 0 && bytes > memory) {
+    return InvalidArgument(fmt::format(
+        "its tensors need {}, more than {}'s {} of HBM (memory_size); split the op or check its shape",
+        GiB(bytes), soc.name, GiB(memory)));
   }
   if (IsCubeGemmOpType(key.op_type)) {
     TF_ASSIGN_OR_RETURN(MatmulShape shape, CubeGemmShapeFromOpKey(key));
@@ -55,23 +110,10 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
 }
 
 double CubeUsefulFlops(const OpKey& key) {
-  auto gemm_flops = [](const MatmulShape& g) {
-    return 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
-           static_cast<double>(g.batch);
-  };
-  if (IsCubeGemmOpType(key.op_type)) {
-    auto shape = CubeGemmShapeFromOpKey(key);
-    return shape.ok() ? gemm_flops(*shape) : 0;
-  }
-  if (key.op_type == "Conv2D") {
-    auto shape = Conv2dShapeFromOpKey(key);
-    return shape.ok() ? gemm_flops(Conv2dGemm(*shape)) : 0;
-  }
-  if (IsFusedCubeOpType(key.op_type)) {
-    auto shape = FusedCubeShapeFromOpKey(key);
-    return shape.ok() ? gemm_flops(shape->gemm) : 0;
-  }
-  return 0;
+  const std::optional<MatmulShape> g = CubeGemm(key);
+  if (!g) return 0;
+  return 2.0 * static_cast<double>(g->m) * static_cast<double>(g->n) * static_cast<double>(g->k) *
+         static_cast<double>(g->batch);
 }
 
 namespace {

@@ -95,6 +95,35 @@ TEST_F(BatchMatmulGemmTest, ErrorsNameWhatToFix) {
   }
 }
 
+// HBM capacity (memory_size, 64 GiB on Ascend910B2): an op whose tensors cannot all be
+// in device memory is refused with the sizes, whatever its type; one that fits is tuned.
+// Element counts that overflow int64 are refused, not wrapped.
+TEST_F(BatchMatmulGemmTest, OpsWhoseTensorsExceedHbmAreRefusedWithTheirSize) {
+  struct Case {
+    OpKey key;
+    const char* says;
+  };
+  const Case too_big[] = {
+      // Inputs of 2 x 2^33 fp16 elements: 32 GiB each, plus a 1 TiB fp32 output.
+      {Key("MatMul", {{int64_t{1} << 33, 1}, {1, int64_t{1} << 33}}), "more than Ascend910B2's 64 GiB of HBM"},
+      // Small inputs, a 149 GiB output: K = 1.
+      {Key("MatMul", {{200000, 1}, {1, 200000}}), "need 149 GiB"},
+      {Key("BatchMatMul", {{int64_t{1} << 40, 128, 64}, {64, 128}}), "split the op or check its shape"},
+      {Key("MatMul", {{int64_t{1} << 62, int64_t{1} << 62}, {int64_t{1} << 62, 16}}), "HBM (memory_size)"},
+      {Key("Add", {{int64_t{1} << 36}, {int64_t{1} << 36}}), "more than Ascend910B2's 64 GiB"},
+  };
+  for (const Case& c : too_big) {
+    auto p = MakeTuningProblem(c.key, soc());
+    ASSERT_FALSE(p.ok()) << c.key.Display();
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << c.key.Display();
+    EXPECT_NE(p.status().message().find(c.says), std::string::npos)
+        << "want '" << c.says << "' in: " << p.status().message();
+  }
+  // 24 GiB of inputs and a 32 GiB output fit in 64 GiB.
+  auto fits = MakeTuningProblem(Key("MatMul", {{int64_t{1} << 17, int64_t{1} << 16}, {int64_t{1} << 16, int64_t{1} << 16}}), soc());
+  EXPECT_TRUE(fits.ok()) << fits.status().ToString();
+}
+
 TEST_F(BatchMatmulGemmTest, DefaultTilingsAreValidAndTheOpsAreListedAsTunable) {
   const OpKey keys[] = {Key("BatchMatMul", {{32, 12, 128, 64}, {32, 12, 64, 128}}),
                         Key("BatchMatMul", {{32, 128, 768}, {768, 768}}),
