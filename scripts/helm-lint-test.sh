@@ -97,8 +97,8 @@ must_reject() {
 
 # ---- dashboard ----
 run "dashboard JSON parses" "$py" -m json.tool "$dashboard"
-run "dashboard has one row per concern and uses the exported metrics" "$py" - "$dashboard" <<'EOF'
-import json, sys
+run "dashboard has one row per concern and uses the exported metrics and label values" "$py" - "$dashboard" "$root/common/src/status.cc" <<'EOF'
+import json, re, sys
 d = json.load(open(sys.argv[1]))
 rows = [p["title"] for p in d["panels"] if p.get("type") == "row"]
 assert len(rows) >= 3, f"expected >= 3 rows, got {rows}"
@@ -111,6 +111,13 @@ metrics = ["tunefleet_tasks", "tunefleet_jobs_dispatched_total", "tunefleet_jobs
            "tunefleet_client_requests_total", "tunefleet_duplicate_results_total"]
 missing = [m for m in metrics if m not in exprs]
 assert not missing, f"metrics not on the dashboard: {missing}"
+# The `code` label carries StatusCodeName() (upper case; PromQL matching is case-sensitive).
+codes = set(re.findall(r'return "([A-Z_]+)";', open(sys.argv[2]).read()))
+assert "OK" in codes, f"no status code names read from {sys.argv[2]}"
+used = set(re.findall(r'code!?=~?"([^"]*)"', exprs))
+assert used, "no panel filters on the code label"
+unknown = {c for u in used for c in u.split("|") if c not in codes}
+assert not unknown, f"code label values the coordinator never exports: {unknown} (it exports {sorted(codes)})"
 for p in d["panels"]:
     if p.get("type") != "row":
         assert p.get("datasource", {}).get("uid") == "${datasource}", f"panel {p['title']!r}: datasource"
