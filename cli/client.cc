@@ -24,13 +24,18 @@ const char* StateName(schema::TaskState s) {
 
 }  // namespace
 
-Client::Client(zmq::context_t& ctx, std::string endpoint, std::chrono::milliseconds timeout)
-    : ctx_(ctx),
-      endpoint_(std::move(endpoint)),
-      timeout_(timeout),
-      socket_(transport::MakeSocket(ctx, zmq::socket_type::dealer)) {}
+Client::Client(zmq::context_t& ctx, std::string endpoint, std::chrono::milliseconds timeout,
+               std::optional<curve::PeerKeys> curve)
+    : ctx_(ctx), endpoint_(std::move(endpoint)), timeout_(timeout), curve_(std::move(curve)), socket_(NewSocket()) {}
+
+zmq::socket_t Client::NewSocket() {
+  zmq::socket_t s = transport::MakeSocket(ctx_, zmq::socket_type::dealer);
+  if (curve_) socket_setup_ = curve::MakeClient(s, *curve_);
+  return s;
+}
 
 Result<std::unique_ptr<wire::Incoming>> Client::RoundTrip(wire::Outgoing& msg) {
+  TF_RETURN_IF_ERROR(socket_setup_);
   if (!connected_) {
     TF_RETURN_IF_ERROR(transport::Connect(socket_, endpoint_));
     connected_ = true;
@@ -43,10 +48,12 @@ Result<std::unique_ptr<wire::Incoming>> Client::RoundTrip(wire::Outgoing& msg) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       // A fresh socket, so a late reply cannot be mistaken for the next one's.
-      socket_ = transport::MakeSocket(ctx_, zmq::socket_type::dealer);
+      socket_ = NewSocket();
       connected_ = false;
       return Unavailable("no reply from the coordinator at " + endpoint_ + " within " +
-                         std::to_string(timeout_.count()) + " ms (is it running? check --coordinator)");
+                         std::to_string(timeout_.count()) + " ms (is it running? check --coordinator" +
+                         (curve_ ? "; with CURVE, is this client's key listed in clients.public or readers.public?)"
+                                 : "; if it runs CURVE, give --curve-dir)"));
     }
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, left);

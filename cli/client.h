@@ -13,6 +13,7 @@
 
 #include <zmq.hpp>
 
+#include "tunefleet/common/curve.h"
 #include "tunefleet/common/op_key.h"
 #include "tunefleet/common/search_space.h"
 #include "tunefleet/common/status.h"
@@ -80,8 +81,10 @@ class Client {
  public:
   // Borrows ctx. Connecting is lazy in ZeroMQ: an absent coordinator shows up as a
   // kUnavailable timeout on the first request.
+  // With `curve`, the socket is a CURVE client (curve.h) with the client's own pair.
   Client(zmq::context_t& ctx, std::string endpoint,
-         std::chrono::milliseconds timeout = std::chrono::seconds(10));
+         std::chrono::milliseconds timeout = std::chrono::seconds(10),
+         std::optional<curve::PeerKeys> curve = std::nullopt);
 
   // Errors: the coordinator's own (kInvalidArgument with what to fix), or kUnavailable.
   Result<SubmitOutcome> Submit(const SubmitSpec& spec);
@@ -94,9 +97,13 @@ class Client {
   zmq::context_t& ctx_;
   std::string endpoint_;
   std::chrono::milliseconds timeout_;
+  std::optional<curve::PeerKeys> curve_;
+  Status socket_setup_;  // a CURVE option the socket refused, reported by the next request
   zmq::socket_t socket_;
   uint64_t next_request_id_ = 1;
   bool connected_ = false;
+
+  zmq::socket_t NewSocket();
 
   // Sends msg and waits for the reply with its request id; an ErrorReply becomes its
   // Status.

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +25,7 @@
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
 #include "coordinator/coordinator.h"
+#include "tunefleet/common/curve.h"
 #include "tunefleet/common/flag_checks.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
@@ -34,7 +38,11 @@ namespace {
 constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitMiss = 3, kExitTaskFailed = 4;
 
 int ExitFor(const Status& s) {
-  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? kExitBadInput : kExitFailure;
+  // A refused role is fixed in the key lists, not by retrying.
+  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ||
+                 s.code() == StatusCode::kPermissionDenied
+             ? kExitBadInput
+             : kExitFailure;
 }
 
 int Fail(const Status& s) {
@@ -208,6 +216,29 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
   return rc;
 }
 
+// NAME.public and NAME.secret (owner-only) in dir; never overwrites a key.
+Status WriteKeyPair(const std::string& dir, const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) {
+    return InvalidArgument("curve-keypair NAME must be a file stem like server, worker or client, not '" + name + "'");
+  }
+  const curve::KeyPair pair = curve::GenerateKeyPair();
+  const std::string stem = dir + "/" + name;
+  for (const char* ext : {".public", ".secret"}) {
+    if (std::filesystem::exists(stem + ext)) {
+      return AlreadyExists(stem + ext + " exists; remove it first or choose another NAME");
+    }
+  }
+  for (const auto& [ext, key] : {std::pair{".public", pair.public_key}, std::pair{".secret", pair.secret_key}}) {
+    std::ofstream out(stem + ext);
+    out << key << "\n";
+    if (!out) return Unavailable("cannot write " + stem + ext);
+  }
+  std::filesystem::permissions(stem + ".secret", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace);
+  fmt::print("wrote {0}.public and {0}.secret (public key {1})\n", stem, pair.public_key);
+  return Status::Ok();
+}
+
 }  // namespace
 }  // namespace tunefleet::cli
 
@@ -253,12 +284,22 @@ int main(int argc, char** argv) {
   lookup->add_flag("--json", lookup_json, "print JSON");
   lookup->add_flag("--nearest", lookup_nearest, "answer a miss from the closest tuned shape of the same op and SoC (flagged APPROXIMATE)");
 
+  std::string curve_dir;
   for (auto* cmd : {submit, status, lookup}) {
     cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
     cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")
         ->capture_default_str()
         ->check(CLI::Range(1, 3'600'000));
+    cmd->add_option("--curve-dir", curve_dir,
+                    "CURVE key folder (server.public, client.public, client.secret) for a coordinator that runs "
+                    "CURVE; default from TUNEFLEET_CURVE_ENABLED / TUNEFLEET_CURVE_DIR");
   }
+
+  std::string keypair_name, keypair_dir = ".";
+  auto* keypair = app.add_subcommand(
+      "curve-keypair", "write a new CURVE key pair as NAME.public and NAME.secret (server, worker, client: curve.h)");
+  keypair->add_option("NAME", keypair_name, "file stem, e.g. server, worker or client")->required();
+  keypair->add_option("--dir", keypair_dir, "folder to write into")->capture_default_str()->check(CLI::ExistingDirectory);
   ProfileCommands profile_commands;
   AddProfileCommands(app, profile_commands);
   try {
@@ -272,8 +313,21 @@ int main(int argc, char** argv) {
   if (int rc = RunProfileCommands(profile_commands, catalog); rc >= 0) return rc;
   if (tune->parsed()) return RunTune(tune_flags, data_dir, slots, replay_cache);
 
+  if (keypair->parsed()) {
+    Status s = WriteKeyPair(keypair_dir, keypair_name);
+    return s.ok() ? kExitOk : Fail(s);
+  }
+
+  auto key_dir = curve::KeyDir(curve_dir, std::getenv("TUNEFLEET_CURVE_ENABLED"), std::getenv("TUNEFLEET_CURVE_DIR"));
+  if (!key_dir.ok()) return Fail(key_dir.status());
+  std::optional<curve::PeerKeys> curve_keys;
+  if (key_dir->has_value()) {
+    auto loaded = curve::LoadPeerKeys(**key_dir, "client");
+    if (!loaded.ok()) return Fail(loaded.status());
+    curve_keys = std::move(loaded).value();
+  }
   zmq::context_t ctx(1);
-  client::Client c(ctx, coordinator_ep, std::chrono::milliseconds(timeout_ms));
+  client::Client c(ctx, coordinator_ep, std::chrono::milliseconds(timeout_ms), std::move(curve_keys));
   if (submit->parsed()) {
     std::vector<NamedOp> ops;
     auto spec = MakeSpec(submit_flags, ops);

@@ -111,10 +111,17 @@ class Coordinator::Impl {
         catalog_(catalog),
         clock_(clock),
         metrics_(registry),
+        ctx_(ctx),
         client_(transport::MakeSocket(ctx, zmq::socket_type::router)),
         workers_sock_(transport::MakeSocket(ctx, zmq::socket_type::router)) {}
 
   Status Init() {
+    if (options_.curve) {
+      // The handler first: libzmq admits every key while none is bound.
+      TF_ASSIGN_OR_RETURN(zap_, curve::ZapHandler::Start(ctx_, curve::ServerAllowList(*options_.curve)));
+      TF_RETURN_IF_ERROR(curve::MakeServer(client_, options_.curve->server, curve::kClientDomain));
+      TF_RETURN_IF_ERROR(curve::MakeServer(workers_sock_, options_.curve->server, curve::kWorkerDomain));
+    }
     TF_RETURN_IF_ERROR(transport::Bind(client_, options_.client_endpoint));
     TF_RETURN_IF_ERROR(transport::Bind(workers_sock_, options_.worker_endpoint));
     client_endpoint_ = transport::LastEndpoint(client_);
@@ -181,6 +188,8 @@ class Coordinator::Impl {
   const SocCatalog& catalog_;
   Clock& clock_;
   CoordinatorMetrics metrics_;
+  zmq::context_t& ctx_;
+  std::unique_ptr<curve::ZapHandler> zap_;  // with CURVE; outlives the sockets it guards
   zmq::socket_t client_;
   zmq::socket_t workers_sock_;
 
@@ -824,8 +833,17 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
   Status s = [&]() -> Status {
     TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, wire::Decode(payload.data(), payload.size()));
     reply.Envelope().setRequestId(in->Envelope().getRequestId());
+    // With CURVE, a key listed in readers.public may only look configs up.
+    const bool reader = options_.curve && curve::PeerRole(payload) == curve::kReaderRole;
     return wire::Guard("client request", [&]() -> Status {
       auto body = in->Envelope().getBody();
+      if (reader && body.which() != schema::Envelope::Body::LOOKUP) {
+        kind = body.which() == schema::Envelope::Body::SUBMIT   ? "submit"
+               : body.which() == schema::Envelope::Body::STATUS ? "status"
+                                                                : "invalid";
+        return PermissionDenied("this client's CURVE key is a reader's (readers.public): it may look configs up "
+                                "but not submit or ask for status; list it in clients.public for that");
+      }
       switch (body.which()) {
         case schema::Envelope::Body::SUBMIT: kind = "submit"; return HandleSubmit(body.getSubmit(), reply.Body());
         case schema::Envelope::Body::STATUS: kind = "status"; return HandleStatus(body.getStatus(), reply.Body());

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 
 #include "coordinator/store.h"
 #include "tunefleet/common/clock.h"
+#include "tunefleet/common/curve.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/protocol.h"
 #include "tunefleet/common/soc_spec.h"
@@ -32,6 +34,8 @@ struct CoordinatorOptions {
   // Kernel Tuner caches whose spaces tasks may target (op keys with SoC kReplaySoc and a
   // cache's kernel name as op type; kt_cache.h): tuning over real measured data.
   std::vector<std::shared_ptr<const KtCache>> replay_caches;
+  // CURVE on both sockets with a ZAP allow-list (curve.h); nullopt: plaintext, any peer.
+  std::optional<curve::ServerKeys> curve;
 };
 
 class Coordinator {

@@ -1,6 +1,7 @@
 // tunefleet-coordinator: binds the client and worker sockets, serves /metrics, and
 // runs the scheduling loop until SIGINT/SIGTERM.
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <prometheus/registry.h>
 
 #include "coordinator/coordinator.h"
+#include "tunefleet/common/curve.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
 
@@ -39,11 +41,26 @@ int main(int argc, char** argv) {
   std::vector<std::string> replay_paths;
   app.add_option("--replay-cache", replay_paths, "Kernel Tuner cache (.json or .json.gz) whose space tasks with soc 'replay' and its kernel name as op may target; repeatable");
   app.add_option("--job-size", options.default_job_size, "configs per job unless a submission says otherwise")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  std::string curve_dir;
+  app.add_option("--curve-dir", curve_dir,
+                 "CURVE key folder (server.public/.secret, worker.public, clients.public, readers.public): encrypt both "
+                 "sockets and admit only listed keys; default from TUNEFLEET_CURVE_ENABLED / TUNEFLEET_CURVE_DIR");
   app.add_flag("--no-sync", no_sync, "do not fsync state changes (faster, loses the last changes on a crash)");
   app.add_flag("-v,--verbose", options.verbose, "log scheduling decisions to stderr");
   CLI11_PARSE(app, argc, argv);
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
 
+  // CURVE fails closed: a key folder asked for but unusable stops the coordinator.
+  auto key_dir = curve::KeyDir(curve_dir, std::getenv("TUNEFLEET_CURVE_ENABLED"), std::getenv("TUNEFLEET_CURVE_DIR"));
+  if (key_dir.ok() && key_dir->has_value()) {
+    auto keys = curve::LoadServerKeys(**key_dir);
+    if (!keys.ok()) key_dir = keys.status();
+    else options.curve = std::move(keys).value();
+  }
+  if (!key_dir.ok()) {
+    fmt::print(stderr, "tunefleet-coordinator: CURVE: {}\n", key_dir.status().ToString());
+    return 2;
+  }
   for (const auto& path : replay_paths) {
     auto cache = KtCache::Load(path);
     if (!cache.ok()) {
@@ -86,8 +103,9 @@ int main(int argc, char** argv) {
   }
   TerminationWatcher watcher([&] { (*coord)->Stop(); });
   // One machine-readable line: tests and scripts read the resolved endpoints from it.
-  fmt::print("tunefleet-coordinator ready client={} worker={} metrics={} data={}\n",
-             (*coord)->client_endpoint(), (*coord)->worker_endpoint(), metrics, data_dir);
+  fmt::print("tunefleet-coordinator ready client={} worker={} metrics={} data={} curve={}\n",
+             (*coord)->client_endpoint(), (*coord)->worker_endpoint(), metrics, data_dir,
+             options.curve ? "on" : "off");
   std::fflush(stdout);
   Status s = (*coord)->Run();
   if (!s.ok()) {

@@ -41,4 +41,5 @@ enum StatusCode {
   alreadyExists @6;
   deadlineExceeded @7;
   resourceExhausted @8;
+  permissionDenied @9;
 }

@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "tunefleet/common/curve.h"
 #include "tunefleet/common/flag_checks.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
@@ -43,11 +45,25 @@ int main(int argc, char** argv) {
   double noise_sigma = 0;
   app.add_option("--noise-sigma", noise_sigma, "log-normal measurement noise of the sim evaluator (0 = exact; reproducible per op, config and seed)")->check(CLI::Range(0.0, 1.0));
   app.add_option("--min-eval-us", min_eval_us, "make every evaluation take at least this long (fault and load tests)")->check(CLI::Range(int64_t{0}, int64_t{10'000'000}));
+  std::string curve_dir;
+  app.add_option("--curve-dir", curve_dir,
+                 "CURVE key folder (server.public, worker.public, worker.secret) of a coordinator that runs CURVE; "
+                 "default from TUNEFLEET_CURVE_ENABLED / TUNEFLEET_CURVE_DIR");
   app.add_flag("-v,--verbose", options.verbose, "log jobs to stderr");
   CLI11_PARSE(app, argc, argv);
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
   options.min_eval_time = std::chrono::microseconds(min_eval_us);
 
+  auto key_dir = curve::KeyDir(curve_dir, std::getenv("TUNEFLEET_CURVE_ENABLED"), std::getenv("TUNEFLEET_CURVE_DIR"));
+  if (key_dir.ok() && key_dir->has_value()) {
+    auto keys = curve::LoadPeerKeys(**key_dir, "worker");
+    if (!keys.ok()) key_dir = keys.status();
+    else options.curve = std::move(keys).value();
+  }
+  if (!key_dir.ok()) {  // fails closed, like the coordinator
+    fmt::print(stderr, "tunefleet-worker: CURVE: {}\n", key_dir.status().ToString());
+    return 2;
+  }
   SocCatalog catalog = SocCatalog::Builtin();
   if (!soc_dir.empty()) {
     if (Status s = catalog.LoadDirectory(soc_dir); !s.ok()) {

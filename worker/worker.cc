@@ -171,6 +171,7 @@ Status Worker::Run() {
 
   auto connect = [&]() -> Result<zmq::socket_t> {
     zmq::socket_t dealer = transport::MakeSocket(ctx_, zmq::socket_type::dealer);
+    if (options_.curve) TF_RETURN_IF_ERROR(curve::MakeClient(dealer, *options_.curve));
     TF_RETURN_IF_ERROR(transport::Connect(dealer, options_.coordinator_endpoint));
     TF_RETURN_IF_ERROR(send_ready(dealer));
     return dealer;

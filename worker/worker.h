@@ -7,12 +7,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <zmq.hpp>
 
 #include "tunefleet/common/clock.h"
+#include "tunefleet/common/curve.h"
 #include "tunefleet/common/protocol.h"
 #include "tunefleet/common/status.h"
 #include "worker/evaluator.h"
@@ -30,6 +32,9 @@ struct WorkerOptions {
   // hardware would; fault and load tests use it to keep slots busy. Zero in production.
   std::chrono::microseconds min_eval_time{0};
   bool verbose = false;
+  // CURVE towards a coordinator that runs it (curve.h): its public key and the workers'
+  // pair. nullopt: plaintext.
+  std::optional<curve::PeerKeys> curve;
 };
 
 class Worker {

@@ -1,5 +1,5 @@
 // Helpers shared by the profile tests: the builtin SoC, examples and graphs built inline,
-// and a scratch folder removed at the end of each test.
+// and a scratch folder removed at the end of each test (tests/support/scratch_dir.h).
 #pragma once
 
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tunefleet/common/graph.h"
+#include "tests/support/scratch_dir.h"
 #include "tunefleet/common/soc_spec.h"
 
 namespace tunefleet::testing {
@@ -34,21 +35,5 @@ inline nlohmann::json Node(const std::string& name, const std::string& op, std::
                            nlohmann::json output) {
   return {{"name", name}, {"op", op}, {"inputs", inputs}, {"outputs", nlohmann::json::array({output})}};
 }
-
-class ScratchDir {
- public:
-  ScratchDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("tunefleet_profile_test_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  std::string Path(const std::string& file = "") const { return file.empty() ? path_.string() : (path_ / file).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 }  // namespace tunefleet::testing

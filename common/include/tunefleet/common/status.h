@@ -24,6 +24,7 @@ enum class StatusCode {
   kAlreadyExists = 6,
   kDeadlineExceeded = 7,
   kResourceExhausted = 8,
+  kPermissionDenied = 9,  // the peer's CURVE role may not make this request
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -57,6 +58,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 inline Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
 inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 
 // Either a T or a non-OK Status. Accessing value() of an error is a bug (asserts).
 template <typename T>

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# CURVE end to end with the real binaries over TCP on 127.0.0.1 (DESIGN.md "Security"):
+# keys from `tunefleet curve-keypair`; a worker and a client with listed keys tune and
+# look up; a reader's key may look up but not submit; an unlisted key and a plaintext
+# client get no answer while the coordinator keeps serving; placeholder keys (the Helm
+# chart's REPLACE_ME) make the coordinator and the worker refuse to start.
+set -uo pipefail
+BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
+SRC="$(cd "$(dirname "$0")/../.." && pwd)"
+TF="$BUILD/cli/tunefleet"
+OUT="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2> /dev/null; done
+  wait 2> /dev/null
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$OUT/coord.err" ] && sed 's/^/coordinator: /' "$OUT/coord.err" >&2; exit 1; }
+OPS="$SRC/examples/matmul_small.json"
+
+# Keys: the coordinator's folder lists the client and reader public keys; each peer gets
+# a folder with server.public and its own pair.
+K="$OUT/keys"
+mkdir -p "$K"
+for n in server worker client reader stranger; do
+  "$TF" curve-keypair "$n" --dir "$K" > /dev/null || fail "curve-keypair $n"
+done
+[ "$(stat -c %a "$K/server.secret")" = 600 ] || fail "server.secret is not owner-only"
+"$TF" curve-keypair server --dir "$K" 2> "$OUT/err" && fail "curve-keypair overwrote server.secret"
+grep -q "exists" "$OUT/err" || fail "overwrite refusal does not say why: $(cat "$OUT/err")"
+cp "$K/client.public" "$K/clients.public"
+cp "$K/reader.public" "$K/readers.public"
+peer() {  # peer DIR KEY_STEM: a client folder holding KEY_STEM's pair as client.*
+  mkdir -p "$1"
+  cp "$K/server.public" "$1/"
+  cp "$K/$2.public" "$1/client.public"
+  cp "$K/$2.secret" "$1/client.secret"
+}
+peer "$OUT/reader" reader
+peer "$OUT/stranger" stranger
+
+# Fail closed: the chart's placeholder or a missing folder stops both daemons.
+P="$OUT/placeholder"
+mkdir -p "$P"
+for f in server.public server.secret worker.public worker.secret; do echo REPLACE_ME > "$P/$f"; done
+: > "$P/clients.public"
+: > "$P/readers.public"
+TUNEFLEET_CURVE_ENABLED=true TUNEFLEET_CURVE_DIR="$P" timeout 10 "$BUILD/coordinator/tunefleet-coordinator" \
+  --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' --metrics-port -1 --data-dir "$OUT/kb0" \
+  > /dev/null 2> "$OUT/err"
+[ $? -eq 2 ] || fail "coordinator with placeholder keys did not exit 2"
+grep -q "server.public holds the placeholder REPLACE_ME" "$OUT/err" || fail "no placeholder message: $(cat "$OUT/err")"
+TUNEFLEET_CURVE_ENABLED=true timeout 10 "$BUILD/worker/tunefleet-worker" --coordinator tcp://127.0.0.1:1 \
+  > /dev/null 2> "$OUT/err"
+[ $? -eq 2 ] || fail "worker with CURVE on and no key folder did not exit 2"
+grep -q "TUNEFLEET_CURVE_DIR names no key folder" "$OUT/err" || fail "no folder message: $(cat "$OUT/err")"
+
+# A CURVE coordinator and worker.
+"$BUILD/coordinator/tunefleet-coordinator" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' \
+  --metrics-port -1 --data-dir "$OUT/kb" --curve-dir "$K" > "$OUT/coord.out" 2> "$OUT/coord.err" &
+pids+=($!)
+for _ in $(seq 100); do grep -q ready "$OUT/coord.out" && break; sleep 0.1; done
+grep -q "curve=on" "$OUT/coord.out" || fail "coordinator not ready with curve=on: $(cat "$OUT/coord.out")"
+CL=$(grep -o 'client=[^ ]*' "$OUT/coord.out" | cut -d= -f2)
+WK=$(grep -o 'worker=[^ ]*' "$OUT/coord.out" | cut -d= -f2)
+TUNEFLEET_CURVE_ENABLED=true TUNEFLEET_CURVE_DIR="$K" "$BUILD/worker/tunefleet-worker" --coordinator "$WK" --slots 2 \
+  > "$OUT/worker.out" 2>&1 &
+pids+=($!)
+
+timeout 120 "$TF" submit "$OPS" --budget 30 --coordinator "$CL" --curve-dir "$K" --wait > "$OUT/submit.txt" \
+  || fail "client submit exited $?: $(cat "$OUT/submit.txt")"
+grep -q "evaluations        30 " "$OUT/submit.txt" || fail "submission did not spend 30 evaluations: $(cat "$OUT/submit.txt")"
+timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --curve-dir "$OUT/reader" > /dev/null || fail "reader lookup exited $?"
+timeout 30 "$TF" submit "$OPS" --budget 30 --coordinator "$CL" --curve-dir "$OUT/reader" 2> "$OUT/err"
+[ $? -eq 2 ] || fail "a reader's submit did not exit 2 (bad input: fix the key lists)"
+grep -q "PERMISSION_DENIED" "$OUT/err" || fail "reader submit: $(cat "$OUT/err")"
+timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --curve-dir "$OUT/stranger" --timeout-ms 1500 2> "$OUT/err"
+[ $? -ne 0 ] || fail "an unlisted key was answered"
+grep -q "clients.public or readers.public" "$OUT/err" || fail "unlisted key: $(cat "$OUT/err")"
+timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --timeout-ms 1500 2> "$OUT/err"
+[ $? -ne 0 ] || fail "a plaintext client was answered"
+# Still serving after the refusals.
+timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --curve-dir "$K" > "$OUT/lookup.txt" || fail "client lookup after refusals exited $?"
+grep -q "tuned with" "$OUT/lookup.txt" || fail "lookup after refusals: $(cat "$OUT/lookup.txt")"
+echo "curve: ok"
