@@ -1,6 +1,7 @@
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <map>
@@ -54,7 +55,31 @@ struct Lease {
   std::string worker;  // identity
   TimePoint dispatched;
   TimePoint deadline;
+  bool final_seen = false;  // once retired: its worker's credit came back
 };
+
+// Answers whether a config is one the job asked for, in O(log n) per question.
+class JobMembership {
+ public:
+  explicit JobMembership(const JobSpec& spec) : spec_(spec) {
+    if (!spec.is_range) {
+      sorted_ = spec.configs;
+      std::sort(sorted_.begin(), sorted_.end());
+    }
+  }
+  bool Covers(ConfigIndex index) const {
+    if (spec_.is_range) return index >= spec_.begin && index < spec_.end;
+    return std::binary_search(sorted_.begin(), sorted_.end(), index);
+  }
+
+ private:
+  const JobSpec& spec_;
+  std::vector<ConfigIndex> sorted_;
+};
+
+// Leases requeued while their worker may still be measuring: a late original result is
+// recorded (first result per config wins, DESIGN.md "Leases"). Bounded, oldest first out.
+constexpr size_t kRetiredLeases = 4096;
 
 struct Task {
   TaskRecord rec;
@@ -146,7 +171,9 @@ class Coordinator::Impl {
   // Queues the best configs of the nearest tuned shapes (that are valid here) right
   // after the baseline. Returns how many were queued.
   size_t WarmStart(Task& task);
-  void RecordResults(Task& task, uint64_t job_id, schema::JobResult::Reader r);
+  // Records the results that belong to `job`; a config outside the job is dropped and a
+  // config reported ok with a latency that is not positive and finite is recorded failed.
+  void RecordResults(Task& task, const Lease& job, schema::JobResult::Reader r);
   void RecordFailure(Task& task, uint64_t job_id, const std::vector<ConfigIndex>& configs,
                      const std::string& why);
   // `out` receives the result to persist; nullptr while replaying recovered results.
@@ -159,6 +186,9 @@ class Coordinator::Impl {
   bool OutOfPatienceOrTime(const Task& task) const;
   void MaybeFinish(Task& task);
   void Requeue(Lease lease, const std::string& why);
+  // The job `job_id` at `attempt` if `identity` holds it now or held it before it was
+  // requeued; nullptr for anyone else (results from them are dropped).
+  Lease* LeaseOf(uint64_t job_id, const std::string& identity, uint32_t attempt);
   // The task's next job of at most `cap` new configs (requeued work first); `fresh` says
   // whether it holds newly planned configs.
   std::optional<JobSpec> NextJob(Task& task, uint64_t cap, bool* fresh);
@@ -198,6 +228,8 @@ class Coordinator::Impl {
   std::map<uint64_t, Schedule> schedules_;  // by submission id
   std::map<std::string, WorkerEntry> workers_;  // by identity
   std::unordered_map<uint64_t, Lease> leases_;  // by job id
+  std::unordered_map<uint64_t, Lease> retired_;  // requeued leases by job id, kRetiredLeases at most
+  std::deque<uint64_t> retired_order_;
   uint64_t next_job_id_ = 0;
   uint64_t dispatch_cursor_ = 0;  // task id after which the next dispatch starts
   TimePoint next_heartbeat_;
@@ -394,17 +426,33 @@ bool Coordinator::Impl::OutOfPatienceOrTime(const Task& task) const {
          static_cast<double>(clock_.UnixMillis() - task.rec.started_ms) >= task.rec.budget_seconds * 1000;
 }
 
-void Coordinator::Impl::RecordResults(Task& task, uint64_t job_id, schema::JobResult::Reader r) {
+void Coordinator::Impl::RecordResults(Task& task, const Lease& job, schema::JobResult::Reader r) {
   std::vector<StoredResult> stored;
+  std::string invalid;  // the first bad latency, for the log
+  const JobMembership in_job(job.spec);
   for (auto e : r.getResults()) {
     ConfigIndex index = e.getConfigIndex();
+    if (!in_job.Covers(index)) {
+      metrics_.results_not_in_job.Increment();
+      continue;
+    }
     if (task.recorded.contains(index)) {
       metrics_.duplicate_results.Increment();
       continue;
     }
     if (!task.planned.contains(index)) continue;  // never asked for: ignore
-    Record(task, job_id, index, e.getOk(), e.getLatencyUs(), e.getError(), &stored);
+    const double latency = e.getLatencyUs();
+    if (e.getOk() && !(std::isfinite(latency) && latency > 0)) {
+      // A broken evaluator must not become the knowledge base's best config.
+      std::string why = fmt::format("the worker reported a latency of {} us, not a positive finite number", latency);
+      if (invalid.empty()) invalid = why;
+      metrics_.invalid_latencies.Increment();
+      Record(task, job.job_id, index, false, 0, why, &stored);
+      continue;
+    }
+    Record(task, job.job_id, index, e.getOk(), latency, e.getError(), &stored);
   }
+  if (!invalid.empty()) Log(fmt::format("job {} of task {}: {}", job.job_id, task.rec.task_id, invalid));
   if (stored.empty()) return;
   Persist(task, stored);
   if (task.rec.has_best && task.rec.baseline_latency_us > 0) {
@@ -457,7 +505,23 @@ void Coordinator::Impl::MaybeFinish(Task& task) {
   UpdateTaskGauges();
 }
 
+Lease* Coordinator::Impl::LeaseOf(uint64_t job_id, const std::string& identity, uint32_t attempt) {
+  for (auto* table : {&leases_, &retired_}) {
+    auto it = table->find(job_id);
+    if (it != table->end() && it->second.worker == identity && it->second.spec.attempt == attempt) {
+      return &it->second;
+    }
+  }
+  return nullptr;
+}
+
 void Coordinator::Impl::Requeue(Lease lease, const std::string& why) {
+  if (retired_.size() >= kRetiredLeases) {
+    retired_.erase(retired_order_.front());
+    retired_order_.pop_front();
+  }
+  retired_order_.push_back(lease.job_id);
+  retired_[lease.job_id] = lease;
   auto it = tasks_.find(lease.task_id);
   if (it == tasks_.end()) return;
   Task& task = it->second;
@@ -488,10 +552,18 @@ void Coordinator::Impl::Requeue(Lease lease, const std::string& why) {
 std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool* fresh) {
   *fresh = false;
   if (task.rec.state != TaskState::kRunning) return std::nullopt;
-  if (!task.waiting.empty()) {
+  bool drained = false;
+  while (!task.waiting.empty()) {
     JobSpec spec = std::move(task.waiting.front());
     task.waiting.pop_front();
-    return spec;
+    // A late result of the requeued job's first attempt may have landed meanwhile.
+    if (!spec.is_range) std::erase_if(spec.configs, [&task](ConfigIndex i) { return task.recorded.contains(i); });
+    if (!spec.configs.empty()) return spec;
+    drained = true;
+  }
+  if (drained) {
+    MaybeFinish(task);
+    if (task.rec.state != TaskState::kRunning) return std::nullopt;
   }
   if (!task.strategy_done && OutOfPatienceOrTime(task)) {
     task.strategy_done = true;
@@ -582,7 +654,8 @@ void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEnt
       }
       if (waiting) {
         bool fresh = false;
-        SendJob(identity, worker, *waiting, *NextJob(*waiting, 0, &fresh));
+        // Empty when late results covered every config of the requeued jobs.
+        if (std::optional<JobSpec> spec = NextJob(*waiting, 0, &fresh)) SendJob(identity, worker, *waiting, std::move(*spec));
         continue;
       }
       if (schedule.finished) break;
@@ -768,21 +841,38 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
         return Status::Ok();
       case schema::Envelope::Body::JOB_RESULT: {
         auto r = body.getJobResult();
-        auto task_it = tasks_.find(r.getTaskId());
-        Task* task = task_it == tasks_.end() ? nullptr : &task_it->second;
-        if (task && task->rec.state == TaskState::kRunning) RecordResults(*task, r.getJobId(), r);
-        else metrics_.duplicate_results.Increment(r.getResults().size());
+        auto send_disconnect = [&] {
+          wire::Outgoing msg;
+          msg.Body().initDisconnect().setReason("unknown worker: send WorkerReady");
+          SendToWorker(identity, msg);
+        };
+        Lease* job = LeaseOf(r.getJobId(), identity, r.getAttempt());
+        if (!job || job->task_id != r.getTaskId()) {
+          // Only the worker a job was leased to may report on it: anything else would let
+          // a stray or misconfigured peer write latencies into the knowledge base.
+          metrics_.results_not_leased.Increment(r.getResults().size());
+          Log(fmt::format("dropped {} results for job {} (task {}, attempt {}) from {}: it never held that job",
+                          r.getResults().size(), r.getJobId(), r.getTaskId(), r.getAttempt(),
+                          known != workers_.end() ? known->second.id : "an unregistered peer"));
+          if (known == workers_.end()) send_disconnect();
+          return Status::Ok();
+        }
         auto lease_it = leases_.find(r.getJobId());
-        bool current = lease_it != leases_.end() && lease_it->second.spec.attempt == r.getAttempt() &&
-                       lease_it->second.worker == identity;
+        const bool current = lease_it != leases_.end() && &lease_it->second == job;
+        auto task_it = tasks_.find(job->task_id);
+        Task* task = task_it == tasks_.end() ? nullptr : &task_it->second;
+        if (task && task->rec.state == TaskState::kRunning) RecordResults(*task, *job, r);
+        else metrics_.duplicate_results.Increment(r.getResults().size());
         if (current) {
           lease_it->second.deadline = clock_.Now() + protocol::kLeaseFloor;
         }
         if (r.getFinal()) {
-          if (known != workers_.end()) {
+          // The job's slot is free again: one credit back, once per job.
+          if (known != workers_.end() && !job->final_seen) {
             known->second.credits = std::min(known->second.credits + 1, known->second.slots);
             known->second.jobs.erase(r.getJobId());
           }
+          job->final_seen = true;
           if (current) {
             Lease l = std::move(lease_it->second);
             leases_.erase(lease_it);
@@ -801,11 +891,7 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
             Requeue(std::move(l), job_error.empty() ? "configs missing from the job's results" : job_error);
           }
         }
-        if (known == workers_.end()) {
-          wire::Outgoing msg;
-          msg.Body().initDisconnect().setReason("unknown worker: send WorkerReady");
-          SendToWorker(identity, msg);
-        }
+        if (known == workers_.end()) send_disconnect();
         return Status::Ok();
       }
       case schema::Envelope::Body::DISCONNECT: {

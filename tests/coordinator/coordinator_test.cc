@@ -108,6 +108,19 @@ double CounterValue(prometheus::Registry& registry, const std::string& name) {
   return -1;
 }
 
+double LabeledCounterValue(prometheus::Registry& registry, const std::string& name,
+                           const std::string& label, const std::string& value) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const auto& m : family.metric) {
+      for (const auto& l : m.label) {
+        if (l.name == label && l.value == value) return m.counter.value;
+      }
+    }
+  }
+  return -1;
+}
+
 class CoordinatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -218,6 +231,94 @@ TEST_F(CoordinatorTest, ALateDuplicateResultIsCountedAndDropped) {
   EXPECT_EQ(st->tasks[0].evaluated, 3u) << "budget accounting is exact";
   EXPECT_GE(st->tasks[0].best_latency_us, 50.0) << "a duplicate must not change the result";
   EXPECT_EQ(CounterValue(registry_, "tunefleet_duplicate_results_total"), 1.0);
+}
+
+TEST_F(CoordinatorTest, ResultsFromAWorkerThatDoesNotHoldTheJobAreRefused) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul()};
+  spec.strategy = "random";
+  spec.budget = 2;
+  spec.job_size = 1;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok());
+  ScriptedWorker holder(ctx_, options_.worker_endpoint, "holder");
+  auto job = holder.NextJob();
+  ASSERT_TRUE(job);
+  ScriptedWorker other(ctx_, options_.worker_endpoint, "other");
+  auto own = other.NextJob();
+  ASSERT_TRUE(own);
+  other.AnswerFlat(*job, 1);  // claims the holder's job, absurdly fast
+  ReceivedJob wrong_attempt = *job;
+  wrong_attempt.attempt = 7;
+  holder.AnswerFlat(wrong_attempt, 2);  // the right worker, but an attempt it was never given
+  std::this_thread::sleep_for(200ms);
+  holder.AnswerFlat(*job, 50);
+  other.AnswerFlat(*own, 60);
+  std::this_thread::sleep_for(300ms);
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 2u);
+  EXPECT_EQ(st->tasks[0].best_latency_us, 50.0) << "the forged 1 us must not be recorded";
+  EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_rejected_results_total", "reason", "not_leased"), 2.0);
+}
+
+TEST_F(CoordinatorTest, ALatencyThatIsNotPositiveAndFiniteIsRecordedAsAFailedEvaluation) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul()};
+  spec.strategy = "random";
+  spec.budget = 4;
+  spec.job_size = 1;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok());
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  const double answers[] = {std::nan(""), -5, 0, 40};
+  for (double latency : answers) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job) << "no job to answer with " << latency;
+    w.AnswerFlat(*job, latency);
+  }
+  std::this_thread::sleep_for(300ms);
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 4u);
+  EXPECT_EQ(st->tasks[0].failed_configs, 3u);
+  EXPECT_EQ(st->tasks[0].best_latency_us, 40.0);
+  EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_rejected_results_total", "reason", "invalid_latency"), 3.0);
+  auto kb = client.Lookup({SmallMatmul()});
+  ASSERT_TRUE(kb.ok() && kb->size() == 1 && (*kb)[0].has_value());
+  EXPECT_EQ((*kb)[0]->best_latency_us, 40.0) << "the knowledge base keeps only a real latency";
+}
+
+TEST_F(CoordinatorTest, ALateResultOfAnExpiredLeaseIsRecordedAndItsRequeuedCopyIsNotSentAgain) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul()};
+  spec.strategy = "random";
+  spec.budget = 1;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok());
+  ScriptedWorker slow(ctx_, options_.worker_endpoint, "slow");
+  auto job = slow.NextJob();
+  ASSERT_TRUE(job);
+  // Alive (heartbeating) but past the lease's 30 s floor: the job is requeued.
+  for (int i = 0; i < 16; ++i) {
+    clock_.Advance(2000ms);
+    slow.Heartbeat();
+    std::this_thread::sleep_for(30ms);
+  }
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(CounterValue(registry_, "tunefleet_jobs_requeued_total"), 1.0);
+  slow.AnswerFlat(*job, 50);
+  EXPECT_FALSE(slow.NextJob(500ms)) << "the requeued copy holds only a config already recorded";
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 1u);
+  EXPECT_EQ(st->tasks[0].best_latency_us, 50.0);
 }
 
 TEST_F(CoordinatorTest, LookupOfAnUnknownKeyIsAMissAndTheAnswerNamesNoEntry) {
