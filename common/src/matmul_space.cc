@@ -13,20 +13,21 @@ namespace {
 
 using namespace space_util;
 
-bool AttrTrue(const OpKey& key, const char* name) {
-  auto it = key.attrs.find(name);
-  return it != key.attrs.end() && (it->second == "1" || it->second == "true");
-}
-
-}  // namespace
-
-namespace {
-
-bool AnyAttrTrue(const OpKey& key, std::initializer_list<const char*> names) {
+// Whether any of the named flag attrs is set. A flag is "1"/"true" or "0"/"false"; any
+// other spelling ("True", "yes", "2") is refused rather than silently read as false,
+// which would tune the untransposed product.
+Result<bool> AttrFlag(const OpKey& key, std::initializer_list<const char*> names) {
+  bool set = false;
   for (const char* n : names) {
-    if (AttrTrue(key, n)) return true;
+    auto it = key.attrs.find(n);
+    if (it == key.attrs.end()) continue;
+    if (it->second == "1" || it->second == "true") set = true;
+    else if (it->second != "0" && it->second != "false") {
+      return InvalidArgument(key.op_type + " attrs." + n + "='" + it->second +
+                             "' is not a flag: use true/false or 1/0");
+    }
   }
-  return false;
+  return set;
 }
 
 std::string Dims(const std::vector<int64_t>& shape) {
@@ -60,8 +61,8 @@ Result<MatmulShape> BatchMatmulShapeFromOpKey(const OpKey& key) {
   }
   MatmulShape s;
   TF_ASSIGN_OR_RETURN(s.in_dtype, CubeInputDType(key, a, b));
-  s.transpose_a = AnyAttrTrue(key, {"transpose_a", "adj_x1"});
-  s.transpose_b = AnyAttrTrue(key, {"transpose_b", "adj_x2"});
+  TF_ASSIGN_OR_RETURN(s.transpose_a, AttrFlag(key, {"transpose_a", "adj_x1"}));
+  TF_ASSIGN_OR_RETURN(s.transpose_b, AttrFlag(key, {"transpose_b", "adj_x2"}));
   s.a_nz = a.format == "FRACTAL_NZ";
   s.b_nz = b.format == "FRACTAL_NZ";
   const size_t ra = a.shape.size(), rb = b.shape.size();
@@ -106,8 +107,8 @@ Result<MatmulShape> GemmShapeFromOpKey(const OpKey& key) {
   }
   MatmulShape s;
   TF_ASSIGN_OR_RETURN(s.in_dtype, CubeInputDType(key, a, b));
-  s.transpose_a = AnyAttrTrue(key, {"transA", "transpose_a"});
-  s.transpose_b = AnyAttrTrue(key, {"transB", "transpose_b"});
+  TF_ASSIGN_OR_RETURN(s.transpose_a, AttrFlag(key, {"transA", "transpose_a"}));
+  TF_ASSIGN_OR_RETURN(s.transpose_b, AttrFlag(key, {"transB", "transpose_b"}));
   s.a_nz = a.format == "FRACTAL_NZ";
   s.b_nz = b.format == "FRACTAL_NZ";
   s.m = s.transpose_a ? a.shape[1] : a.shape[0];
@@ -166,8 +167,8 @@ Result<MatmulShape> MatmulShapeFromOpKey(const OpKey& key) {
   }
   MatmulShape s;
   s.in_dtype = dt;
-  s.transpose_a = AttrTrue(key, "transpose_a");
-  s.transpose_b = AttrTrue(key, "transpose_b");
+  TF_ASSIGN_OR_RETURN(s.transpose_a, AttrFlag(key, {"transpose_a"}));
+  TF_ASSIGN_OR_RETURN(s.transpose_b, AttrFlag(key, {"transpose_b"}));
   s.a_nz = a.format == "FRACTAL_NZ";
   s.b_nz = b.format == "FRACTAL_NZ";
   s.m = s.transpose_a ? a.shape[1] : a.shape[0];

@@ -54,6 +54,38 @@ TEST_F(MatmulSpaceTest, RejectsMismatchedInnerDimension) {
   EXPECT_NE(p.status().message().find("inner dimensions"), std::string::npos);
 }
 
+TEST_F(MatmulSpaceTest, ATransposeFlagIsTrueFalseOneOrZeroAndAnythingElseIsRefused) {
+  OpKey key = MatmulKey(64, 128, 32);
+  key.inputs[0].shape = {32, 64};  // A stored as [K, M]
+  for (const char* yes : {"1", "true"}) {
+    key.attrs["transpose_a"] = yes;
+    auto shape = MatmulShapeFromOpKey(key);
+    ASSERT_TRUE(shape.ok()) << yes << ": " << shape.status().ToString();
+    EXPECT_TRUE(shape->transpose_a);
+    EXPECT_EQ(shape->m, 64);
+  }
+  key.inputs[0].shape = {64, 32};
+  for (const char* no : {"0", "false"}) {
+    key.attrs["transpose_a"] = no;
+    auto shape = MatmulShapeFromOpKey(key);
+    ASSERT_TRUE(shape.ok()) << no << ": " << shape.status().ToString();
+    EXPECT_FALSE(shape->transpose_a);
+  }
+  for (const char* op : {"MatMul", "BatchMatMul", "Gemm"}) {
+    for (const char* bad : {"True", "yes", "2"}) {
+      OpKey k = MatmulKey(64, 128, 32);
+      k.op_type = op;
+      k.attrs["transpose_b"] = bad;
+      auto p = MakeTuningProblem(k, soc());
+      ASSERT_FALSE(p.ok()) << op << " took transpose_b=" << bad;
+      EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(p.status().message().find(std::string("transpose_b='") + bad + "' is not a flag: use true/false or 1/0"),
+                std::string::npos)
+          << p.status().message();
+    }
+  }
+}
+
 TEST_F(MatmulSpaceTest, UnknownOpTypeSaysWhatIsTunable) {
   OpKey key = MatmulKey(64, 64, 64);
   key.op_type = "Frobnicate";
