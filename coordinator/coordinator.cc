@@ -1148,6 +1148,11 @@ Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
     auto key = wire::ReadOpKey(keys[i]);
     if (!key.ok()) return key.status().WithContext("key " + std::to_string(i));
     TF_ASSIGN_OR_RETURN(std::optional<KbEntry> e, store_.GetKb(HashOpKey(*key)));
+    if (!e && key->soc != kReplaySoc) {
+      // A miss on a key that could never be tuned (a typo in the SoC, a shape that does
+      // not multiply, a tensor larger than HBM) says why, instead of "not tuned yet".
+      if (auto problem = ProblemFor(*key); !problem.ok()) return problem.status().WithContext("key " + std::to_string(i));
+    }
     (e ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
     distance.push_back(-1);
     if (!e && req.getNearest()) {

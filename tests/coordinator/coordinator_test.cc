@@ -329,6 +329,25 @@ TEST_F(CoordinatorTest, LookupOfAnUnknownKeyIsAMissAndTheAnswerNamesNoEntry) {
   EXPECT_FALSE((*r)[0].has_value());
 }
 
+TEST_F(CoordinatorTest, LookupOfAKeyThatCouldNeverBeTunedSaysWhyInsteadOfMissing) {
+  client::Client client(ctx_, options_.client_endpoint);
+  OpKey bad_shape = SmallMatmul();
+  bad_shape.inputs[1].shape = {16, 64};  // K of B differs from K of A
+  OpKey bad_soc = SmallMatmul();
+  bad_soc.soc = "Ascend910X";
+  for (const auto& [key, says] : {std::pair{bad_shape, std::string("inner dimensions")}, std::pair{bad_soc, std::string("Ascend910X")}}) {
+    auto r = client.Lookup({SmallMatmul(), key});
+    ASSERT_FALSE(r.ok()) << says;
+    EXPECT_EQ(r.status().code(), key.soc == "Ascend910X" ? StatusCode::kNotFound : StatusCode::kInvalidArgument)
+        << r.status().ToString();
+    EXPECT_NE(r.status().message().find("key 1"), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().ToString();
+  }
+  auto still = client.Lookup({SmallMatmul()});
+  ASSERT_TRUE(still.ok()) << "the coordinator keeps serving: " << still.status().ToString();
+  EXPECT_FALSE((*still)[0].has_value());
+}
+
 TEST_F(CoordinatorTest, ATotalBudgetIsSplitAcrossTasksExactlyAndFavoursTheHeavierOp) {
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
