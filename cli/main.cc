@@ -74,19 +74,19 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
       ->capture_default_str();
   cmd->add_option("--budget", f.budget, "evaluations per op; 0 = the whole valid space")
       ->capture_default_str()
-      ->check(AtLeast(0));
+      ->check(Count());
   cmd->add_option("--budget-seconds", f.budget_seconds, "per op: stop handing out configs after this many seconds (0 = no limit)")
       ->check(AtLeast(0));
   cmd->add_option("--patience", f.patience, "per op: stop after this many evaluations without improvement (0 = no limit)")
-      ->check(AtLeast(0));
+      ->check(Count());
   cmd->add_option("--seed", f.seed, "seed of the strategy and of measurement noise")
       ->capture_default_str()
-      ->check(AtLeast(0));
+      ->check(Count());
   cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)")->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--force", f.force, "re-tune ops already in the knowledge base");
   cmd->add_flag("--warm-start", f.warm_start, "first try the best configs of the nearest tuned shapes of each op");
   cmd->add_option("--total-budget", f.total_budget, "one evaluation budget for all ops, split by --scheduler (overrides --budget)")
-      ->check(AtLeast(0));
+      ->check(Count());
   cmd->add_option("--scheduler", f.scheduler, "how --total-budget is split: gradient (by expected gain, weighted by each op's count) or round-robin")->capture_default_str()->check(CLI::IsMember({"gradient", "round-robin"}));
   cmd->add_flag("--json", f.json, "print JSON instead of text");
 }
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
   uint64_t status_id = 0;
   bool status_wait = false, status_json = false;
   auto* status = app.add_subcommand("status", "show a submission's tasks");
-  status->add_option("SUBMISSION", status_id, "submission id printed by submit")->required();
+  status->add_option("SUBMISSION", status_id, "submission id printed by submit")->required()->check(Count(1));
   status->add_flag("--wait", status_wait, "wait until every task has finished");
   status->add_flag("--json", status_json, "print JSON");
 

@@ -38,9 +38,14 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
     if (!key.ok()) return key.status().WithContext(path + ": op " + std::to_string(i));
     if (!soc_override.empty()) key->soc = soc_override;
     NamedOp named;
-    named.name = op.is_object() && op.contains("name") && op["name"].is_string()
-                     ? op["name"].get<std::string>()
-                     : "op" + std::to_string(i);
+    named.name = "op" + std::to_string(i);
+    if (op.is_object() && op.contains("name")) {
+      // The name labels the op in every report: an empty or non-string one is a typo.
+      if (!op["name"].is_string() || op["name"].get<std::string>().empty()) {
+        return InvalidArgument(path + ": op " + std::to_string(i) + " 'name' must be a non-empty string (or left out)");
+      }
+      named.name = op["name"].get<std::string>();
+    }
     named.key = std::move(key).value();
     if (op.is_object() && op.contains("count")) {
       if (!op["count"].is_number() || !(op["count"].get<double>() > 0)) {

@@ -24,16 +24,28 @@ refused() {
 }
 
 OPS="$SRC/examples/matmul_small.json"
-for flag in --budget --patience --seed --total-budget --budget-seconds; do
-  refused 2 "$flag: must be >= 0, not -5" "$TF" tune "$OPS" --data-dir "$OUT/kb" $flag -5
-  refused 2 "$flag: must be >= 0, not -5" "$TF" submit "$OPS" $flag -5
+refused 2 "--budget-seconds: must be >= 0, not -5" "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget-seconds -5
+refused 2 "--budget-seconds: must be >= 0, not -5" "$TF" submit "$OPS" --budget-seconds -5
+for flag in --budget --patience --seed --total-budget; do
+  refused 2 "$flag: '-5' is not a whole number >= 0" "$TF" tune "$OPS" --data-dir "$OUT/kb" $flag -5
+  refused 2 "$flag: '-5' is not a whole number >= 0" "$TF" submit "$OPS" $flag -5
+  refused 2 "$flag: '18446744073709551616' is too large (at most 18446744073709551615)" \
+    "$TF" submit "$OPS" $flag 18446744073709551616
 done
-refused 2 "--budget: 'ten' is not a number" "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget ten
+refused 2 "--budget: 'ten' is not a whole number" "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget ten
+refused 2 "--budget: '2.5' is not a whole number" "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 2.5
+refused 2 "SUBMISSION: must be >= 1, not 0" "$TF" status 0
+refused 2 "SUBMISSION: '-1' is not a whole number >= 1" "$TF" status -1
 refused 2 "--job-size: Value -1 not in range" "$TF" tune "$OPS" --data-dir "$OUT/kb" --job-size -1
 refused 2 "--timeout-ms: Value 0 not in range" "$TF" status 1 --timeout-ms 0
 refused "" "--metrics-port: Value 70000 not in range" "$BUILD/coordinator/tunefleet-coordinator" --metrics-port 70000
 refused "" "--fixed-us: must be > 0, not 0" "$BUILD/worker/tunefleet-worker" --fixed-us 0
+sed 's/"name": "small.proj"/"name": ""/' "$OPS" > "$OUT/unnamed.json"
+refused 2 "op 0 'name' must be a non-empty string" "$TF" tune "$OUT/unnamed.json" --data-dir "$OUT/kb"
+sed 's/"op": "MatMul",/"op": "MatMul", "attrs": {"transpose_b": "yes"},/' "$OPS" > "$OUT/badflag.json"
 [ ! -e "$OUT/kb" ] || fail "a refused tune created its knowledge base"
+# Refused by the (embedded) coordinator when the op is submitted.
+refused 2 "transpose_b='yes' is not a flag: use true/false or 1/0" "$TF" tune "$OUT/badflag.json" --data-dir "$OUT/kb-badflag"
 
 # Boundaries are accepted: seed 0, and a small budget tunes.
 timeout 120 "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 5 --seed 0 --patience 0 > "$OUT/tune.txt" \

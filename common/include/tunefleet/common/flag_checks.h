@@ -4,6 +4,9 @@
 // Header-only: included by the mains, which link CLI11.
 #pragma once
 
+#include <charconv>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +24,24 @@ inline CLI::Validator AtLeast(double min, bool inclusive = true) {
         return ok ? std::string() : "must be " + bound + ", not " + text;
       },
       "NUMBER " + bound);
+}
+
+// A whole count of at least `min` that fits in 64 bits: "-1", "1.5" or 2^64 are refused
+// rather than wrapped or truncated into an unsigned flag.
+inline CLI::Validator Count(uint64_t min = 0) {
+  const std::string bound = "INTEGER >= " + std::to_string(min);
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec == std::errc::result_out_of_range) {
+          return "'" + text + "' is too large (at most " + std::to_string(std::numeric_limits<uint64_t>::max()) + ")";
+        }
+        if (ec != std::errc() || ptr != end) return "'" + text + "' is not a whole number >= " + std::to_string(min);
+        return value >= min ? std::string() : "must be >= " + std::to_string(min) + ", not " + text;
+      },
+      bound);
 }
 
 }  // namespace tunefleet
