@@ -1002,10 +1002,16 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
       from_cache.push_back(false);
       continue;
     }
-    // An identical key already being tuned: share that task.
+    // An identical key already being tuned the same way: share that task. Other settings
+    // (a bigger budget, another strategy) get a task of their own, as asked.
     uint64_t running = 0;
     for (const auto& [id, t] : tasks_) {
-      if (t.rec.state == TaskState::kRunning && t.rec.key == key) running = id;
+      if (t.rec.state == TaskState::kRunning && t.rec.key == key && !t.scheduled_by && total_budget == 0 &&
+          t.rec.strategy == strategy && t.rec.budget == req.getBudget() && t.rec.seed == req.getSeed() &&
+          t.rec.job_size == req.getJobSize() && t.rec.budget_seconds == req.getBudgetSeconds() &&
+          t.rec.patience == req.getPatience()) {
+        running = id;
+      }
     }
     if (running && !req.getForce()) {
       sub.task_ids.push_back(running);

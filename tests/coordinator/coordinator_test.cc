@@ -321,6 +321,30 @@ TEST_F(CoordinatorTest, ALateResultOfAnExpiredLeaseIsRecordedAndItsRequeuedCopyI
   EXPECT_EQ(st->tasks[0].best_latency_us, 50.0);
 }
 
+TEST_F(CoordinatorTest, ARunningTaskIsSharedOnlyBySubmissionsThatAskForTheSameSearch) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul()};
+  spec.strategy = "random";
+  spec.budget = 3;
+  auto first = client.Submit(spec);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto same = client.Submit(spec);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->task_ids, first->task_ids) << "the same search is not run twice";
+  client::SubmitSpec bigger = spec;
+  bigger.budget = 30;
+  auto more = client.Submit(bigger);
+  ASSERT_TRUE(more.ok());
+  EXPECT_NE(more->task_ids, first->task_ids) << "a budget of 30 must not end after the first submission's 3";
+  client::SubmitSpec other = spec;
+  other.strategy = "annealing";
+  auto annealing = client.Submit(other);
+  ASSERT_TRUE(annealing.ok());
+  EXPECT_NE(annealing->task_ids, first->task_ids);
+  EXPECT_NE(annealing->task_ids, more->task_ids);
+}
+
 TEST_F(CoordinatorTest, LookupOfAnUnknownKeyIsAMissAndTheAnswerNamesNoEntry) {
   client::Client client(ctx_, options_.client_endpoint);
   auto r = client.Lookup({SmallMatmul()});
