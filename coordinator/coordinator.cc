@@ -987,9 +987,14 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
 
   SubmissionRecord sub;
   TF_ASSIGN_OR_RETURN(sub.submission_id, store_.NextId("submission"));
+  TF_ASSIGN_OR_RETURN(const uint64_t first_task_id, store_.PeekId("task"));
   sub.created_ms = clock_.UnixMillis();
   std::vector<TaskRecord> new_tasks;
   std::map<OpKeyHash, uint64_t> in_this_submission;
+  std::multimap<OpKeyHash, uint64_t> running_by_key;  // one pass, not one per op
+  for (const auto& [id, t] : tasks_) {
+    if (t.rec.state == TaskState::kRunning) running_by_key.emplace(HashOpKey(t.rec.key), id);
+  }
   std::vector<bool> from_cache;
   std::map<uint64_t, double> weight_of;  // new task id -> summed weight of its ops
   for (size_t op_index = 0; op_index < keys.size(); ++op_index) {
@@ -1005,12 +1010,13 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     // An identical key already being tuned the same way: share that task. Other settings
     // (a bigger budget, another strategy) get a task of their own, as asked.
     uint64_t running = 0;
-    for (const auto& [id, t] : tasks_) {
-      if (t.rec.state == TaskState::kRunning && t.rec.key == key && !t.scheduled_by && total_budget == 0 &&
-          t.rec.strategy == strategy && t.rec.budget == req.getBudget() && t.rec.seed == req.getSeed() &&
-          t.rec.job_size == req.getJobSize() && t.rec.budget_seconds == req.getBudgetSeconds() &&
-          t.rec.patience == req.getPatience()) {
-        running = id;
+    auto [same_key, end] = running_by_key.equal_range(hash);
+    for (auto it = same_key; it != end; ++it) {
+      const Task& t = tasks_.at(it->second);
+      if (t.rec.key == key && !t.scheduled_by && total_budget == 0 && t.rec.strategy == strategy &&
+          t.rec.budget == req.getBudget() && t.rec.seed == req.getSeed() && t.rec.job_size == req.getJobSize() &&
+          t.rec.budget_seconds == req.getBudgetSeconds() && t.rec.patience == req.getPatience()) {
+        running = it->second;
       }
     }
     if (running && !req.getForce()) {
@@ -1020,7 +1026,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
       continue;
     }
     TaskRecord rec;
-    TF_ASSIGN_OR_RETURN(rec.task_id, store_.NextId("task"));
+    rec.task_id = first_task_id + new_tasks.size();  // the counter moves with PutSubmission
     rec.submission_id = sub.submission_id;
     rec.key = key;
     rec.strategy = strategy;
@@ -1062,20 +1068,32 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
       sub.scheduled_weights.push_back(w);
     }
   }
-  TF_RETURN_IF_ERROR(store_.PutSubmission(sub, new_tasks));
+  // Tasks are activated in place (a strategy refers to its task's search space, so a
+  // Task never moves) and then stored with their submission in one synced write: one
+  // write per task kept a 10,000-op submission waiting for seconds of fsyncs.
   submissions_[sub.submission_id] = sub;
+  auto forget = [&] {
+    for (const TaskRecord& rec : new_tasks) tasks_.erase(rec.task_id);
+    submissions_.erase(sub.submission_id);
+  };
   for (TaskRecord& rec : new_tasks) {
     Task& task = tasks_[rec.task_id];
-    task.rec = std::move(rec);
-    if (!task.rec.from_cache) {
-      Status s = ActivateTask(task, {});
-      if (!s.ok()) return Internal("validated op failed to activate: " + s.message());
-      if (req.getWarmStart()) {
-        size_t seeded = WarmStart(task);
-        Log(fmt::format("task {} warm-started with {} configs of nearby shapes", task.rec.task_id, seeded));
-      }
-      TF_RETURN_IF_ERROR(store_.PutTask(task.rec));
+    task.rec = rec;
+    if (task.rec.from_cache) continue;
+    Status s = ActivateTask(task, {});
+    if (!s.ok()) {
+      forget();
+      return Internal("validated op failed to activate: " + s.message());
     }
+    if (req.getWarmStart()) {
+      size_t seeded = WarmStart(task);
+      Log(fmt::format("task {} warm-started with {} configs of nearby shapes", task.rec.task_id, seeded));
+    }
+    rec = task.rec;
+  }
+  if (Status put = store_.PutSubmission(sub, new_tasks); !put.ok()) {
+    forget();
+    return put;
   }
   TF_RETURN_IF_ERROR(RestoreSchedule(sub));
   metrics_.submissions.Increment();

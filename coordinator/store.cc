@@ -6,6 +6,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "tunefleet/common/wire.h"
@@ -298,17 +299,20 @@ uint64_t Store::KbSizeEstimate() const {
   return n;
 }
 
-Result<uint64_t> Store::NextId(const std::string& counter) {
-  std::string key = "next/" + counter;
+Result<uint64_t> Store::PeekId(const std::string& counter) const {
   std::string value;
-  uint64_t next = 1;
-  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->meta, key, &value);
-  if (s.ok() && value.size() == 8) next = GetBe64(value.data());
-  else if (!s.IsNotFound()) TF_RETURN_IF_ERROR(FromRocks(s, "read id counter"));
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->meta, "next/" + counter, &value);
+  if (s.ok() && value.size() == 8) return GetBe64(value.data());
+  if (!s.IsNotFound()) TF_RETURN_IF_ERROR(FromRocks(s, "read id counter"));
+  return uint64_t{1};
+}
+
+Result<uint64_t> Store::NextId(const std::string& counter) {
+  TF_ASSIGN_OR_RETURN(uint64_t next, PeekId(counter));
   std::string out;
   PutBe64(out, next + 1);
   rocksdb::WriteBatch batch;
-  batch.Put(impl_->meta, key, out);
+  batch.Put(impl_->meta, "next/" + counter, out);
   TF_RETURN_IF_ERROR(impl_->Write(batch, "allocate id"));
   return next;
 }
@@ -316,7 +320,17 @@ Result<uint64_t> Store::NextId(const std::string& counter) {
 Status Store::PutSubmission(const SubmissionRecord& sub, const std::vector<TaskRecord>& new_tasks) {
   rocksdb::WriteBatch batch;
   batch.Put(impl_->tasks, SubmissionKey(sub.submission_id), EncodeSubmission(sub));
-  for (const TaskRecord& t : new_tasks) batch.Put(impl_->tasks, TaskKey(t.task_id), EncodeTask(t));
+  uint64_t next_task = 0;
+  for (const TaskRecord& t : new_tasks) {
+    batch.Put(impl_->tasks, TaskKey(t.task_id), EncodeTask(t));
+    next_task = std::max(next_task, t.task_id + 1);
+  }
+  if (next_task) {
+    TF_ASSIGN_OR_RETURN(uint64_t counter, PeekId("task"));
+    std::string out;
+    PutBe64(out, std::max(counter, next_task));
+    batch.Put(impl_->meta, "next/task", out);
+  }
   return impl_->Write(batch, "write submission");
 }
 
