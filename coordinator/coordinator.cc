@@ -1060,6 +1060,12 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     if (!cached && total_budget > 0) weight_of[rec.task_id] = weight;
     new_tasks.push_back(rec);
   }
+  if (total_budget > 0 && total_budget < weight_of.size()) {
+    return InvalidArgument(fmt::format(
+        "total budget {} is below the {} ops to tune: each op's first evaluation is its default tiling "
+        "(the baseline every improvement is quoted against), so give a total budget of at least {}",
+        total_budget, weight_of.size(), weight_of.size()));
+  }
   if (total_budget > 0) {
     sub.total_budget = total_budget;
     sub.scheduler = req.getScheduler().size() ? std::string(req.getScheduler().cStr()) : "gradient";

@@ -426,6 +426,24 @@ TEST_F(CoordinatorTest, ASharedBudgetSmallerThanOneJobStillEndsEveryTask) {
   EXPECT_EQ(total, 7u);
 }
 
+TEST_F(CoordinatorTest, ATotalBudgetBelowTheOpsBaselinesIsRefusedWithTheMinimum) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul(32), SmallMatmul(48), SmallMatmul(64), SmallMatmul(32)};  // 3 distinct
+  spec.strategy = "random";
+  spec.total_budget = 2;
+  auto sub = client.Submit(spec);
+  ASSERT_FALSE(sub.ok());
+  EXPECT_EQ(sub.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(sub.status().message().find("give a total budget of at least 3"), std::string::npos)
+      << sub.status().ToString();
+  spec.total_budget = 3;
+  auto enough = client.Submit(spec);
+  ASSERT_TRUE(enough.ok()) << enough.status().ToString();
+  auto refused = client.GetStatus(enough->submission_id - 1);
+  EXPECT_FALSE(refused.ok()) << "nothing of the refused submission is stored";
+}
+
 TEST_F(CoordinatorTest, UnknownSchedulerOrWrongWeightCountIsRejected) {
   client::Client client(ctx_, options_.client_endpoint);
   client::SubmitSpec spec;
