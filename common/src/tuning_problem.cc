@@ -1,8 +1,10 @@
 #include "tunefleet/common/tuning_problem.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -43,6 +45,44 @@ std::optional<MatmulShape> CubeGemm(const OpKey& key) {
   return std::nullopt;
 }
 
+// The attributes each op type reads. Anything else is a typo ("stride" for "strides",
+// ONNX's "group" for "groups") that would otherwise tune another op than meant, and
+// would split the knowledge base's key of the same op.
+const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
+  static const std::map<std::string, std::vector<std::string>> known = {
+      {"MatMul", {"transpose_a", "transpose_b"}},
+      {"BatchMatMul", {"adj_x1", "adj_x2", "transpose_a", "transpose_b"}},
+      {"Gemm", {"alpha", "beta", "transA", "transB", "transpose_a", "transpose_b"}},
+      {"Conv2D", {"data_format", "dilations", "groups", "pads", "strides"}},
+      {"FusedMatMul", {"epilogue", "transpose_a", "transpose_b"}},
+      {"FusedBatchMatMul", {"adj_x1", "adj_x2", "epilogue", "transpose_a", "transpose_b"}},
+      {"FusedConv2D", {"data_format", "dilations", "epilogue", "groups", "pads", "strides"}},
+      {kFusedElementwiseOp, {"ops"}},
+      {"Cast", {"dst_type"}},
+      {"Transpose", {"perm"}},
+      {"Softmax", {"axis"}},
+      {"LayerNorm", {"begin_norm_axis"}},
+      {"ReduceSum", {"axes"}},
+      {"ReduceMean", {"axes"}},
+  };
+  static const std::vector<std::string> none;
+  if (auto it = known.find(op_type); it != known.end()) return &it->second;
+  return IsVectorOpType(op_type) ? &none : nullptr;
+}
+
+Status CheckKnownAttrs(const OpKey& key) {
+  const std::vector<std::string>* known = KnownAttrs(key.op_type);
+  if (!known) return Status::Ok();  // not a tunable op type: said below
+  for (const auto& [name, value] : key.attrs) {
+    if (std::find(known->begin(), known->end(), name) != known->end()) continue;
+    std::string list;
+    for (const auto& k : *known) list += (list.empty() ? "" : ", ") + k;
+    return InvalidArgument(key.op_type + " has no attribute '" + name + "' (" +
+                           (list.empty() ? std::string("it takes none") : "known: " + list) + ")");
+  }
+  return Status::Ok();
+}
+
 std::string GiB(double bytes) { return fmt::format("{:.3g} GiB", bytes / double(int64_t{1} << 30)); }
 
 }  // namespace
@@ -51,6 +91,7 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
   if (key.soc != soc.name) {
     return InvalidArgument("op key is for SoC '" + key.soc + "' but the spec is '" + soc.name + "'");
   }
+  TF_RETURN_IF_ERROR(CheckKnownAttrs(key));
   // An op whose operands cannot be in device memory at once is not an op this SoC runs
   // (NPU_MODEL.md: a capacity is a reason, never a silent number). Cube ops also write
   // their fp32 GEMM output.

@@ -223,5 +223,32 @@ TEST_F(Conv2dSpaceTest, A3x3WindowCarriesAHaloAndGrowsWithTheBlock) {
   EXPECT_EQ(Conv2dChannelsPerChunkMax(s, 64), 8);  // 64 elements starting at a channel's last may touch 8
 }
 
+TEST(OpAttributes, AMisspelledOrForeignAttributeIsRefusedWithTheKnownOnes) {
+  SocCatalog catalog = SocCatalog::Builtin();
+  const SocSpec& soc = *catalog.Find("Ascend910B2").value();
+  ASSERT_TRUE(MakeTuningProblem(ConvKey(1, 64, 56, 64, 3, 2, 1, 2), soc).ok()) << "strides, pads, groups are Conv2D's";
+  for (const char* typo : {"stride", "group", "kernel_shape"}) {
+    OpKey key = ConvKey(1, 64, 56, 64, 3);
+    key.attrs[typo] = "2";
+    auto p = MakeTuningProblem(key, soc);
+    ASSERT_FALSE(p.ok()) << typo << " was silently ignored";
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(p.status().message().find(std::string("Conv2D has no attribute '") + typo +
+                                        "' (known: data_format, dilations, groups, pads, strides)"),
+              std::string::npos)
+        << p.status().message();
+  }
+  OpKey relu;
+  relu.soc = "Ascend910B2";
+  relu.op_type = "Relu";
+  relu.inputs = {{{32, 128, 768}, "float16", "ND"}};
+  ASSERT_TRUE(MakeTuningProblem(relu, soc).ok());
+  relu.attrs["alpha"] = "0.1";
+  auto p = MakeTuningProblem(relu, soc);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("Relu has no attribute 'alpha' (it takes none)"), std::string::npos)
+      << p.status().message();
+}
+
 }  // namespace
 }  // namespace tunefleet
