@@ -83,6 +83,7 @@ constexpr size_t kRetiredLeases = 4096;
 
 struct Task {
   TaskRecord rec;
+  OpKeyHash key_hash;  // of rec.key, set with it
   std::optional<TuningProblem> problem;
   std::unique_ptr<Strategy> strategy;
   IndexSet recorded;
@@ -245,6 +246,7 @@ Status Coordinator::Impl::Resume() {
   for (TaskRecord& rec : records) {
     Task& task = tasks_[rec.task_id];
     task.rec = std::move(rec);
+    task.key_hash = HashOpKey(task.rec.key);
     if (IsFinished(task.rec.state)) continue;
     TF_ASSIGN_OR_RETURN(std::vector<StoredResult> recovered, store_.LoadResults(task.rec.task_id));
     Status s = ActivateTask(task, recovered);
@@ -993,7 +995,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   std::map<OpKeyHash, uint64_t> in_this_submission;
   std::multimap<OpKeyHash, uint64_t> running_by_key;  // one pass, not one per op
   for (const auto& [id, t] : tasks_) {
-    if (t.rec.state == TaskState::kRunning) running_by_key.emplace(HashOpKey(t.rec.key), id);
+    if (t.rec.state == TaskState::kRunning) running_by_key.emplace(t.key_hash, id);
   }
   std::vector<bool> from_cache;
   std::map<uint64_t, double> weight_of;  // new task id -> summed weight of its ops
@@ -1085,6 +1087,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   for (TaskRecord& rec : new_tasks) {
     Task& task = tasks_[rec.task_id];
     task.rec = rec;
+    task.key_hash = HashOpKey(task.rec.key);
     if (task.rec.from_cache) continue;
     Status s = ActivateTask(task, {});
     if (!s.ok()) {
@@ -1122,7 +1125,7 @@ void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Bui
                                               schema::TaskState::DONE, schema::TaskState::FAILED,
                                               schema::TaskState::CANCELLED};
   b.setTaskId(task.rec.task_id);
-  b.setOpKeyHash(HashOpKey(task.rec.key).Hex());
+  b.setOpKeyHash(task.key_hash.Hex());
   b.setState(kStates[static_cast<int>(task.rec.state)]);
   b.setEvaluated(task.rec.evaluated);
   b.setPlanned(IsFinished(task.rec.state) ? task.rec.evaluated : task.planned.size());

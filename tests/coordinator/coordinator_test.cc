@@ -123,6 +123,16 @@ double LabeledCounterValue(prometheus::Registry& registry, const std::string& na
 
 class CoordinatorTest : public ::testing::Test {
  protected:
+  // One small MatMul, random search: the submission most tests script workers against.
+  static client::SubmitSpec RandomSearch(uint64_t budget, uint32_t job_size = 0) {
+    client::SubmitSpec spec;
+    spec.ops = {SmallMatmul()};
+    spec.strategy = "random";
+    spec.budget = budget;
+    spec.job_size = job_size;
+    return spec;
+  }
+
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     dir_ = std::filesystem::temp_directory_path() / ("tunefleet-coord-" + std::to_string(getpid()) + "-" + name);
@@ -174,11 +184,7 @@ class CoordinatorTest : public ::testing::Test {
 
 TEST_F(CoordinatorTest, RequeuesAJobWhoseWorkerMissedThreeHeartbeats) {
   client::Client client(ctx_, options_.client_endpoint);
-  client::SubmitSpec spec;
-  spec.ops = {SmallMatmul()};
-  spec.strategy = "random";
-  spec.budget = 4;
-  spec.job_size = 1;
+  client::SubmitSpec spec = RandomSearch(4, 1);
   ASSERT_TRUE(client.Submit(spec).ok());
 
   ScriptedWorker silent(ctx_, options_.worker_endpoint, "silent");
@@ -207,11 +213,7 @@ TEST_F(CoordinatorTest, RequeuesAJobWhoseWorkerMissedThreeHeartbeats) {
 
 TEST_F(CoordinatorTest, ALateDuplicateResultIsCountedAndDropped) {
   client::Client client(ctx_, options_.client_endpoint);
-  client::SubmitSpec spec;
-  spec.ops = {SmallMatmul()};
-  spec.strategy = "random";
-  spec.budget = 3;
-  spec.job_size = 1;
+  client::SubmitSpec spec = RandomSearch(3, 1);
   auto sub = client.Submit(spec);
   ASSERT_TRUE(sub.ok());
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
@@ -235,11 +237,7 @@ TEST_F(CoordinatorTest, ALateDuplicateResultIsCountedAndDropped) {
 
 TEST_F(CoordinatorTest, ResultsFromAWorkerThatDoesNotHoldTheJobAreRefused) {
   client::Client client(ctx_, options_.client_endpoint);
-  client::SubmitSpec spec;
-  spec.ops = {SmallMatmul()};
-  spec.strategy = "random";
-  spec.budget = 2;
-  spec.job_size = 1;
+  client::SubmitSpec spec = RandomSearch(2, 1);
   auto sub = client.Submit(spec);
   ASSERT_TRUE(sub.ok());
   ScriptedWorker holder(ctx_, options_.worker_endpoint, "holder");
@@ -266,11 +264,7 @@ TEST_F(CoordinatorTest, ResultsFromAWorkerThatDoesNotHoldTheJobAreRefused) {
 
 TEST_F(CoordinatorTest, ALatencyThatIsNotPositiveAndFiniteIsRecordedAsAFailedEvaluation) {
   client::Client client(ctx_, options_.client_endpoint);
-  client::SubmitSpec spec;
-  spec.ops = {SmallMatmul()};
-  spec.strategy = "random";
-  spec.budget = 4;
-  spec.job_size = 1;
+  client::SubmitSpec spec = RandomSearch(4, 1);
   auto sub = client.Submit(spec);
   ASSERT_TRUE(sub.ok());
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
@@ -295,10 +289,7 @@ TEST_F(CoordinatorTest, ALatencyThatIsNotPositiveAndFiniteIsRecordedAsAFailedEva
 
 TEST_F(CoordinatorTest, ALateResultOfAnExpiredLeaseIsRecordedAndItsRequeuedCopyIsNotSentAgain) {
   client::Client client(ctx_, options_.client_endpoint);
-  client::SubmitSpec spec;
-  spec.ops = {SmallMatmul()};
-  spec.strategy = "random";
-  spec.budget = 1;
+  client::SubmitSpec spec = RandomSearch(1);
   auto sub = client.Submit(spec);
   ASSERT_TRUE(sub.ok());
   ScriptedWorker slow(ctx_, options_.worker_endpoint, "slow");
@@ -323,10 +314,7 @@ TEST_F(CoordinatorTest, ALateResultOfAnExpiredLeaseIsRecordedAndItsRequeuedCopyI
 
 TEST_F(CoordinatorTest, ARunningTaskIsSharedOnlyBySubmissionsThatAskForTheSameSearch) {
   client::Client client(ctx_, options_.client_endpoint);
-  client::SubmitSpec spec;
-  spec.ops = {SmallMatmul()};
-  spec.strategy = "random";
-  spec.budget = 3;
+  client::SubmitSpec spec = RandomSearch(3);
   auto first = client.Submit(spec);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   auto same = client.Submit(spec);
@@ -531,10 +519,7 @@ OpKey MediumMatmul() {
 TEST_F(CoordinatorTest, PatienceEndsATaskThatStoppedImproving) {
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
-  client::SubmitSpec spec;
-  spec.ops = {SmallMatmul()};
-  spec.strategy = "random";
-  spec.budget = 1000;
+  client::SubmitSpec spec = RandomSearch(1000);
   spec.patience = 5;
   spec.job_size = 1;
   auto sub = client.Submit(spec);
@@ -553,10 +538,7 @@ TEST_F(CoordinatorTest, PatienceEndsATaskThatStoppedImproving) {
 TEST_F(CoordinatorTest, ATimeBudgetStopsHandingOutConfigsOnceItIsSpent) {
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
-  client::SubmitSpec spec;
-  spec.ops = {SmallMatmul()};
-  spec.strategy = "random";
-  spec.budget = 1000;
+  client::SubmitSpec spec = RandomSearch(1000);
   spec.budget_seconds = 5;
   spec.job_size = 1;
   auto sub = client.Submit(spec);
