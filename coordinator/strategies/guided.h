@@ -83,6 +83,12 @@ struct ModelOptions {
   size_t initial_max = 24;
   double initial_share = 0.25;
   size_t refit_divisor = 16;        // refit after history/refit_divisor new results (>= 1)
+  // Rows each forest is fitted on (>= 2): past it, the cost model keeps the fastest half
+  // and an even spread of the rest, the runs model an even spread of everything. A fit
+  // costs about its rows times their features, and a refit is due every `ranked`
+  // proposals, so unbounded it grew with the task until one Ask took 1.3 s at 8000
+  // results, stalling the coordinator's loop. No effect at bench/strategies' budgets.
+  size_t max_train = 1024;
   size_t elite = 8;                 // configs whose neighbourhoods are candidates
   size_t elite_distance = 2;        // parameters each elite differs in from the faster ones
   bool sweep = true;                // neighbours: every value of one parameter (else +-2 steps)

@@ -101,12 +101,14 @@ class ModelBased final : public GuidedStrategy {
       log_latency.push_back(Target(latency));
       fastest.emplace_back(latency, index);
     }
+    const bool any_failed = ok_rows.size() < all_rows.size();
+    if (ok_rows.size() > o_.max_train) KeepFastestAndSpread(ok_rows, log_latency);
+    if (all_rows.size() > o_.max_train) KeepSpread(all_rows, ran, o_.max_train);
     std::sort(fastest.begin(), fastest.end());
     const double best = Target(fastest.front().first);
     RegressionForest cost(o_.forest);
     cost.Fit(ok_rows, log_latency, rng_);
     RegressionForest runs(o_.forest);
-    const bool any_failed = ok_rows.size() < all_rows.size();
     if (any_failed) runs.Fit(all_rows, ran, rng_);
 
     const bool large = space_.size() > o_.large_space;
@@ -241,6 +243,40 @@ class ModelBased final : public GuidedStrategy {
       const ConfigIndex next = lists[l][at[l]++];
       if (seen.insert(next).second) ranked_.push_back(next);
     }
+  }
+
+  // Bounds the cost model's training set to max_train rows: the fastest half (where the
+  // search goes) and an even spread of the others (so the model still knows what is slow).
+  void KeepFastestAndSpread(std::vector<std::vector<float>>& rows, std::vector<double>& y) const {
+    std::vector<size_t> order(rows.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    const size_t fast = o_.max_train / 2;
+    std::stable_sort(order.begin(), order.end(), [&y](size_t a, size_t b) { return y[a] < y[b]; });
+    std::vector<std::vector<float>> kept_rows(o_.max_train);
+    std::vector<double> kept_y(o_.max_train);
+    std::vector<size_t> rest(order.begin() + static_cast<std::ptrdiff_t>(fast), order.end());
+    std::sort(rest.begin(), rest.end());  // back in the order told
+    for (size_t k = 0; k < o_.max_train; ++k) {
+      const size_t from = k < fast ? order[k] : rest[(k - fast) * rest.size() / (o_.max_train - fast)];
+      kept_rows[k] = std::move(rows[from]);
+      kept_y[k] = y[from];
+    }
+    rows = std::move(kept_rows);
+    y = std::move(kept_y);
+  }
+
+  // Keeps `count` rows evenly spread over the order they were told in.
+  static void KeepSpread(std::vector<std::vector<float>>& rows, std::vector<double>& y, size_t count) {
+    const size_t n = rows.size();
+    for (size_t k = 0; k < count; ++k) {
+      const size_t from = k * n / count;  // increasing and >= k: moves never overwrite a later source
+      if (from != k) {
+        rows[k] = std::move(rows[from]);
+        y[k] = y[from];
+      }
+    }
+    rows.resize(count);
+    y.resize(count);
   }
 
   // Thompson sampling without repeats: `count` times, a random tree's best candidate
