@@ -28,6 +28,8 @@ using TimePoint = Clock::TimePoint;
 // A running task's strategy is checkpointed with its results once at least this many
 // new results (and a quarter of all so far) have arrived since the last checkpoint.
 constexpr uint64_t kCheckpointEvery = 64;
+// A turn's dispatch stops planning after heartbeat_interval / kDispatchSlices.
+constexpr int kDispatchSlices = 4;
 
 struct WorkerEntry {
   std::string identity;  // ZeroMQ routing id
@@ -199,6 +201,8 @@ class Coordinator::Impl {
   void FinishSchedule(Schedule& schedule);
   Status RestoreSchedule(const SubmissionRecord& sub);
   void Dispatch();
+  void DispatchOne(const std::string& identity, WorkerEntry& worker);
+  bool SliceSpent() const { return clock_.Now() >= dispatch_until_; }
   void CheckLiveness();
   void UpdateTaskGauges();
 
@@ -233,6 +237,8 @@ class Coordinator::Impl {
   std::deque<uint64_t> retired_order_;
   uint64_t next_job_id_ = 0;
   uint64_t dispatch_cursor_ = 0;  // task id after which the next dispatch starts
+  std::string dispatch_worker_cursor_;  // identity of the worker served last
+  TimePoint dispatch_until_;            // end of this turn's dispatch slice
   TimePoint next_heartbeat_;
 };
 
@@ -576,7 +582,9 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool
                       : task.strategy->PreferredJobSize() > 0 ? static_cast<uint32_t>(task.strategy->PreferredJobSize())
                                                                : options_.default_job_size;
   size_t max = std::min<uint64_t>({job_size, task.limit() - task.planned.size(), cap});
+  const TimePoint asked = clock_.Now();
   Batch batch = task.strategy->Ask(max, [&task](ConfigIndex i) { return task.planned.contains(i); });
+  metrics_.planning.Observe(std::chrono::duration<double>(clock_.Now() - asked).count());
   if (batch.configs.empty()) {
     task.strategy_done = true;
     MaybeFinish(task);
@@ -643,7 +651,7 @@ void Coordinator::Impl::FinishSchedule(Schedule& schedule) {
 
 void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEntry& worker) {
   for (auto& [id, schedule] : schedules_) {
-    while (worker.credits > 0) {
+    while (worker.credits > 0 && !SliceSpent()) {
       // Work already planned (baselines, warm starts, requeued jobs) goes first, and
       // still goes once the shared budget is spent.
       Task* waiting = nullptr;
@@ -683,29 +691,44 @@ void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEnt
 }
 
 void Coordinator::Impl::Dispatch() {
-  for (auto& [identity, worker] : workers_) {
-    DispatchScheduled(identity, worker);
-    while (worker.credits > 0) {
-      // Round-robin over running tasks with their own budgets, after the last one served.
-      Task* chosen = nullptr;
-      std::optional<JobSpec> spec;
-      auto try_task = [&](Task& task) {
-        if (task.rec.state != TaskState::kRunning || task.scheduled_by) return false;
-        if (!worker.socs.contains(task.rec.key.soc)) return false;
-        bool fresh = false;
-        spec = NextJob(task, std::numeric_limits<uint64_t>::max(), &fresh);
-        if (!spec) return false;
-        chosen = &task;
-        return true;
-      };
-      for (auto it = tasks_.upper_bound(dispatch_cursor_); it != tasks_.end() && !chosen; ++it) try_task(it->second);
-      for (auto it = tasks_.begin(); it != tasks_.end() && !chosen && it->first <= dispatch_cursor_; ++it) try_task(it->second);
-      if (!chosen) break;
-      dispatch_cursor_ = chosen->rec.task_id;
-      SendJob(identity, worker, *chosen, std::move(*spec));
-    }
+  // Planning a job (a strategy's Ask) can take a good part of a second; past the slice
+  // the rest waits for the next turn, so heartbeats and results keep flowing and no live
+  // worker is declared dead or thinks the coordinator silent. Workers take turns to go
+  // first, so one with many slots cannot keep the others waiting.
+  dispatch_until_ = clock_.Now() + options_.heartbeat_interval / kDispatchSlices;
+  auto first = workers_.upper_bound(dispatch_worker_cursor_);
+  if (first == workers_.end()) first = workers_.begin();
+  for (auto it = first; it != workers_.end();) {
+    auto& [identity, worker] = *it;
+    dispatch_worker_cursor_ = identity;
+    DispatchOne(identity, worker);
+    if (++it == workers_.end()) it = workers_.begin();
+    if (it == first || SliceSpent()) break;
   }
   metrics_.jobs_in_flight.Set(static_cast<double>(leases_.size()));
+}
+
+void Coordinator::Impl::DispatchOne(const std::string& identity, WorkerEntry& worker) {
+  DispatchScheduled(identity, worker);
+  while (worker.credits > 0 && !SliceSpent()) {
+    // Round-robin over running tasks with their own budgets, after the last one served.
+    Task* chosen = nullptr;
+    std::optional<JobSpec> spec;
+    auto try_task = [&](Task& task) {
+      if (task.rec.state != TaskState::kRunning || task.scheduled_by) return false;
+      if (!worker.socs.contains(task.rec.key.soc)) return false;
+      bool fresh = false;
+      spec = NextJob(task, std::numeric_limits<uint64_t>::max(), &fresh);
+      if (!spec) return false;
+      chosen = &task;
+      return true;
+    };
+    for (auto it = tasks_.upper_bound(dispatch_cursor_); it != tasks_.end() && !chosen; ++it) try_task(it->second);
+    for (auto it = tasks_.begin(); it != tasks_.end() && !chosen && it->first <= dispatch_cursor_; ++it) try_task(it->second);
+    if (!chosen) break;
+    dispatch_cursor_ = chosen->rec.task_id;
+    SendJob(identity, worker, *chosen, std::move(*spec));
+  }
 }
 
 void Coordinator::Impl::CheckLiveness() {

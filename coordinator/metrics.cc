@@ -33,6 +33,8 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       client_requests(BuildCounter().Name("tunefleet_client_requests_total").Help("Client requests by kind and status code").Register(r)),
       job_duration(BuildHistogram().Name("tunefleet_job_duration_seconds").Help("Dispatch to final result of a job").Register(r).Add(
           {}, prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60})),
+      planning(BuildHistogram().Name("tunefleet_planning_seconds").Help("Time a strategy took to plan one job (the coordinator loop waits on it)").Register(r).Add(
+          {}, prometheus::Histogram::BucketBoundaries{0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5})),
       task_best_improvement(BuildGauge().Name("tunefleet_task_best_improvement_ratio").Help("Baseline over best latency of each running task").Register(r)) {}
 
 }  // namespace tunefleet::coordinator

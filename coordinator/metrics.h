@@ -40,6 +40,7 @@ struct CoordinatorMetrics {
   prometheus::Counter& lookup_misses;
   prometheus::Family<prometheus::Counter>& client_requests;  // {kind, code}
   prometheus::Histogram& job_duration;
+  prometheus::Histogram& planning;  // one strategy Ask: the loop does nothing else meanwhile
   prometheus::Family<prometheus::Gauge>& task_best_improvement;  // {task}
 };
 

@@ -109,7 +109,8 @@ metrics = ["tunefleet_tasks", "tunefleet_jobs_dispatched_total", "tunefleet_jobs
            "tunefleet_jobs_requeued_total", "tunefleet_evaluations_total", "tunefleet_workers_connected",
            "tunefleet_worker_slots", "tunefleet_lookups_total", "tunefleet_kb_entries",
            "tunefleet_client_requests_total", "tunefleet_duplicate_results_total",
-           "tunefleet_rejected_results_total"]
+           "tunefleet_rejected_results_total", "tunefleet_job_duration_seconds_bucket",
+           "tunefleet_planning_seconds_bucket"]
 missing = [m for m in metrics if m not in exprs]
 assert not missing, f"metrics not on the dashboard: {missing}"
 # The `code` label carries StatusCodeName() (upper case; PromQL matching is case-sensitive).

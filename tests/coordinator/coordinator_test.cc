@@ -30,6 +30,20 @@ OpKey SmallMatmul(int64_t m = 32) {
   return k;
 }
 
+// FakeClock, and optionally time that passes by `tick` at every reading: a loop where
+// everything (planning above all) is slow.
+class TickingClock final : public Clock {
+ public:
+  TimePoint Now() const override { return TimePoint(Duration(now_ns_.fetch_add(tick_ns_.load()))); }
+  int64_t UnixMillis() const override { return 1'700'000'000'000 + now_ns_.load() / 1'000'000; }
+  void Advance(Duration d) { now_ns_ += d.count(); }
+  void Tick(Duration d) { tick_ns_ = d.count(); }
+
+ private:
+  mutable std::atomic<int64_t> now_ns_{0};
+  std::atomic<int64_t> tick_ns_{0};
+};
+
 struct ReceivedJob {
   uint64_t task_id = 0, job_id = 0;
   uint32_t attempt = 0;
@@ -39,14 +53,14 @@ struct ReceivedJob {
 // A worker the test drives by hand.
 class ScriptedWorker {
  public:
-  ScriptedWorker(zmq::context_t& ctx, const std::string& endpoint, const std::string& id)
+  ScriptedWorker(zmq::context_t& ctx, const std::string& endpoint, const std::string& id, uint32_t slots = 1)
       : socket_(transport::MakeSocket(ctx, zmq::socket_type::dealer)) {
     socket_.set(zmq::sockopt::routing_id, id);
     EXPECT_TRUE(transport::Connect(socket_, endpoint).ok());
     wire::Outgoing msg;
     auto ready = msg.Body().initWorkerReady();
     ready.setWorkerId(id);
-    ready.setSlots(1);
+    ready.setSlots(slots);
     ready.initSocs(1).set(0, "Ascend910B2");
     EXPECT_TRUE(transport::Send(socket_, msg).ok());
   }
@@ -67,6 +81,7 @@ class ScriptedWorker {
       auto frames = transport::Receive(socket_, true).value();
       if (!frames) continue;
       auto in = wire::Decode(frames->back().data(), frames->back().size()).value();
+      if (in->Which() == schema::Envelope::Body::HEARTBEAT) ++heartbeats_;
       if (in->Which() != schema::Envelope::Body::JOB_ASSIGNMENT) continue;
       auto a = in->Envelope().getBody().getJobAssignment();
       ReceivedJob job{a.getTaskId(), a.getJobId(), a.getAttempt(), {}};
@@ -80,6 +95,9 @@ class ScriptedWorker {
 
   // Every config of the job at the same latency: nothing ever improves on the first.
   void AnswerFlat(const ReceivedJob& job, double latency_us) { Answer(job, latency_us, false); }
+
+  // Heartbeats from the coordinator that NextJob() skipped so far.
+  int heartbeats() const { return heartbeats_; }
 
   void Answer(const ReceivedJob& job, double latency_us, bool vary = true) {
     wire::Outgoing msg;
@@ -99,6 +117,7 @@ class ScriptedWorker {
 
  private:
   zmq::socket_t socket_;
+  int heartbeats_ = 0;
 };
 
 double CounterValue(prometheus::Registry& registry, const std::string& name) {
@@ -140,8 +159,6 @@ class CoordinatorTest : public ::testing::Test {
     store_ = std::move(Store::Open(dir_.string()).value());
     options_.client_endpoint = "inproc://clients-" + name;
     options_.worker_endpoint = "inproc://workers-" + name;
-    options_.heartbeat_interval = 1000ms;
-    options_.liveness = 3;
     auto c = Coordinator::Create(options_, *store_, catalog_, clock_, registry_, ctx_);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     coordinator_ = std::move(c).value();
@@ -172,11 +189,11 @@ class CoordinatorTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   SocCatalog catalog_ = SocCatalog::Builtin();
-  FakeClock clock_;
+  TickingClock clock_;
   prometheus::Registry registry_;
   prometheus::Registry registry2_;  // the restarted coordinator's
   zmq::context_t ctx_{1};
-  CoordinatorOptions options_;
+  CoordinatorOptions options_;  // heartbeats every 1 s, a worker dead after 3 missed
   std::unique_ptr<Store> store_;
   std::unique_ptr<Coordinator> coordinator_;
   std::thread thread_;
@@ -636,6 +653,39 @@ TEST_F(CoordinatorTest, ALearningStrategyGetsSmallJobsSoItSeesResultsBeforeSpend
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(st->done);
   EXPECT_EQ(st->tasks[0].evaluated, 300u);
+}
+
+// A coordinator that never declares a worker dead, for tests where fake time races.
+class PatientCoordinatorTest : public CoordinatorTest {
+ protected:
+  void SetUp() override {
+    options_.liveness = 1'000'000;
+    CoordinatorTest::SetUp();
+  }
+};
+
+TEST_F(PatientCoordinatorTest, SlowPlanningIsSpreadOverLoopTurnsSoHeartbeatsStillGoOut) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ASSERT_TRUE(client.Submit(RandomSearch(64, 1)).ok());
+  // From here on every reading of the clock takes 100 ms: each job planned costs more
+  // than that, so 16 of them in one turn would leave the worker 2 s without a heartbeat.
+  clock_.Tick(100ms);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w", 16);
+  int heartbeats_between = -1;
+  for (int jobs = 0; jobs < 16; ++jobs) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job) << "job " << jobs;
+    if (jobs == 0) heartbeats_between = -w.heartbeats();
+  }
+  heartbeats_between += w.heartbeats();
+  clock_.Tick(0ms);
+  EXPECT_GE(heartbeats_between, 1) << "the 16 jobs went out in one turn, with no heartbeat between them";
+  for (const auto& family : registry_.Collect()) {
+    if (family.name != "tunefleet_planning_seconds") continue;
+    ASSERT_EQ(family.metric.size(), 1u);
+    EXPECT_GE(family.metric[0].histogram.sample_count, 15u) << "one observation per job planned";
+    EXPECT_GE(family.metric[0].histogram.sample_sum, 1.5) << "each Ask read the clock twice: >= 100 ms";
+  }
 }
 
 }  // namespace
