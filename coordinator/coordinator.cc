@@ -853,6 +853,7 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
         w.slots = std::min<uint32_t>(r.getSlots(), 1024);
         w.credits = w.slots;
         w.last_seen = clock_.Now();
+        metrics_.worker_registrations.Increment();
         Log(fmt::format("worker {} ready with {} slots", w.id, w.slots));
         workers_[identity] = std::move(w);
         return Status::Ok();
@@ -1277,6 +1278,10 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
         SendToWorker(identity, hb);
       }
       next_heartbeat_ = now + options_.heartbeat_interval;
+    }
+    if (zap_) {
+      const auto refused = static_cast<double>(zap_->refused());
+      metrics_.curve_refused.Increment(refused - metrics_.curve_refused.Value());
     }
     CheckLiveness();
     Dispatch();

@@ -31,6 +31,8 @@ struct CoordinatorMetrics {
   prometheus::Counter& results_not_leased;  // from a peer that never held the job
   prometheus::Counter& results_not_in_job;  // a config the job did not ask for
   prometheus::Counter& invalid_latencies;   // ok with a latency <= 0 or not finite: recorded failed
+  prometheus::Counter& curve_refused;  // handshakes the ZAP handler refused (a key not listed)
+  prometheus::Counter& worker_registrations;  // WorkerReady messages: more than workers started means flapping
   prometheus::Gauge& workers_connected;
   prometheus::Gauge& worker_slots;
   prometheus::Gauge& jobs_in_flight;

@@ -187,6 +187,9 @@ Status Worker::Run() {
   auto last_heard = clock_.Now();
   auto next_heartbeat = clock_.Now() + interval;
   auto backoff = std::chrono::duration_cast<Clock::Duration>(protocol::kReconnectInitial);
+  // After registering again, Disconnects until the coordinator's next heartbeat or job
+  // answer messages it got from us before our WorkerReady (ZeroMQ keeps the order).
+  std::optional<Clock::TimePoint> registering_since;
 
   while (!stop_.load()) {
     zmq::pollitem_t items[] = {{dealer.handle(), 0, ZMQ_POLLIN, 0},
@@ -198,7 +201,11 @@ Status Worker::Run() {
       for (;;) {
         zmq::message_t m;
         if (!results.recv(m, zmq::recv_flags::dontwait)) break;
-        dealer.send(m, zmq::send_flags::none);
+        // Lost only when the coordinator is unreachable: it requeues the job at the
+        // lease's end, and a live coordinator would have taken the message.
+        if (Status sent = transport::SendEncoded(dealer, m); !sent.ok()) {
+          fmt::print(stderr, "worker {}: a result chunk is dropped: {}\n", options_.worker_id, sent.ToString());
+        }
       }
     }
     if (items[0].revents & ZMQ_POLLIN) {
@@ -218,6 +225,7 @@ Status Worker::Run() {
           auto body = (*in)->Envelope().getBody();
           switch (body.which()) {
             case schema::Envelope::Body::JOB_ASSIGNMENT: {
+              registering_since.reset();
               TF_ASSIGN_OR_RETURN(Job job, ReadJob(body.getJobAssignment()));
               {
                 std::lock_guard lock(impl.mu);
@@ -227,10 +235,31 @@ Status Worker::Run() {
               return Status::Ok();
             }
             case schema::Envelope::Body::HEARTBEAT:
+              registering_since.reset();
               return Status::Ok();
-            case schema::Envelope::Body::DISCONNECT:
-              // The coordinator does not know us (it restarted or declared us dead).
+            case schema::Envelope::Body::DISCONNECT: {
+              // The coordinator does not know us (it restarted or declared us dead). Only
+              // the first of a burst registers again: each registration requeues there
+              // the jobs just given here. If the WorkerReady was lost, a Disconnect past
+              // the silence window sends it again.
+              const auto now = clock_.Now();
+              if (registering_since && now - *registering_since <= interval * options_.liveness) {
+                return Status::Ok();
+              }
+              registering_since = now;
+              // Jobs not started yet belong to leases the coordinator no longer holds:
+              // it requeues their configs itself, so running them would be wasted.
+              size_t dropped = 0;
+              {
+                std::lock_guard lock(impl.mu);
+                dropped = impl.queue.size();
+                impl.queue.clear();
+              }
+              fmt::print(stderr, "worker {}: the coordinator does not know this worker ({}): registering again, "
+                         "{} queued jobs dropped\n", options_.worker_id, std::string(body.getDisconnect().getReason()),
+                         dropped);
               return send_ready(dealer);
+            }
             default:
               return InvalidArgument("unexpected message kind from the coordinator");
           }
@@ -250,10 +279,18 @@ Status Worker::Run() {
     }
     if (now - last_heard > interval * options_.liveness) {
       // Paranoid Pirate: the coordinator is gone; reconnect with exponential backoff.
-      if (options_.verbose) {
-        fmt::print(stderr, "worker {}: coordinator silent, reconnecting\n", options_.worker_id);
+      fmt::print(stderr, "worker {}: nothing from the coordinator at {} for {} ms: reconnecting in {} ms{}\n",
+                 options_.worker_id, options_.coordinator_endpoint,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(now - last_heard).count(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(backoff).count(),
+                 options_.curve ? " (with CURVE on, a key the coordinator does not list looks like this: "
+                                  "check that this worker's key pair is the one in its worker.public)"
+                                : "");
+      // In steps, so a stop request is not kept waiting by a long backoff.
+      for (auto slept = Clock::Duration::zero(); slept < backoff && !stop_.load(); slept += std::chrono::milliseconds(50)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
-      std::this_thread::sleep_for(backoff);
+      if (stop_.load()) break;
       backoff = std::min(backoff * 2,
                          std::chrono::duration_cast<Clock::Duration>(protocol::kReconnectMax));
       Result<zmq::socket_t> again = connect();

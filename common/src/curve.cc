@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/core.h>
 #include <zmq_addon.hpp>
 
 namespace tunefleet::curve {
@@ -189,7 +190,15 @@ void ZapHandler::Serve(zmq::socket_t socket) {
         }
       }
     }
-    if (code != "200") refused_.fetch_add(1);
+    if (code != "200") {
+      refused_.fetch_add(1);
+      // What an operator needs to fix a key list: who, where, why (the key is public).
+      const std::string domain = frames.size() > 2 ? frames[2].to_string() : "?";
+      const std::string address = frames.size() > 3 ? frames[3].to_string() : "?";
+      char z85[41] = "?";
+      if (frames.size() > 6 && frames[6].size() == 32) zmq_z85_encode(z85, static_cast<const uint8_t*>(frames[6].data()), 32);
+      fmt::print(stderr, "curve: refused a {} peer from {} with public key {}: {}\n", domain, address, z85, text);
+    }
     const std::string request_id = frames.size() >= 2 ? frames[1].to_string() : "";
     std::vector<zmq::message_t> reply;
     reply.emplace_back(std::string("1.0"));

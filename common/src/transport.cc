@@ -23,6 +23,7 @@ zmq::socket_t MakeSocket(zmq::context_t& ctx, zmq::socket_type type) {
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::maxmsgsize, protocol::kMaxMessageBytes);
   if (type == zmq::socket_type::router) s.set(zmq::sockopt::router_handover, 1);
+  if (type == zmq::socket_type::dealer) s.set(zmq::sockopt::sndtimeo, static_cast<int>(protocol::kSendTimeout.count()));
   return s;
 }
 
@@ -48,11 +49,28 @@ std::string LastEndpoint(zmq::socket_t& socket) {
   return socket.get(zmq::sockopt::last_endpoint);
 }
 
+namespace {
+Status NotTaken() {
+  return Unavailable("send: no connected peer took the message within " +
+                     std::to_string(protocol::kSendTimeout.count()) +
+                     " ms (is the other side running, and with CURVE, is this side's key listed there?)");
+}
+}  // namespace
+
 Status Send(zmq::socket_t& socket, wire::Outgoing& msg) {
   kj::Array<capnp::word> words = msg.Encode();
   auto bytes = words.asBytes();
   try {
-    socket.send(zmq::buffer(bytes.begin(), bytes.size()), zmq::send_flags::none);
+    if (!socket.send(zmq::buffer(bytes.begin(), bytes.size()), zmq::send_flags::none)) return NotTaken();
+  } catch (const zmq::error_t& e) {
+    return FromZmq(e, "send");
+  }
+  return Status::Ok();
+}
+
+Status SendEncoded(zmq::socket_t& socket, zmq::message_t& msg) {
+  try {
+    if (!socket.send(msg, zmq::send_flags::none)) return NotTaken();
   } catch (const zmq::error_t& e) {
     return FromZmq(e, "send");
   }

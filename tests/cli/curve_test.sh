@@ -2,8 +2,9 @@
 # CURVE end to end with the real binaries over TCP on 127.0.0.1 (DESIGN.md "Security"):
 # keys from `tunefleet curve-keypair`; a worker and a client with listed keys tune and
 # look up; a reader's key may look up but not submit; an unlisted key and a plaintext
-# client get no answer while the coordinator keeps serving; placeholder keys (the Helm
-# chart's REPLACE_ME) make the coordinator and the worker refuse to start.
+# client get no answer while the coordinator keeps serving; a worker with an unlisted key
+# is refused and logged, and still stops on SIGTERM; placeholder keys (the Helm chart's
+# REPLACE_ME) make the coordinator and the worker refuse to start.
 set -uo pipefail
 BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -83,4 +84,23 @@ timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --timeout-ms 1500 2> "$OUT/er
 # Still serving after the refusals.
 timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --curve-dir "$K" > "$OUT/lookup.txt" || fail "client lookup after refusals exited $?"
 grep -q "tuned with" "$OUT/lookup.txt" || fail "lookup after refusals: $(cat "$OUT/lookup.txt")"
+# A worker whose key the coordinator does not list: refused and logged there, told here
+# what to check, and it still stops on SIGTERM (its sends used to block forever).
+S="$OUT/stranger-worker"
+mkdir -p "$S"
+cp "$K/server.public" "$S/"
+cp "$K/stranger.public" "$S/worker.public"
+cp "$K/stranger.secret" "$S/worker.secret"
+"$BUILD/worker/tunefleet-worker" --coordinator "$WK" --slots 1 --heartbeat-ms 200 --curve-dir "$S" \
+  > /dev/null 2> "$OUT/stranger.err" &
+spid=$!
+pids+=($spid)
+for _ in $(seq 100); do grep -q "reconnecting" "$OUT/stranger.err" && break; sleep 0.1; done
+grep -q "check that this worker's key pair is the one in its worker.public" "$OUT/stranger.err" \
+  || fail "refused worker does not say what to check: $(cat "$OUT/stranger.err")"
+grep -qF "curve: refused a tunefleet-workers peer from 127.0.0.1 with public key $(cat "$K/stranger.public")" "$OUT/coord.err" \
+  || fail "coordinator did not log the refused worker key"
+kill -TERM "$spid"
+for _ in $(seq 50); do kill -0 "$spid" 2> /dev/null || break; sleep 0.1; done
+kill -0 "$spid" 2> /dev/null && fail "a refused worker did not stop within 5 s of SIGTERM"
 echo "curve: ok"

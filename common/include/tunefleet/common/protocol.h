@@ -20,6 +20,8 @@ inline constexpr std::chrono::microseconds kLeasePerConfig = 2ms;
 inline constexpr uint32_t kMaxJobAttempts = 3;
 inline constexpr std::chrono::milliseconds kReconnectInitial = 250ms;
 inline constexpr std::chrono::milliseconds kReconnectMax = 8s;
+// A DEALER send that no connected peer takes within this fails (kUnavailable).
+inline constexpr std::chrono::milliseconds kSendTimeout = 1000ms;
 // ZMQ_MAXMSGSIZE on every socket; Cap'n Proto traversal limit in 8-byte words.
 inline constexpr int64_t kMaxMessageBytes = 64ll << 20;
 inline constexpr uint64_t kTraversalLimitWords = (64ull << 20) / 8;

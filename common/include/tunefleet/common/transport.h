@@ -15,7 +15,9 @@
 namespace tunefleet::transport {
 
 // LINGER 0 and ZMQ_MAXMSGSIZE on every socket; ROUTER_HANDOVER on ROUTERs so a
-// reconnecting peer with the same identity takes over its route.
+// reconnecting peer with the same identity takes over its route; on DEALERs a send
+// timeout of protocol::kSendTimeout: a DEALER with no peer (its CURVE handshake was
+// refused, say) blocks a send forever, and its thread with it, even to SIGTERM.
 zmq::socket_t MakeSocket(zmq::context_t& ctx, zmq::socket_type type);
 
 // kInvalidArgument for a malformed endpoint, kUnavailable when the address is in use.
@@ -24,8 +26,10 @@ Status Connect(zmq::socket_t& socket, const std::string& endpoint);
 // The endpoint actually bound (resolves "tcp://127.0.0.1:*" to a port).
 std::string LastEndpoint(zmq::socket_t& socket);
 
-// DEALER side: one frame, the envelope.
+// DEALER side: one frame, the envelope. kUnavailable when no peer took it in time.
 Status Send(zmq::socket_t& socket, wire::Outgoing& msg);
+// The same for a message already encoded (a worker forwarding its slots' results).
+Status SendEncoded(zmq::socket_t& socket, zmq::message_t& msg);
 // ROUTER side: [identity][envelope].
 Status SendTo(zmq::socket_t& socket, const std::string& identity, wire::Outgoing& msg);
 
