@@ -95,9 +95,23 @@ must_reject() {
   fi
 }
 
+# must_reject_with NAME REGEX ARGS...: like must_reject, and the error must match REGEX (extended),
+# so a template's fail message, not some unrelated error, is what stopped the render.
+must_reject_with() {
+  local name=$1 want=$2
+  shift 2
+  if render "$work/bad.yaml" "$@"; then
+    fail "$name" "helm template accepted: $*"
+  elif grep -Eq -- "$want" "$work/bad.yaml.err"; then
+    pass "$name ($(grep -m1 -E -- "$want" "$work/bad.yaml.err" | sed 's/^.*: //'))"
+  else
+    fail "$name" "error does not match /$want/: $(head -n 3 "$work/bad.yaml.err")"
+  fi
+}
+
 # ---- dashboard ----
 run "dashboard JSON parses" "$py" -m json.tool "$dashboard"
-run "dashboard has one row per concern and uses the exported metrics and label values" "$py" - "$dashboard" "$root/common/src/status.cc" <<'EOF'
+run "dashboard has one row per concern, shows every exported metric and uses their label values" "$py" - "$dashboard" "$root/common/src/status.cc" "$root/coordinator/metrics.cc" <<'EOF'
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 rows = [p["title"] for p in d["panels"] if p.get("type") == "row"]
@@ -105,13 +119,14 @@ assert len(rows) >= 3, f"expected >= 3 rows, got {rows}"
 for word in ("API", "Workers", "Knowledge"):
     assert any(word in r for r in rows), f"no row about {word}: {rows}"
 exprs = " ".join(t.get("expr", "") for p in d["panels"] for t in p.get("targets", []))
-metrics = ["tunefleet_tasks", "tunefleet_jobs_dispatched_total", "tunefleet_jobs_completed_total",
-           "tunefleet_jobs_requeued_total", "tunefleet_evaluations_total", "tunefleet_workers_connected",
-           "tunefleet_worker_slots", "tunefleet_lookups_total", "tunefleet_kb_entries",
-           "tunefleet_client_requests_total", "tunefleet_duplicate_results_total",
-           "tunefleet_rejected_results_total", "tunefleet_job_duration_seconds_bucket",
-           "tunefleet_planning_seconds_bucket"]
-missing = [m for m in metrics if m not in exprs]
+# Every family the coordinator registers (coordinator/metrics.cc), histograms by their
+# buckets. Whole names: a substring test would count tunefleet_failed_evaluations_total
+# as tunefleet_evaluations_total.
+metrics = re.findall(r'Name\("(tunefleet_[a-z0-9_]+)"\)', open(sys.argv[3]).read())
+assert len(metrics) >= 15, f"read only {metrics} from {sys.argv[3]}"
+shown = set(re.findall(r"tunefleet_[a-z0-9_]+", exprs))
+shown |= {m[: -len("_bucket")] for m in shown if m.endswith("_bucket")}
+missing = [m for m in metrics if m not in shown]
 assert not missing, f"metrics not on the dashboard: {missing}"
 # The `code` label carries StatusCodeName() (upper case; PromQL matching is case-sensitive).
 codes = set(re.findall(r'return "([A-Z_]+)";', open(sys.argv[2]).read()))
@@ -126,6 +141,15 @@ for p in d["panels"]:
         assert p.get("targets"), f"panel {p['title']!r} has no query"
 ids = [p["id"] for p in d["panels"]]
 assert len(ids) == len(set(ids)), "duplicate panel ids"
+# Grafana pushes overlapping panels around on load; the layout should not depend on that.
+cells = {}
+for p in d["panels"]:
+    g = p["gridPos"]
+    assert g["x"] >= 0 and g["x"] + g["w"] <= 24, f"panel {p['title']!r} is wider than the grid"
+    for x in range(g["x"], g["x"] + g["w"]):
+        for y in range(g["y"], g["y"] + g["h"]):
+            assert (x, y) not in cells, f"panels {cells[(x, y)]!r} and {p['title']!r} overlap"
+            cells[(x, y)] = p["title"]
 EOF
 
 # ---- lint ----
@@ -150,6 +174,8 @@ if render "$work/default.yaml"; then
   expect_grep "workers dial the coordinator's stable name" "$work/default.yaml" \
     '"tcp://tf-tunefleet-coordinator-0\.tf-tunefleet-coordinator-hl\.tunefleet\.svc:5556"'
   expect_grep "CURVE keys are mounted" "$work/default.yaml" 'secretName: tf-tunefleet-curve'
+  expect_grep "coordinator volume is not re-chowned at every start" \
+    <(sed -n '/^kind: StatefulSet$/,/^---$/p' "$work/default.yaml") '^        fsGroupChangePolicy: OnRootMismatch$'
   reject_grep "HPA owns the worker replica count" \
     <(sed -n '/^kind: Deployment$/,/^---$/p' "$work/default.yaml") '^  replicas:'
 else
@@ -200,9 +226,56 @@ else
   fail "helm template (supplied CURVE keys)" "$(tail -n 15 "$work/keys.yaml.err")"
 fi
 
+# ---- template: a long release name ----
+# The StatefulSet controller labels each pod controller-revision-hash=NAME-<10 characters>, at
+# most 63, so a StatefulSet name over 52 characters never gets its pod.
+long_release=$(printf 'r%.0s' {1..45})
+if "$helm" template "$long_release" "$chart" --namespace tunefleet >"$work/long.yaml" 2>"$work/long.yaml.err"; then
+  pass "helm template (45-character release name)"
+  run "long release name: StatefulSet name <= 52; workers dial its pod behind the headless Service" \
+    "$py" - "$work/long.yaml" <<'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+def one(kind, pred=lambda d: True):
+    found = [d for d in docs if d["kind"] == kind and pred(d)]
+    assert len(found) == 1, f"expected one {kind}, got {len(found)}"
+    return found[0]
+sts = one("StatefulSet")
+name = sts["metadata"]["name"]
+assert len(name) <= 52, f"StatefulSet name {name!r} has {len(name)} characters"
+headless = one("Service", lambda d: d["spec"].get("clusterIP") == "None")
+assert sts["spec"]["serviceName"] == headless["metadata"]["name"], \
+    f"serviceName {sts['spec']['serviceName']!r} != headless Service {headless['metadata']['name']!r}"
+client = one("Service", lambda d: d["spec"].get("clusterIP") != "None")
+pod_labels = sts["spec"]["template"]["metadata"]["labels"]
+for svc in (headless, client):
+    sel = svc["spec"]["selector"]
+    assert sel.items() <= pod_labels.items(), f"Service {svc['metadata']['name']} selects {sel}, pods are {pod_labels}"
+port = next(p["port"] for p in headless["spec"]["ports"] if p["name"] == "worker")
+want = f"tcp://{name}-0.{headless['metadata']['name']}.tunefleet.svc:{port}"
+args = one("Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+got = args[args.index("--coordinator") + 1]
+assert got == want, f"workers dial {got!r}, the coordinator pod is {want!r}"
+EOF
+else
+  fail "helm template (45-character release name)" "$(tail -n 15 "$work/long.yaml.err")"
+fi
+
+# ---- NOTES.txt (rendered by install --dry-run=client; no cluster needed) ----
+notes() { "$helm" install tf "$chart" --namespace tunefleet --dry-run=client "$@" 2>&1 | sed -n '/^NOTES:/,$p'; }
+notes >"$work/notes-default.txt"
+expect_grep "NOTES: warns that no client key is listed" "$work/notes-default.txt" 'no tunefleet CLI can submit or look up'
+expect_grep "NOTES: the CLI needs --curve-dir with CURVE on" "$work/notes-default.txt" '--curve-dir DIR'
+notes --set "security.curve.keys.clientPublic={$key}" >"$work/notes-client.txt"
+reject_grep "NOTES: no client-key warning once one is listed" "$work/notes-client.txt" 'no tunefleet CLI can submit'
+notes --set security.curve.existingSecret=my-curve-keys >"$work/notes-existing.txt"
+reject_grep "NOTES: no client-key warning with existingSecret" "$work/notes-existing.txt" 'no tunefleet CLI can submit'
+notes --set security.curve.enabled=false >"$work/notes-off.txt"
+reject_grep "NOTES: no --curve-dir hint with CURVE off" "$work/notes-off.txt" '--curve-dir'
+
 # ---- every rendered document is well-formed ----
 run "rendered manifests parse as YAML with apiVersion/kind/name" "$py" - \
-  "$work/default.yaml" "$work/off.yaml" "$work/existing.yaml" <<'EOF'
+  "$work/default.yaml" "$work/off.yaml" "$work/existing.yaml" "$work/long.yaml" <<'EOF'
 import sys, yaml
 for path in sys.argv[1:]:
     for doc in yaml.safe_load_all(open(path)):
@@ -222,6 +295,26 @@ must_reject "schema rejects an unknown worker value" --set worker.replica=2
 must_reject "schema rejects a short CURVE key" --set security.curve.keys.serverPublic=short
 must_reject "chart rejects minReplicas > maxReplicas" \
   --set worker.autoscaling.minReplicas=5 --set worker.autoscaling.maxReplicas=3
+must_reject "schema rejects a lower-case binary suffix (500ki)" --set coordinator.persistence.size=500ki
+must_reject "schema rejects memory=512mb" --set worker.resources.requests.memory=512mb
+must_reject_with "chart rejects scrapeTimeout longer than interval" \
+  'scrapeTimeout \(30s\) must not be longer than .*interval \(15s\)' --set metrics.serviceMonitor.scrapeTimeout=30s
+must_reject_with "chart compares minutes with minutes (scrapeTimeout 2m, interval 1m)" \
+  'scrapeTimeout \(2m\) must not be longer' \
+  --set metrics.serviceMonitor.scrapeTimeout=2m --set metrics.serviceMonitor.interval=1m
+must_reject_with "chart rejects client port = worker port" 'must be three different ports' \
+  --set coordinator.ports.worker=5555
+must_reject_with "chart rejects metrics port = worker port" 'must be three different ports' \
+  --set coordinator.ports.metrics=5556
+
+# ---- values.schema.json and the chart's checks accept valid values ----
+run "accepts binary-suffixed quantities (500Ki, 524288Ki)" render "$work/ki.yaml" \
+  --set coordinator.persistence.size=500Ki --set worker.resources.limits.memory=524288Ki \
+  --set coordinator.resources.requests.memory=512Ki --set worker.resources.requests.cpu=1500m
+run "accepts targetCPUUtilizationPercentage above 100" render "$work/cpu.yaml" \
+  --set worker.autoscaling.targetCPUUtilizationPercentage=150
+run "accepts scrapeTimeout below interval across units (30s, 1m)" render "$work/scrape.yaml" \
+  --set metrics.serviceMonitor.scrapeTimeout=30s --set metrics.serviceMonitor.interval=1m
 
 # ---- docker/ ----
 run "docker/ YAML parses; Prometheus scrapes coordinator:9464; compose mounts the dashboard" \

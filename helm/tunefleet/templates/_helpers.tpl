@@ -22,11 +22,18 @@
 {{- end }}
 
 {{/* Component names. Suffixes are short so names stay under 63 characters. */}}
+{{/*
+The coordinator's StatefulSet, client Service, PDB and ServiceMonitor name: at most 52
+characters, because the StatefulSet controller labels each pod with controller-revision-hash =
+NAME-<10 characters>, a label value limited to 63; past 52 it cannot create the pod. The prefix
+is cut (not the whole name) so the "-coordinator" suffix survives and names stay distinct.
+*/}}
 {{- define "tunefleet.coordinator.fullname" -}}
-{{- printf "%s-coordinator" (include "tunefleet.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- printf "%s-coordinator" (include "tunefleet.fullname" . | trunc 40 | trimSuffix "-") }}
 {{- end }}
+{{/* The headless Service (the StatefulSet's serviceName), named after the StatefulSet. */}}
 {{- define "tunefleet.coordinator.headless" -}}
-{{- printf "%s-coordinator-hl" (include "tunefleet.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- printf "%s-hl" (include "tunefleet.coordinator.fullname" .) }}
 {{- end }}
 {{- define "tunefleet.worker.fullname" -}}
 {{- printf "%s-worker" (include "tunefleet.fullname" .) | trunc 63 | trimSuffix "-" }}
@@ -61,12 +68,15 @@ app.kubernetes.io/component: {{ . }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
-{{/* The Secret holding the CURVE keys: the user's existing one or the chart's. */}}
+{{/* The Secret holding the CURVE keys: the user's existing one or the chart's (<= 63 characters). */}}
 {{- define "tunefleet.curve.secretName" -}}
-{{- default (printf "%s-curve" (include "tunefleet.fullname" .)) .Values.security.curve.existingSecret }}
+{{- default (printf "%s-curve" (include "tunefleet.fullname" . | trunc 57 | trimSuffix "-")) .Values.security.curve.existingSecret }}
 {{- end }}
 
-{{/* The address workers dial: the coordinator pod's stable name behind the headless Service. */}}
+{{/*
+The address workers dial: the coordinator pod's stable name behind the headless Service. Both
+parts come from the helpers the StatefulSet and the Service use, so they always match.
+*/}}
 {{- define "tunefleet.coordinator.workerEndpoint" -}}
 {{- printf "tcp://%s-0.%s.%s.svc:%d" (include "tunefleet.coordinator.fullname" .) (include "tunefleet.coordinator.headless" .) .Release.Namespace (int .Values.coordinator.ports.worker) }}
 {{- end }}
@@ -119,4 +129,17 @@ workers never see the server's secret key, the coordinator never sees the worker
 - name: TUNEFLEET_CURVE_DIR
   value: {{ .Values.security.curve.mountPath | quote }}
 {{- end }}
+{{- end }}
+
+{{/*
+A Prometheus duration as used by metrics.serviceMonitor (an integer and one of ms, s, m, h;
+values.schema.json allows nothing else) in milliseconds, so durations can be compared.
+*/}}
+{{- define "tunefleet.durationMillis" -}}
+{{- $n := regexFind "^[0-9]+" . }}
+{{- $scale := get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) (trimPrefix $n .) }}
+{{- if or (not $n) (not $scale) }}
+{{- fail (printf "%q is not a duration like 15s, 1m or 500ms" .) }}
+{{- end }}
+{{- mul (int64 $n) $scale }}
 {{- end }}
