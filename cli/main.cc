@@ -2,9 +2,11 @@
 // worker slots in this process over inproc://, RocksDB in a local folder); `submit`,
 // `status` and `lookup` talk to a running coordinator.
 // Exit codes: 0 ok, 1 operational failure (retry), 2 bad input (fix it), 3 lookup miss,
-// 4 a task ended without a successful config.
+// 4 a task ended without a successful config, 130 a --wait (or tune) interrupted by
+// SIGINT/SIGTERM (the work goes on, or resumes on the next run).
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,6 +38,7 @@ namespace tunefleet::cli {
 namespace {
 
 constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitMiss = 3, kExitTaskFailed = 4;
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
 
 int ExitFor(const Status& s) {
   // A refused role is fixed in the key lists, not by retrying.
@@ -48,6 +51,13 @@ int ExitFor(const Status& s) {
 int Fail(const Status& s) {
   fmt::print(stderr, "tunefleet: {}\n", s.ToString());
   return ExitFor(s);
+}
+
+// A --wait given up on SIGINT/SIGTERM: the coordinator keeps the submission running.
+int Interrupted(uint64_t submission) {
+  fmt::print(stderr, "tunefleet: interrupted; submission {0} keeps running on the coordinator: "
+             "`tunefleet status {0} --wait` follows it again\n", submission);
+  return kExitInterrupted;
 }
 
 struct SubmitFlags {
@@ -109,10 +119,16 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
   return spec;
 }
 
-// Polls until every task has finished; shows progress on a terminal.
-Result<client::StatusView> Wait(client::Client& c, uint64_t submission, bool quiet) {
+// Polls until every task has finished; shows progress on a terminal. nullopt once
+// `interrupted` is set (SIGINT/SIGTERM): the submission itself keeps running.
+Result<std::optional<client::StatusView>> Wait(client::Client& c, uint64_t submission, bool quiet,
+                                               const std::atomic<bool>& interrupted) {
   const bool tty = isatty(fileno(stderr)) && !quiet;
   for (;;) {
+    if (interrupted.load()) {
+      if (tty) fmt::print(stderr, "\n");
+      return std::optional<client::StatusView>();
+    }
     TF_ASSIGN_OR_RETURN(client::StatusView st, c.GetStatus(submission));
     if (tty) {
       uint64_t evaluated = 0, planned = 0, done = 0;
@@ -125,10 +141,17 @@ Result<client::StatusView> Wait(client::Client& c, uint64_t submission, bool qui
     }
     if (st.done) {
       if (tty) fmt::print(stderr, "\n");
-      return st;
+      return std::optional(std::move(st));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+}
+
+// Wait() that SIGINT/SIGTERM end (nullopt).
+Result<std::optional<client::StatusView>> WaitUntilInterrupted(client::Client& c, uint64_t submission, bool quiet) {
+  std::atomic<bool> interrupted{false};
+  TerminationWatcher watcher([&] { interrupted.store(true); });
+  return Wait(c, submission, quiet, interrupted);
 }
 
 int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
@@ -138,7 +161,8 @@ int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
   for (size_t i = 0; i < st.tasks.size(); ++i) {
     const std::string& name = i < ops.size() ? ops[i].name : "op" + std::to_string(i);
     bool cached = i < from_cache.size() && from_cache[i];
-    all_ok &= st.tasks[i].has_best;
+    // A task still running has not failed (yet): `status` of a running submission is 0.
+    all_ok &= st.tasks[i].has_best || st.tasks[i].state == "running" || st.tasks[i].state == "queued";
     if (json) out.push_back(TaskJson(name, st.tasks[i], cached));
     else fmt::print("{}", TaskText(name, st.tasks[i], cached, catalog));
   }
@@ -187,8 +211,9 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
     coord_thread.join();
   };
   int rc = kExitOk;
+  std::atomic<bool> interrupted{false};
   {
-    TerminationWatcher watcher([&] { w.Stop(); (*coord)->Stop(); });
+    TerminationWatcher watcher([&] { interrupted.store(true); });
     client::Client c(ctx, copts.client_endpoint);
     auto sub = c.Submit(*spec);
     if (!sub.ok()) {
@@ -203,12 +228,19 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
                  ops.size(), ops.front().key.soc, slots, f.strategy, budget, data_dir);
       std::fflush(stdout);
     }
-    auto st = Wait(c, sub->submission_id, f.json);
+    auto st = Wait(c, sub->submission_id, f.json, interrupted);
     if (!st.ok()) {
       shutdown();
       return Fail(st.status());
     }
-    rc = PrintOutcome(ops, *st, sub->from_cache, f.json, catalog);
+    if (!st->has_value()) {
+      // Every recorded result is in RocksDB; the coordinator resumes the tasks on start.
+      fmt::print(stderr, "tunefleet: interrupted; what was measured is kept in {}: run the same command again to continue\n",
+                 data_dir);
+      rc = kExitInterrupted;
+    } else {
+      rc = PrintOutcome(ops, **st, sub->from_cache, f.json, catalog);
+    }
   }
   shutdown();
   if (!coord_status.ok()) return Fail(coord_status);
@@ -342,13 +374,23 @@ int main(int argc, char** argv) {
       }
       return kExitOk;
     }
-    auto st = Wait(c, sub->submission_id, submit_flags.json);
+    auto st = WaitUntilInterrupted(c, sub->submission_id, submit_flags.json);
     if (!st.ok()) return Fail(st.status());
-    return PrintOutcome(ops, *st, sub->from_cache, submit_flags.json, catalog);
+    if (!st->has_value()) return Interrupted(sub->submission_id);
+    return PrintOutcome(ops, **st, sub->from_cache, submit_flags.json, catalog);
   }
   if (status->parsed()) {
-    auto st = status_wait ? Wait(c, status_id, status_json) : c.GetStatus(status_id);
-    if (!st.ok()) return Fail(st.status());
+    std::optional<client::StatusView> st;
+    if (status_wait) {
+      auto waited = WaitUntilInterrupted(c, status_id, status_json);
+      if (!waited.ok()) return Fail(waited.status());
+      if (!waited->has_value()) return Interrupted(status_id);
+      st = std::move(*waited);
+    } else {
+      auto got = c.GetStatus(status_id);
+      if (!got.ok()) return Fail(got.status());
+      st = std::move(got).value();
+    }
     if (!status_json && !st->done) fmt::print("submission {}: running\n", st->submission_id);
     std::vector<NamedOp> none;
     std::vector<bool> cached;

@@ -31,6 +31,12 @@ std::string TaskText(const std::string& name, const client::TaskView& t, bool fr
                      const SocCatalog& catalog) {
   std::string s = fmt::format("{}  {}  [{}{}]\n", name, t.key.Display(), t.state,
                               from_cache ? ", from the knowledge base" : "");
+  if (!t.has_best && (t.state == "running" || t.state == "queued")) {
+    if (t.evaluated == 0) {
+      return s + fmt::format("  nothing measured yet (it waits for a worker that serves {})\n", t.key.soc);
+    }
+    return s + fmt::format("  no config succeeded yet ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs);
+  }
   if (!t.has_best) {
     return s + fmt::format("  no config succeeded ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs);
   }

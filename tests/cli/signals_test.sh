@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Ctrl-C (SIGINT) and SIGTERM end a waiting `tunefleet` within seconds, with exit 130 and
+# a message saying how to pick the work up again (they used to be ignored: only SIGKILL
+# stopped `status --wait`); the submission keeps running on the coordinator, and an
+# interrupted `tune` resumes from its data folder on the next run.
+set -uo pipefail
+BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
+SRC="$(cd "$(dirname "$0")/../.." && pwd)"
+TF="$BUILD/cli/tunefleet"
+OUT="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; done
+  wait 2> /dev/null
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+OPS="$SRC/examples/matmul_small.json"
+
+# interrupt SIGNAL PID: sends it and returns the exit code, failing after 5 s.
+interrupt() {
+  kill "-$1" "$2"
+  for _ in $(seq 50); do kill -0 "$2" 2> /dev/null || break; sleep 0.1; done
+  kill -0 "$2" 2> /dev/null && fail "SIG$1 did not end pid $2 within 5 s"
+  wait "$2"
+}
+
+# A coordinator with no worker: every --wait waits until interrupted.
+"$BUILD/coordinator/tunefleet-coordinator" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' \
+  --metrics-port -1 --data-dir "$OUT/kb" > "$OUT/coord.out" 2> "$OUT/coord.err" &
+pids+=($!)
+for _ in $(seq 100); do grep -q ready "$OUT/coord.out" && break; sleep 0.1; done
+CL=$(grep -o 'client=[^ ]*' "$OUT/coord.out" | cut -d= -f2)
+[ -n "$CL" ] || fail "coordinator not ready: $(cat "$OUT/coord.out" "$OUT/coord.err")"
+
+"$TF" submit "$OPS" --budget 20 --coordinator "$CL" --wait > /dev/null 2> "$OUT/submit.err" &
+spid=$!
+pids+=($spid)
+sleep 1
+interrupt INT $spid
+rc=$?
+[ $rc -eq 130 ] || fail "submit --wait after SIGINT exited $rc, not 130: $(cat "$OUT/submit.err")"
+grep -q "submission 1 keeps running on the coordinator: \`tunefleet status 1 --wait\` follows it again" \
+  "$OUT/submit.err" || fail "submit --wait: $(cat "$OUT/submit.err")"
+
+"$TF" status 1 --wait --coordinator "$CL" > /dev/null 2> "$OUT/status.err" &
+spid=$!
+pids+=($spid)
+sleep 1
+interrupt TERM $spid
+rc=$?
+[ $rc -eq 130 ] || fail "status --wait after SIGTERM exited $rc, not 130: $(cat "$OUT/status.err")"
+"$TF" status 1 --json --coordinator "$CL" > "$OUT/status.json" || fail "status after the interrupts exited $?"
+grep -q '"state": *"running"' "$OUT/status.json" || fail "the submission did not keep running: $(cat "$OUT/status.json")"
+
+# tune: interrupted while measuring (the model-based search takes seconds for 3000), then
+# run again: it resumes the task from RocksDB and spends exactly the budget.
+"$TF" tune "$OPS" --strategy model --budget 3000 --data-dir "$OUT/tune" > "$OUT/tune.out" 2> "$OUT/tune.err" &
+tpid=$!
+pids+=($tpid)
+for _ in $(seq 100); do grep -q "tunefleet tune:" "$OUT/tune.out" && break; sleep 0.1; done
+sleep 0.5
+interrupt INT $tpid
+rc=$?
+if [ $rc -eq 130 ]; then
+  grep -q "run the same command again to continue" "$OUT/tune.err" || fail "tune after SIGINT: $(cat "$OUT/tune.err")"
+  timeout 300 "$TF" tune "$OPS" --strategy model --budget 3000 --data-dir "$OUT/tune" > "$OUT/tune2.out" \
+    2> "$OUT/tune.err" || fail "tune after the interrupt exited $?: $(cat "$OUT/tune.err")"
+  grep -q "evaluations        3000 " "$OUT/tune2.out" || fail "resumed tune did not spend exactly 3000: $(cat "$OUT/tune2.out")"
+else
+  # Finished before the signal on a fast machine: then it must have succeeded.
+  [ $rc -eq 0 ] || fail "tune exited $rc: $(cat "$OUT/tune.err")"
+fi
+echo "signals: ok"
