@@ -1012,7 +1012,8 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   }
 
   SubmissionRecord sub;
-  TF_ASSIGN_OR_RETURN(sub.submission_id, store_.NextId("submission"));
+  // Both counters move with PutSubmission, so a submission refused below uses up no id.
+  TF_ASSIGN_OR_RETURN(sub.submission_id, store_.PeekId("submission"));
   TF_ASSIGN_OR_RETURN(const uint64_t first_task_id, store_.PeekId("task"));
   sub.created_ms = clock_.UnixMillis();
   std::vector<TaskRecord> new_tasks;
@@ -1052,7 +1053,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
       continue;
     }
     TaskRecord rec;
-    rec.task_id = first_task_id + new_tasks.size();  // the counter moves with PutSubmission
+    rec.task_id = first_task_id + new_tasks.size();
     rec.submission_id = sub.submission_id;
     rec.key = key;
     rec.strategy = strategy;
@@ -1077,7 +1078,6 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
         rec.best_latency_us = hit->best_latency_us;
         rec.baseline_latency_us = hit->baseline_latency_us;
         rec.evaluated = 0;
-        metrics_.lookup_hits.Increment();
       }
     }
     from_cache.push_back(cached);

@@ -29,7 +29,7 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       worker_slots(BuildGauge().Name("tunefleet_worker_slots").Help("Evaluation slots of live workers").Register(r).Add({})),
       jobs_in_flight(BuildGauge().Name("tunefleet_jobs_in_flight").Help("Jobs leased to workers").Register(r).Add({})),
       kb_entries(BuildGauge().Name("tunefleet_kb_entries").Help("Knowledge-base entries (RocksDB estimate)").Register(r).Add({})),
-      lookups(BuildCounter().Name("tunefleet_lookups_total").Help("Knowledge-base lookups by result").Register(r)),
+      lookups(BuildCounter().Name("tunefleet_lookups_total").Help("Keys looked up in the knowledge base (lookup requests, not submissions), by result").Register(r)),
       lookup_hits(lookups.Add({{"result", "hit"}})),
       lookup_misses(lookups.Add({{"result", "miss"}})),
       client_requests(BuildCounter().Name("tunefleet_client_requests_total").Help("Client requests by kind and status code").Register(r)),

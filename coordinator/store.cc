@@ -320,6 +320,10 @@ Result<uint64_t> Store::NextId(const std::string& counter) {
 Status Store::PutSubmission(const SubmissionRecord& sub, const std::vector<TaskRecord>& new_tasks) {
   rocksdb::WriteBatch batch;
   batch.Put(impl_->tasks, SubmissionKey(sub.submission_id), EncodeSubmission(sub));
+  TF_ASSIGN_OR_RETURN(uint64_t next_submission, PeekId("submission"));
+  std::string id;
+  PutBe64(id, std::max(next_submission, sub.submission_id + 1));
+  batch.Put(impl_->meta, "next/submission", id);
   uint64_t next_task = 0;
   for (const TaskRecord& t : new_tasks) {
     batch.Put(impl_->tasks, TaskKey(t.task_id), EncodeTask(t));

@@ -36,8 +36,9 @@ class Store {
   // The id NextId(counter) would allocate, without allocating it.
   Result<uint64_t> PeekId(const std::string& counter) const;
 
-  // A new submission with its tasks, in one synced batch that also moves the "task"
-  // counter past their ids (so a 10,000-op submission costs one fsync, not 10,000).
+  // A new submission with its tasks, in one synced batch that also moves the "submission"
+  // and "task" counters past their ids (so a 10,000-op submission costs one fsync, not
+  // 10,000, and a submission refused before this write uses up no id).
   Status PutSubmission(const SubmissionRecord& sub, const std::vector<TaskRecord>& new_tasks);
   Status PutTask(const TaskRecord& task);
   // Appends results of a running task, and replaces its strategy checkpoint when one is
