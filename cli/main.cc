@@ -37,20 +37,12 @@
 namespace tunefleet::cli {
 namespace {
 
-constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitMiss = 3, kExitTaskFailed = 4;
+constexpr int kExitOk = 0, kExitMiss = 3, kExitTaskFailed = 4;  // and status.h's kExitFailure, kExitBadInput
 constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
-
-int ExitFor(const Status& s) {
-  // A refused role is fixed in the key lists, not by retrying.
-  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ||
-                 s.code() == StatusCode::kPermissionDenied
-             ? kExitBadInput
-             : kExitFailure;
-}
 
 int Fail(const Status& s) {
   fmt::print(stderr, "tunefleet: {}\n", s.ToString());
-  return ExitFor(s);
+  return ExitCodeFor(s);
 }
 
 // A --wait given up on SIGINT/SIGTERM: the coordinator keeps the submission running.
@@ -411,7 +403,7 @@ int main(int argc, char** argv) {
       const auto& e = (*found)[i];
       all &= e.has_value() && !e->approximate;
       if (lookup_json) {
-        out.push_back(e ? KbJson(name, *e) : nlohmann::json{{"name", name}, {"found", false}, {"op_key", OpKeyToJson(keys[i])}});
+        out.push_back(LookupJson(name, keys[i], e));
       } else if (e) {
         fmt::print("{}", KbText(name, *e));
       } else {

@@ -1,8 +1,10 @@
 #include "cli/ops_file.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 namespace tunefleet::cli {
@@ -32,6 +34,7 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
   }
   if (ops->empty()) return InvalidArgument(path + ": the ops list is empty");
   std::vector<NamedOp> out;
+  std::map<std::string, size_t> named_at;  // name -> op index
   for (size_t i = 0; i < ops->size(); ++i) {
     const nlohmann::json& op = (*ops)[i];
     auto key = OpKeyFromJson(op, soc);
@@ -45,6 +48,14 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
         return InvalidArgument(path + ": op " + std::to_string(i) + " 'name' must be a non-empty string (or left out)");
       }
       named.name = op["name"].get<std::string>();
+    }
+    // Reports and lookups are matched to ops by name: two alike would be told apart by
+    // order alone.
+    if (auto [at, fresh] = named_at.emplace(named.name, i); !fresh) {
+      return InvalidArgument(fmt::format(
+          "{}: op {} is named '{}' like op {}{}: give each op its own name (an op that runs several times takes "
+          "\"count\" instead)",
+          path, i, named.name, at->second, op.contains("name") ? "" : " (ops without a name are called op<index>)"));
     }
     named.key = std::move(key).value();
     if (op.is_object() && op.contains("count")) {

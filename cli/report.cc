@@ -104,4 +104,11 @@ nlohmann::json KbJson(const std::string& name, const client::KbView& e) {
   return j;
 }
 
+nlohmann::json LookupJson(const std::string& name, const OpKey& requested, const std::optional<client::KbView>& e) {
+  if (!e) return nlohmann::json{{"name", name}, {"found", false}, {"op_key", OpKeyToJson(requested)}};
+  nlohmann::json j = KbJson(name, *e);
+  if (e->approximate) j["requested_op_key"] = OpKeyToJson(requested);
+  return j;
+}
+
 }  // namespace tunefleet::cli

@@ -22,5 +22,9 @@ nlohmann::json TaskJson(const std::string& name, const client::TaskView& t, bool
 
 std::string KbText(const std::string& name, const client::KbView& e);
 nlohmann::json KbJson(const std::string& name, const client::KbView& e);
+// One answer of `tunefleet lookup --json` for the op `requested`: its entry, a nearest
+// shape's (flagged approximate, with requested_op_key: op_key is the neighbour's), or
+// found=false.
+nlohmann::json LookupJson(const std::string& name, const OpKey& requested, const std::optional<client::KbView>& e);
 
 }  // namespace tunefleet::cli

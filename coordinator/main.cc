@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   auto store = coordinator::Store::Open(data_dir, !no_sync);
   if (!store.ok()) {
     fmt::print(stderr, "tunefleet-coordinator: {}\n", store.status().ToString());
-    return 1;
+    return ExitCodeFor(store.status());
   }
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   auto coord = coordinator::Coordinator::Create(options, **store, catalog, clock, *registry, ctx);
   if (!coord.ok()) {
     fmt::print(stderr, "tunefleet-coordinator: {}\n", coord.status().ToString());
-    return 1;
+    return ExitCodeFor(coord.status());  // 2 for a malformed --client-bind, 1 for a port in use
   }
   TerminationWatcher watcher([&] { (*coord)->Stop(); });
   // One machine-readable line: tests and scripts read the resolved endpoints from it.
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   Status s = (*coord)->Run();
   if (!s.ok()) {
     fmt::print(stderr, "tunefleet-coordinator: {}\n", s.ToString());
-    return 1;
+    return ExitCodeFor(s);
   }
   return 0;
 }

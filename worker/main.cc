@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   Status s = w.Run();
   if (!s.ok()) {
     fmt::print(stderr, "tunefleet-worker: {}\n", s.ToString());
-    return 1;
+    return ExitCodeFor(s);  // 2 for a malformed --coordinator
   }
   return 0;
 }

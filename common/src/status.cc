@@ -28,4 +28,14 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::string(context) + ": " + message_);
 }
 
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return 0;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kPermissionDenied: return kExitBadInput;
+    default: return kExitFailure;
+  }
+}
+
 }  // namespace tunefleet

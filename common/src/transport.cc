@@ -16,6 +16,13 @@ Status FromZmq(const zmq::error_t& e, const std::string& what) {
   return InvalidArgument(what + ": " + e.what());
 }
 
+// A malformed endpoint's error, with the form it should take.
+Status EndpointError(const zmq::error_t& e, const std::string& what) {
+  Status s = FromZmq(e, what);
+  if (e.num() != EINVAL && e.num() != EPROTONOSUPPORT) return s;
+  return InvalidArgument(s.message() + " (an endpoint reads tcp://HOST:PORT, e.g. tcp://127.0.0.1:5556)");
+}
+
 }  // namespace
 
 zmq::socket_t MakeSocket(zmq::context_t& ctx, zmq::socket_type type) {
@@ -31,7 +38,7 @@ Status Bind(zmq::socket_t& socket, const std::string& endpoint) {
   try {
     socket.bind(endpoint);
   } catch (const zmq::error_t& e) {
-    return FromZmq(e, "cannot bind " + endpoint);
+    return EndpointError(e, "cannot bind " + endpoint);
   }
   return Status::Ok();
 }
@@ -40,7 +47,7 @@ Status Connect(zmq::socket_t& socket, const std::string& endpoint) {
   try {
     socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
-    return FromZmq(e, "cannot connect to " + endpoint);
+    return EndpointError(e, "cannot connect to " + endpoint);
   }
   return Status::Ok();
 }

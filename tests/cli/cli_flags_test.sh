@@ -39,9 +39,20 @@ refused 2 "SUBMISSION: '-1' is not a whole number >= 1" "$TF" status -1
 refused 2 "--job-size: Value -1 not in range" "$TF" tune "$OPS" --data-dir "$OUT/kb" --job-size -1
 refused 2 "--timeout-ms: Value 0 not in range" "$TF" status 1 --timeout-ms 0
 refused "" "--metrics-port: Value 70000 not in range" "$BUILD/coordinator/tunefleet-coordinator" --metrics-port 70000
+# A malformed endpoint is bad input (2), with the form to use; the daemons used to exit 1.
+refused 2 "cannot connect to foo: Invalid argument (an endpoint reads tcp://HOST:PORT" \
+  "$BUILD/worker/tunefleet-worker" --coordinator foo
+refused 2 "cannot bind foo: Invalid argument (an endpoint reads tcp://HOST:PORT" \
+  "$BUILD/coordinator/tunefleet-coordinator" --client-bind foo --metrics-port -1 --data-dir "$OUT/kb-endpoint"
 refused "" "--fixed-us: must be > 0, not 0" "$BUILD/worker/tunefleet-worker" --fixed-us 0
 sed 's/"name": "small.proj"/"name": ""/' "$OPS" > "$OUT/unnamed.json"
 refused 2 "op 0 'name' must be a non-empty string" "$TF" tune "$OUT/unnamed.json" --data-dir "$OUT/kb"
+cat > "$OUT/twice.json" <<'JSON'
+{"soc": "Ascend910B2", "ops": [
+  {"name": "a", "op": "MatMul", "inputs": [{"shape": [64, 64], "dtype": "float16"}, {"shape": [64, 64], "dtype": "float16"}]},
+  {"name": "a", "op": "MatMul", "inputs": [{"shape": [128, 64], "dtype": "float16"}, {"shape": [64, 64], "dtype": "float16"}]}]}
+JSON
+refused 2 "op 1 is named 'a' like op 0: give each op its own name" "$TF" lookup "$OUT/twice.json"
 sed 's/"op": "MatMul",/"op": "MatMul", "attrs": {"transpose_b": "yes"},/' "$OPS" > "$OUT/badflag.json"
 [ ! -e "$OUT/kb" ] || fail "a refused tune created its knowledge base"
 # Refused by the (embedded) coordinator when the op is submitted.

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/client.h"
+#include "cli/report.h"
 #include "tunefleet/common/transport.h"
 #include "tunefleet/common/wire.h"
 
@@ -529,6 +530,11 @@ TEST_F(CoordinatorTest, NearestLookupAndWarmStartUseTheClosestTunedShape) {
   EXPECT_TRUE((*near)[0]->approximate);
   EXPECT_EQ((*near)[0]->key, SmallMatmul(32));
   EXPECT_NEAR((*near)[0]->distance, std::log(2.0), 1e-9);
+  // `tunefleet lookup --nearest --json` names both: the entry's key and the one asked for.
+  const nlohmann::json answer = cli::LookupJson("q", SmallMatmul(64), (*near)[0]);
+  EXPECT_EQ(answer["op_key"], OpKeyToJson(SmallMatmul(32)));
+  EXPECT_EQ(answer["requested_op_key"], OpKeyToJson(SmallMatmul(64)));
+  EXPECT_FALSE(cli::LookupJson("q", SmallMatmul(64), (*exact)[0]).contains("requested_op_key"));
 
   // Warm start: right after the baseline, the neighbour's best config (as it reads in the
   // new key's space) is measured.

@@ -60,6 +60,13 @@ inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExc
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 
+// Exit codes every tunefleet binary uses for a failure: kExitBadInput when the user must
+// fix something (an argument, a file, a key list: kInvalidArgument, kNotFound,
+// kPermissionDenied), kExitFailure for operational failures worth retrying.
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+int ExitCodeFor(const Status& status);
+
 // Either a T or a non-OK Status. Accessing value() of an error is a bug (asserts).
 template <typename T>
 class [[nodiscard]] Result {
