@@ -91,6 +91,8 @@ Result<SubmitOutcome> Client::Submit(const SubmitSpec& spec) {
   req.setScheduler(spec.scheduler);
   auto weights = req.initWeights(static_cast<unsigned>(spec.weights.size()));
   for (unsigned i = 0; i < spec.weights.size(); ++i) weights.set(i, spec.weights[i]);
+  auto names = req.initNames(static_cast<unsigned>(spec.names.size()));
+  for (unsigned i = 0; i < spec.names.size(); ++i) names.set(i, spec.names[i]);
   TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
   SubmitOutcome out;
   TF_RETURN_IF_ERROR(wire::Guard("submit reply", [&]() -> tunefleet::Status {
@@ -119,6 +121,7 @@ Result<StatusView> Client::GetStatus(uint64_t submission_id) {
       v.task_id = t.getTaskId();
       TF_ASSIGN_OR_RETURN(v.key, wire::ReadOpKey(t.getOpKey()));
       v.op_key_hash = t.getOpKeyHash();
+      v.name = t.getName();
       v.state = StateName(t.getState());
       v.evaluated = t.getEvaluated();
       v.planned = t.getPlanned();

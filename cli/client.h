@@ -36,6 +36,7 @@ struct SubmitSpec {
   uint64_t total_budget = 0;
   std::string scheduler;        // "gradient" (default) or "round-robin"
   std::vector<double> weights;  // per op, how often it runs per model step; empty = 1 each
+  std::vector<std::string> names;  // per op, shown back by status; empty = none
 };
 
 struct SubmitOutcome {
@@ -56,6 +57,7 @@ struct TaskView {
   ConfigIndex best_index = 0;
   double best_latency_us = 0, baseline_latency_us = 0;
   NamedConfig best_config;
+  std::string name;  // the op's name in its submission ("" when none was given)
 };
 
 struct StatusView {

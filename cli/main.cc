@@ -108,6 +108,7 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
   spec.total_budget = f.total_budget;
   spec.scheduler = f.scheduler;
   for (const auto& op : ops) spec.weights.push_back(op.count);
+  for (const auto& op : ops) spec.names.push_back(op.name);
   return spec;
 }
 
@@ -151,7 +152,10 @@ int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
   nlohmann::json out = nlohmann::json::array();
   bool all_ok = true;
   for (size_t i = 0; i < st.tasks.size(); ++i) {
-    const std::string& name = i < ops.size() ? ops[i].name : "op" + std::to_string(i);
+    // `status` knows the names from the coordinator, which keeps them with the submission.
+    const std::string& name = i < ops.size()              ? ops[i].name
+                              : !st.tasks[i].name.empty() ? st.tasks[i].name
+                                                          : "op" + std::to_string(i);
     bool cached = i < from_cache.size() && from_cache[i];
     // A task still running has not failed (yet): `status` of a running submission is 0.
     all_ok &= st.tasks[i].has_best || st.tasks[i].state == "running" || st.tasks[i].state == "queued";

@@ -1000,6 +1000,11 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   for (unsigned i = 0; i < weights_in.size(); ++i) {
     if (!(weights_in[i] > 0)) return InvalidArgument("op " + std::to_string(i) + " weight must be positive");
   }
+  auto names_in = req.getNames();
+  if (names_in.size() != 0 && names_in.size() != ops.size()) {
+    return InvalidArgument("submission has " + std::to_string(ops.size()) + " ops but " +
+                           std::to_string(names_in.size()) + " names (give one per op, or none)");
+  }
 
   // Validate everything before accepting anything.
   std::vector<OpKey> keys;
@@ -1016,6 +1021,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   TF_ASSIGN_OR_RETURN(sub.submission_id, store_.PeekId("submission"));
   TF_ASSIGN_OR_RETURN(const uint64_t first_task_id, store_.PeekId("task"));
   sub.created_ms = clock_.UnixMillis();
+  for (auto n : names_in) sub.names.emplace_back(n.cStr());
   std::vector<TaskRecord> new_tasks;
   std::map<OpKeyHash, uint64_t> in_this_submission;
   std::multimap<OpKeyHash, uint64_t> running_by_key;  // one pass, not one per op
@@ -1190,6 +1196,7 @@ Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
     auto t = tasks_.find(sub.task_ids[i]);
     if (t == tasks_.end()) continue;
     FillTaskStatus(t->second, list[i]);
+    if (i < sub.names.size()) list[i].setName(sub.names[i]);
     done &= IsFinished(t->second.rec.state);
   }
   out.setDone(done);

@@ -64,6 +64,7 @@ struct SubmissionRecord {
   std::string scheduler;  // "gradient" or "round-robin"
   std::vector<uint64_t> scheduled_task_ids;
   std::vector<double> scheduled_weights;
+  std::vector<std::string> names;  // per submitted op, as named by the submitter; empty = none
 };
 
 struct StoredResult {

@@ -21,6 +21,7 @@ struct SubmitRequest {
   weights @10 :List(Float64);  # per op: how often it runs per model step (default 1)
   budgetSeconds @11 :Float64;  # per task: stop planning after this many seconds (0: none)
   patience @12 :UInt64;        # per task: stop after this many evaluations without improvement
+  names @13 :List(Text);       # per op, what the submitter calls it (shown by status); empty = none
 }
 
 struct SubmitReply {
@@ -54,6 +55,7 @@ struct TaskStatus {
   bestConfig @9 :List(Common.ParamValue);
   hasBest @10 :Bool;
   opKey @11 :Common.OpKey;
+  name @12 :Text;              # the op's name in this submission ("" when none was given)
 }
 
 struct StatusReply {

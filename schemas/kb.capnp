@@ -56,6 +56,7 @@ struct SubmissionRecord {
   scheduler @4 :Text;
   scheduledTaskIds @5 :List(UInt64);   # the tasks sharing totalBudget
   scheduledWeights @6 :List(Float64);  # their weights, same order
+  names @7 :List(Text);        # per submitted op, as the submitter named it (may be empty)
 }
 
 # Column family `results`, key = big-endian task id + big-endian config index.

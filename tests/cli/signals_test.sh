@@ -53,6 +53,7 @@ rc=$?
 [ $rc -eq 130 ] || fail "status --wait after SIGTERM exited $rc, not 130: $(cat "$OUT/status.err")"
 "$TF" status 1 --json --coordinator "$CL" > "$OUT/status.json" || fail "status after the interrupts exited $?"
 grep -q '"state": *"running"' "$OUT/status.json" || fail "the submission did not keep running: $(cat "$OUT/status.json")"
+grep -q '"name": *"small.proj"' "$OUT/status.json" || fail "status does not name the op as the ops file did: $(cat "$OUT/status.json")"
 
 # tune: interrupted while measuring (the model-based search takes seconds for 3000), then
 # run again: it resumes the task from RocksDB and spends exactly the budget.

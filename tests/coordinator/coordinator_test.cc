@@ -382,6 +382,30 @@ TEST_F(CoordinatorTest, TheLookupMetricCountsLookedUpKeysNotSubmissionsAnsweredF
   EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_lookups_total", "result", "miss"), 1.0);
 }
 
+TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
+  client::SubmitSpec spec = RandomSearch(5, 1);
+  spec.ops = {SmallMatmul(32), SmallMatmul(48), SmallMatmul(32)};
+  spec.names = {"attn.q", "attn.k", "attn.v"};  // q and v share one task
+  {
+    client::Client client(ctx_, options_.client_endpoint);
+    spec.names.pop_back();
+    auto wrong = client.Submit(spec);
+    ASSERT_FALSE(wrong.ok());
+    EXPECT_NE(wrong.status().message().find("3 ops but 2 names"), std::string::npos) << wrong.status().ToString();
+    spec.names.push_back("attn.v");
+    ASSERT_TRUE(client.Submit(spec).ok());
+  }
+  Restart();
+  client::Client client(ctx_, options_.client_endpoint);
+  auto st = client.GetStatus(1);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_EQ(st->tasks.size(), 3u);
+  EXPECT_EQ(st->tasks[0].name, "attn.q");
+  EXPECT_EQ(st->tasks[1].name, "attn.k");
+  EXPECT_EQ(st->tasks[2].name, "attn.v");
+  EXPECT_EQ(st->tasks[0].task_id, st->tasks[2].task_id);
+}
+
 TEST_F(CoordinatorTest, LookupOfAKeyThatCouldNeverBeTunedSaysWhyInsteadOfMissing) {
   client::Client client(ctx_, options_.client_endpoint);
   OpKey bad_shape = SmallMatmul();
