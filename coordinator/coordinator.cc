@@ -942,6 +942,7 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
   const zmq::message_t& payload = frames.back();
   wire::Outgoing reply;
   std::string kind = "invalid";
+  const TimePoint received = clock_.Now();
   Status s = [&]() -> Status {
     TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, wire::Decode(payload.data(), payload.size()));
     reply.Envelope().setRequestId(in->Envelope().getRequestId());
@@ -965,6 +966,7 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
     });
   }();
   metrics_.client_requests.Add({{"kind", kind}, {"code", std::string(StatusCodeName(s.code()))}}).Increment();
+  metrics_.RequestDuration(kind).Observe(std::chrono::duration<double>(clock_.Now() - received).count());
   if (!s.ok()) {
     auto err = reply.Body().initError();
     err.setCode(static_cast<schema::StatusCode>(s.code()));
@@ -1285,6 +1287,10 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
         SendToWorker(identity, hb);
       }
       next_heartbeat_ = now + options_.heartbeat_interval;
+      const Store::DbStats db = store_.Stats();
+      metrics_.rocksdb_sst_bytes.Set(static_cast<double>(db.sst_bytes));
+      metrics_.rocksdb_memtable_bytes.Set(static_cast<double>(db.memtable_bytes));
+      metrics_.rocksdb_pending_compaction_bytes.Set(static_cast<double>(db.pending_compaction_bytes));
     }
     if (zap_) {
       const auto refused = static_cast<double>(zap_->refused());

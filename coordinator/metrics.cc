@@ -33,10 +33,21 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       lookup_hits(lookups.Add({{"result", "hit"}})),
       lookup_misses(lookups.Add({{"result", "miss"}})),
       client_requests(BuildCounter().Name("tunefleet_client_requests_total").Help("Client requests by kind and status code").Register(r)),
+      client_request_duration(BuildHistogram().Name("tunefleet_client_request_duration_seconds").Help("Time the coordinator took to answer a client request, by kind").Register(r)),
+      rocksdb_sst_bytes(BuildGauge().Name("tunefleet_rocksdb_sst_bytes").Help("RocksDB SST files, all column families").Register(r).Add({})),
+      rocksdb_memtable_bytes(BuildGauge().Name("tunefleet_rocksdb_memtable_bytes").Help("RocksDB memtables, all column families").Register(r).Add({})),
+      rocksdb_pending_compaction_bytes(BuildGauge().Name("tunefleet_rocksdb_pending_compaction_bytes").Help("RocksDB's estimate of bytes compaction still has to rewrite").Register(r).Add({})),
       job_duration(BuildHistogram().Name("tunefleet_job_duration_seconds").Help("Dispatch to final result of a job").Register(r).Add(
           {}, prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60})),
       planning(BuildHistogram().Name("tunefleet_planning_seconds").Help("Time a strategy took to plan one job (the coordinator loop waits on it)").Register(r).Add(
           {}, prometheus::Histogram::BucketBoundaries{0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5})),
       task_best_improvement(BuildGauge().Name("tunefleet_task_best_improvement_ratio").Help("Baseline over best latency of each running task").Register(r)) {}
+
+prometheus::Histogram& CoordinatorMetrics::RequestDuration(const std::string& kind) {
+  // A lookup of keys in the knowledge base takes microseconds, a 10,000-op submission a
+  // fraction of a second.
+  return client_request_duration.Add({{"kind", kind}},
+                                     prometheus::Histogram::BucketBoundaries{1e-5, 1e-4, 1e-3, 0.01, 0.05, 0.1, 0.5, 1, 5});
+}
 
 }  // namespace tunefleet::coordinator

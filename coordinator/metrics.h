@@ -41,6 +41,11 @@ struct CoordinatorMetrics {
   prometheus::Counter& lookup_hits;
   prometheus::Counter& lookup_misses;
   prometheus::Family<prometheus::Counter>& client_requests;  // {kind, code}
+  prometheus::Family<prometheus::Histogram>& client_request_duration;  // {kind}: the D of RED
+  prometheus::Histogram& RequestDuration(const std::string& kind);
+  prometheus::Gauge& rocksdb_sst_bytes;
+  prometheus::Gauge& rocksdb_memtable_bytes;
+  prometheus::Gauge& rocksdb_pending_compaction_bytes;
   prometheus::Histogram& job_duration;
   prometheus::Histogram& planning;  // one strategy Ask: the loop does nothing else meanwhile
   prometheus::Family<prometheus::Gauge>& task_best_improvement;  // {task}

@@ -301,6 +301,14 @@ uint64_t Store::KbSizeEstimate() const {
   return n;
 }
 
+Store::DbStats Store::Stats() const {
+  DbStats stats;
+  impl_->db->GetAggregatedIntProperty("rocksdb.total-sst-files-size", &stats.sst_bytes);
+  impl_->db->GetAggregatedIntProperty("rocksdb.cur-size-all-mem-tables", &stats.memtable_bytes);
+  impl_->db->GetAggregatedIntProperty("rocksdb.estimate-pending-compaction-bytes", &stats.pending_compaction_bytes);
+  return stats;
+}
+
 Result<uint64_t> Store::PeekId(const std::string& counter) const {
   std::string value;
   rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->meta, "next/" + counter, &value);

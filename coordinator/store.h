@@ -28,6 +28,13 @@ class Store {
 
   Result<std::optional<KbEntry>> GetKb(const OpKeyHash& hash) const;
   uint64_t KbSizeEstimate() const;
+  // RocksDB's own figures over every column family, for the operator's dashboard.
+  struct DbStats {
+    uint64_t sst_bytes = 0;                 // rocksdb.total-sst-files-size
+    uint64_t memtable_bytes = 0;            // rocksdb.cur-size-all-mem-tables
+    uint64_t pending_compaction_bytes = 0;  // rocksdb.estimate-pending-compaction-bytes
+  };
+  DbStats Stats() const;
   // Calls fn for every knowledge-base entry (a full scan: for nearest-shape queries).
   Status ForEachKb(const std::function<void(const KbEntry&)>& fn) const;
 

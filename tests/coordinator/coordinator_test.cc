@@ -141,6 +141,20 @@ double LabeledCounterValue(prometheus::Registry& registry, const std::string& na
   return -1;
 }
 
+// Observations of a histogram with label=value; -1 when there is none.
+double LabeledHistogramCount(prometheus::Registry& registry, const std::string& name, const std::string& label,
+                             const std::string& value) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name != name) continue;
+    for (const auto& m : family.metric) {
+      for (const auto& l : m.label) {
+        if (l.name == label && l.value == value) return static_cast<double>(m.histogram.sample_count);
+      }
+    }
+  }
+  return -1;
+}
+
 class CoordinatorTest : public ::testing::Test {
  protected:
   // One small MatMul, random search: the submission most tests script workers against.
@@ -380,6 +394,10 @@ TEST_F(CoordinatorTest, TheLookupMetricCountsLookedUpKeysNotSubmissionsAnsweredF
   // (and never its misses) made it look better than it was.
   EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_lookups_total", "result", "hit"), 1.0);
   EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_lookups_total", "result", "miss"), 1.0);
+  // Every request is timed by its kind (the D of RED on the dashboard).
+  EXPECT_EQ(LabeledHistogramCount(registry_, "tunefleet_client_request_duration_seconds", "kind", "submit"), 2.0);
+  EXPECT_EQ(LabeledHistogramCount(registry_, "tunefleet_client_request_duration_seconds", "kind", "lookup"), 1.0);
+  EXPECT_EQ(LabeledHistogramCount(registry_, "tunefleet_client_request_duration_seconds", "kind", "status"), 1.0);
 }
 
 TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {

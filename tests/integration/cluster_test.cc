@@ -285,6 +285,7 @@ TEST_F(ClusterTest, CoordinatorKilledMidTaskResumesFromRocksDbAndEndsWithTheSame
   // registration requeued the jobs it had just been given).
   EXPECT_LE(testing::MetricValue(metrics, "tunefleet_worker_registrations_total"), 2.0)
       << "each of the 2 workers registers once with the restarted coordinator";
+  EXPECT_GT(testing::MetricValue(metrics, "tunefleet_rocksdb_memtable_bytes"), 0) << "RocksDB's figures are exported";
   EXPECT_GT(after_restart, 0);
   EXPECT_LE(after_restart, expected.valid * 2.0 / 3 + 64 * 2)
       << "the restarted coordinator must continue from the results in RocksDB, not start over";
