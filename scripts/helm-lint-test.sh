@@ -343,5 +343,22 @@ EOF
 expect_grep "Dockerfile builds with tests and bench off" "$root/docker/Dockerfile" \
   '-DTUNEFLEET_BUILD_TESTS=OFF -DTUNEFLEET_BUILD_BENCH=OFF'
 expect_grep "Dockerfile runs as a non-root user" "$root/docker/Dockerfile" '^USER 10001'
+expect_grep "Dockerfile's build stage installs only the build's packages" "$root/docker/Dockerfile" \
+  'install-deps.sh --build-only'
+run "install-deps --build-only has every find_package's Debian package and no test or tooling one" \
+  "$py" - "$root" <<'EOF'
+import subprocess, sys
+root = sys.argv[1]
+def listed(*args):
+    return subprocess.run(["bash", f"{root}/scripts/install-deps.sh", *args], check=True,
+                          capture_output=True, text=True).stdout.split()
+build, full = listed("--build-only", "--print"), listed("--print")
+for p in ("librocksdb-dev", "libcapnp-dev", "cppzmq-dev", "prometheus-cpp-dev", "libcli11-dev", "libfmt-dev",
+          "nlohmann-json3-dev", "cmake", "ninja-build"):
+    assert p in build, f"{p} missing from --build-only: {build}"
+for p in ("libgtest-dev", "libbenchmark-dev", "python3-optuna", "npm"):
+    assert p not in build, f"{p} in --build-only"
+assert set(build) < set(full) and "libgtest-dev" in full, f"the full list lost packages: {full}"
+EOF
 
 summary

@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
 # Installs every Debian package tunefleet's build, tests and benchmarks need.
 # Idempotent: installs only what is missing; safe to run on every build.
+#   --build-only  just what the binaries need to build with tests and benchmarks off
+#                 (docker/Dockerfile's build stage)
+#   --print       list the packages and install nothing
 set -euo pipefail
+
+build_only=false
+print=false
+for arg in "$@"; do
+  case "$arg" in
+    --build-only) build_only=true ;;
+    --print) print=true ;;
+    *) echo "install-deps: unknown argument '$arg' (known: --build-only, --print)" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -9,14 +22,21 @@ packages=(
   capnproto libcapnp-dev
   librocksdb-dev
   prometheus-cpp-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
-  zlib1g-dev python3-optuna python3-pandas
-  curl procps python3 util-linux
+  zlib1g-dev
 )
-# npm carries helm (scripts/helm.sh); Debian's npm brings Node.js. Skip it where a Node.js
-# toolchain is already on PATH.
-if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+if ! $build_only; then
+  # Tests, benchmarks (Optuna beside bench/strategies) and the test scripts' tools.
+  packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3-optuna python3-pandas
+             curl procps python3 util-linux)
+  # npm carries helm (scripts/helm.sh); Debian's npm brings Node.js. Skip it where a
+  # Node.js toolchain is already on PATH.
+  if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+fi
+if $print; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
