@@ -244,6 +244,62 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
   return rc;
 }
 
+// Looks the ops file's ops up through c; exit 3 when any is missing (or only approximate).
+int RunLookup(client::Client& c, const std::string& file, const std::string& soc, bool nearest, bool json) {
+  auto ops = LoadOpsFile(file, soc);
+  if (!ops.ok()) return Fail(ops.status());
+  std::vector<OpKey> keys;
+  for (const auto& op : *ops) keys.push_back(op.key);
+  auto found = c.Lookup(keys, nearest);
+  if (!found.ok()) return Fail(found.status());
+  bool all = true;
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < found->size(); ++i) {
+    const auto& name = (*ops)[i].name;
+    const auto& e = (*found)[i];
+    all &= e.has_value() && !e->approximate;
+    if (json) {
+      out.push_back(LookupJson(name, keys[i], e));
+    } else if (e) {
+      fmt::print("{}", KbText(name, *e));
+    } else {
+      fmt::print("{}  {}  [not in the knowledge base]\n", name, keys[i].Display());
+    }
+  }
+  if (json) fmt::print("{}\n", out.dump(2));
+  return all ? kExitOk : kExitMiss;
+}
+
+// `lookup --data-dir`: the same answers from a local knowledge base (what `tune` wrote),
+// served by a coordinator in this process that no worker joins.
+int RunLocalLookup(const std::string& data_dir, const std::string& file, const std::string& soc, bool nearest,
+                   bool json, const SocCatalog& catalog) {
+  if (!std::filesystem::exists(std::filesystem::path(data_dir) / "CURRENT")) {
+    return Fail(NotFound("no knowledge base in " + data_dir + " (it is the folder `tunefleet tune --data-dir` wrote)"));
+  }
+  auto store = coordinator::Store::Open(data_dir);
+  if (!store.ok()) return Fail(store.status());
+  prometheus::Registry registry;
+  zmq::context_t ctx(1);
+  SteadyClock clock;
+  coordinator::CoordinatorOptions copts;
+  copts.client_endpoint = "inproc://tunefleet-lookup";
+  copts.worker_endpoint = "inproc://tunefleet-lookup-workers";
+  auto coord = coordinator::Coordinator::Create(copts, **store, catalog, clock, registry, ctx);
+  if (!coord.ok()) return Fail(coord.status());
+  Status run_status;
+  std::thread run([&] { run_status = (*coord)->Run(); });
+  int rc = kExitOk;
+  {
+    client::Client c(ctx, copts.client_endpoint);
+    rc = RunLookup(c, file, soc, nearest, json);
+  }
+  (*coord)->Stop();
+  run.join();
+  if (!run_status.ok()) return Fail(run_status);
+  return rc;
+}
+
 // NAME.public and NAME.secret (owner-only) in dir; never overwrites a key.
 Status WriteKeyPair(const std::string& dir, const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos) {
@@ -311,10 +367,15 @@ int main(int argc, char** argv) {
   lookup->add_option("--soc", lookup_soc, "SoC for every op");
   lookup->add_flag("--json", lookup_json, "print JSON");
   lookup->add_flag("--nearest", lookup_nearest, "answer a miss from the closest tuned shape of the same op and SoC (flagged APPROXIMATE)");
+  std::string lookup_data_dir;
+  auto* lookup_local = lookup->add_option("--data-dir", lookup_data_dir,
+                                          "look up in this knowledge-base folder (what `tune` wrote) instead of asking a coordinator")
+                           ->check(CLI::ExistingDirectory);
 
   std::string curve_dir;
   for (auto* cmd : {submit, status, lookup}) {
-    cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
+    auto* ep = cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
+    if (cmd == lookup) ep->excludes(lookup_local);
     cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")
         ->capture_default_str()
         ->check(CLI::Range(1, 3'600'000));
@@ -340,6 +401,9 @@ int main(int argc, char** argv) {
   SocCatalog catalog = SocCatalog::Builtin();
   if (int rc = RunProfileCommands(profile_commands, catalog); rc >= 0) return rc;
   if (tune->parsed()) return RunTune(tune_flags, data_dir, slots, replay_cache);
+  if (lookup->parsed() && !lookup_data_dir.empty()) {
+    return RunLocalLookup(lookup_data_dir, lookup_file, lookup_soc, lookup_nearest, lookup_json, catalog);
+  }
 
   if (keypair->parsed()) {
     Status s = WriteKeyPair(keypair_dir, keypair_name);
@@ -393,29 +457,6 @@ int main(int argc, char** argv) {
     for (const auto& t : st->tasks) cached.push_back(t.state == "done" && t.evaluated == 0);
     return PrintOutcome(none, *st, cached, status_json, catalog);
   }
-  if (lookup->parsed()) {
-    auto ops = LoadOpsFile(lookup_file, lookup_soc);
-    if (!ops.ok()) return Fail(ops.status());
-    std::vector<OpKey> keys;
-    for (const auto& op : *ops) keys.push_back(op.key);
-    auto found = c.Lookup(keys, lookup_nearest);
-    if (!found.ok()) return Fail(found.status());
-    bool all = true;
-    nlohmann::json out = nlohmann::json::array();
-    for (size_t i = 0; i < found->size(); ++i) {
-      const auto& name = (*ops)[i].name;
-      const auto& e = (*found)[i];
-      all &= e.has_value() && !e->approximate;
-      if (lookup_json) {
-        out.push_back(LookupJson(name, keys[i], e));
-      } else if (e) {
-        fmt::print("{}", KbText(name, *e));
-      } else {
-        fmt::print("{}  {}  [not in the knowledge base]\n", name, keys[i].Display());
-      }
-    }
-    if (lookup_json) fmt::print("{}\n", out.dump(2));
-    return all ? kExitOk : kExitMiss;
-  }
+  if (lookup->parsed()) return RunLookup(c, lookup_file, lookup_soc, lookup_nearest, lookup_json);
   return kExitBadInput;
 }

@@ -62,4 +62,15 @@ refused 2 "transpose_b='yes' is not a flag: use true/false or 1/0" "$TF" tune "$
 timeout 120 "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 5 --seed 0 --patience 0 > "$OUT/tune.txt" \
   || fail "tune --budget 5 --seed 0 exited $?"
 grep -q "evaluations        5 " "$OUT/tune.txt" || fail "tune --budget 5 did not spend 5 evaluations: $(cat "$OUT/tune.txt")"
+
+# lookup --data-dir answers from what tune wrote, with no coordinator running.
+timeout 60 "$TF" lookup "$OPS" --data-dir "$OUT/kb" --json > "$OUT/lookup.json" || fail "lookup --data-dir exited $?"
+grep -q '"found": true' "$OUT/lookup.json" || fail "lookup --data-dir: $(cat "$OUT/lookup.json")"
+grep -q '"evaluations": 5' "$OUT/lookup.json" || fail "lookup --data-dir did not answer tune's entry: $(cat "$OUT/lookup.json")"
+sed 's/\[256, 128\]/[512, 128]/' "$OPS" > "$OUT/other.json"
+timeout 60 "$TF" lookup "$OUT/other.json" --data-dir "$OUT/kb" > /dev/null
+[ $? -eq 3 ] || fail "lookup --data-dir of an op never tuned is not a miss (exit 3)"
+mkdir -p "$OUT/empty"
+refused 2 "no knowledge base in $OUT/empty" "$TF" lookup "$OPS" --data-dir "$OUT/empty"
+refused 2 "--data-dir excludes --coordinator" "$TF" lookup "$OPS" --data-dir "$OUT/kb" --coordinator tcp://127.0.0.1:1
 echo "cli_flags: ok"
