@@ -117,6 +117,9 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
 Result<std::optional<client::StatusView>> Wait(client::Client& c, uint64_t submission, bool quiet,
                                                const std::atomic<bool>& interrupted) {
   const bool tty = isatty(fileno(stderr)) && !quiet;
+  // Fast at first (a small task is done in moments), then at most once a second: a
+  // status of 10,000 tasks costs the coordinator's loop about 10 ms.
+  auto poll = std::chrono::milliseconds(100);
   for (;;) {
     if (interrupted.load()) {
       if (tty) fmt::print(stderr, "\n");
@@ -136,7 +139,10 @@ Result<std::optional<client::StatusView>> Wait(client::Client& c, uint64_t submi
       if (tty) fmt::print(stderr, "\n");
       return std::optional(std::move(st));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (auto slept = std::chrono::milliseconds(0); slept < poll && !interrupted.load(); slept += std::chrono::milliseconds(50)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    poll = std::min(poll * 3 / 2, std::chrono::milliseconds(1000));
   }
 }
 
