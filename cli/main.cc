@@ -172,6 +172,48 @@ int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
   return all_ok ? kExitOk : kExitTaskFailed;
 }
 
+// A coordinator in this process over inproc:// on a local RocksDB folder, its loop on a
+// thread of its own until Stop(): what `tune` and `lookup --data-dir` talk to.
+class EmbeddedCoordinator {
+ public:
+  static Result<std::unique_ptr<EmbeddedCoordinator>> Start(const std::string& data_dir, const SocCatalog& catalog,
+                                                            std::shared_ptr<const KtCache> replay) {
+    auto e = std::unique_ptr<EmbeddedCoordinator>(new EmbeddedCoordinator());
+    TF_ASSIGN_OR_RETURN(e->store_, coordinator::Store::Open(data_dir));
+    e->options_.client_endpoint = "inproc://tunefleet-clients";
+    e->options_.worker_endpoint = "inproc://tunefleet-workers";
+    if (replay) e->options_.replay_caches.push_back(std::move(replay));
+    TF_ASSIGN_OR_RETURN(e->coord_, coordinator::Coordinator::Create(e->options_, *e->store_, catalog, e->clock_,
+                                                                     e->registry_, e->ctx_));
+    e->thread_ = std::thread([raw = e.get()] { raw->run_status_ = raw->coord_->Run(); });
+    return e;
+  }
+  ~EmbeddedCoordinator() { (void)Stop(); }
+
+  // The loop's outcome; the coordinator stops serving.
+  Status Stop() {
+    if (thread_.joinable()) {
+      coord_->Stop();
+      thread_.join();
+    }
+    return run_status_;
+  }
+  zmq::context_t& ctx() { return ctx_; }
+  Clock& clock() { return clock_; }
+  const coordinator::CoordinatorOptions& options() const { return options_; }
+
+ private:
+  EmbeddedCoordinator() = default;
+  std::unique_ptr<coordinator::Store> store_;
+  prometheus::Registry registry_;
+  zmq::context_t ctx_{1};
+  SteadyClock clock_;
+  coordinator::CoordinatorOptions options_;
+  std::unique_ptr<coordinator::Coordinator> coord_;
+  std::thread thread_;
+  Status run_status_;
+};
+
 int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const std::string& replay_path) {
   std::vector<NamedOp> ops;
   auto spec = MakeSpec(f, ops);
@@ -185,41 +227,31 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
     if (!cache.ok()) return Fail(cache.status().WithContext("--replay-cache"));
     replay = std::make_shared<const KtCache>(std::move(cache).value());
   }
-  auto store = coordinator::Store::Open(data_dir);
-  if (!store.ok()) return Fail(store.status());
-  prometheus::Registry registry;
-  zmq::context_t ctx(1);
-  SteadyClock clock;
-  coordinator::CoordinatorOptions copts;
-  copts.client_endpoint = "inproc://tunefleet-clients";
-  copts.worker_endpoint = "inproc://tunefleet-workers";
-  if (replay) copts.replay_caches.push_back(replay);
-  auto coord = coordinator::Coordinator::Create(copts, **store, catalog, clock, registry, ctx);
-  if (!coord.ok()) return Fail(coord.status());
+  auto embedded = EmbeddedCoordinator::Start(data_dir, catalog, replay);
+  if (!embedded.ok()) return Fail(embedded.status());
+  EmbeddedCoordinator& coord = **embedded;
   auto evaluator = replay ? worker::MakeReplayEvaluator(replay) : worker::MakeSimEvaluator(catalog);
   worker::WorkerOptions wopts;
-  wopts.coordinator_endpoint = copts.worker_endpoint;
+  wopts.coordinator_endpoint = coord.options().worker_endpoint;
   wopts.slots = slots;
   wopts.worker_id = "embedded";
   wopts.socs = replay ? std::vector<std::string>{std::string(kReplaySoc)} : catalog.Names();
-  worker::Worker w(wopts, *evaluator, clock, ctx);
-  Status coord_status, worker_status;
-  std::thread coord_thread([&] { coord_status = (*coord)->Run(); });
+  worker::Worker w(wopts, *evaluator, coord.clock(), coord.ctx());
+  Status worker_status;
   std::thread worker_thread([&] { worker_status = w.Run(); });
   auto shutdown = [&] {
     w.Stop();
     worker_thread.join();
-    (*coord)->Stop();
-    coord_thread.join();
+    return coord.Stop();
   };
   int rc = kExitOk;
   std::atomic<bool> interrupted{false};
   {
     TerminationWatcher watcher([&] { interrupted.store(true); });
-    client::Client c(ctx, copts.client_endpoint);
+    client::Client c(coord.ctx(), coord.options().client_endpoint);
     auto sub = c.Submit(*spec);
     if (!sub.ok()) {
-      shutdown();
+      (void)shutdown();
       return Fail(sub.status());
     }
     if (!f.json) {
@@ -232,7 +264,7 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
     }
     auto st = Wait(c, sub->submission_id, f.json, interrupted);
     if (!st.ok()) {
-      shutdown();
+      (void)shutdown();
       return Fail(st.status());
     }
     if (!st->has_value()) {
@@ -244,7 +276,7 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
       rc = PrintOutcome(ops, **st, sub->from_cache, f.json, catalog);
     }
   }
-  shutdown();
+  Status coord_status = shutdown();
   if (!coord_status.ok()) return Fail(coord_status);
   if (!worker_status.ok()) return Fail(worker_status);
   return rc;
@@ -283,26 +315,14 @@ int RunLocalLookup(const std::string& data_dir, const std::string& file, const s
   if (!std::filesystem::exists(std::filesystem::path(data_dir) / "CURRENT")) {
     return Fail(NotFound("no knowledge base in " + data_dir + " (it is the folder `tunefleet tune --data-dir` wrote)"));
   }
-  auto store = coordinator::Store::Open(data_dir);
-  if (!store.ok()) return Fail(store.status());
-  prometheus::Registry registry;
-  zmq::context_t ctx(1);
-  SteadyClock clock;
-  coordinator::CoordinatorOptions copts;
-  copts.client_endpoint = "inproc://tunefleet-lookup";
-  copts.worker_endpoint = "inproc://tunefleet-lookup-workers";
-  auto coord = coordinator::Coordinator::Create(copts, **store, catalog, clock, registry, ctx);
-  if (!coord.ok()) return Fail(coord.status());
-  Status run_status;
-  std::thread run([&] { run_status = (*coord)->Run(); });
+  auto embedded = EmbeddedCoordinator::Start(data_dir, catalog, nullptr);
+  if (!embedded.ok()) return Fail(embedded.status());
   int rc = kExitOk;
   {
-    client::Client c(ctx, copts.client_endpoint);
+    client::Client c((*embedded)->ctx(), (*embedded)->options().client_endpoint);
     rc = RunLookup(c, file, soc, nearest, json);
   }
-  (*coord)->Stop();
-  run.join();
-  if (!run_status.ok()) return Fail(run_status);
+  if (Status s = (*embedded)->Stop(); !s.ok()) return Fail(s);
   return rc;
 }
 

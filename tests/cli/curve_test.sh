@@ -5,19 +5,7 @@
 # client get no answer while the coordinator keeps serving; a worker with an unlisted key
 # is refused and logged, and still stops on SIGTERM; placeholder keys (the Helm chart's
 # REPLACE_ME) make the coordinator and the worker refuse to start.
-set -uo pipefail
-BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
-SRC="$(cd "$(dirname "$0")/../.." && pwd)"
-TF="$BUILD/cli/tunefleet"
-OUT="$(mktemp -d)"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2> /dev/null; done
-  wait 2> /dev/null
-  rm -rf "$OUT"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$OUT/coord.err" ] && sed 's/^/coordinator: /' "$OUT/coord.err" >&2; exit 1; }
+source "$(dirname "$0")/harness.sh"
 OPS="$SRC/examples/matmul_small.json"
 
 # Keys: the coordinator's folder lists the client and reader public keys; each peer gets
@@ -58,13 +46,8 @@ TUNEFLEET_CURVE_ENABLED=true timeout 10 "$BUILD/worker/tunefleet-worker" --coord
 grep -q "TUNEFLEET_CURVE_DIR names no key folder" "$OUT/err" || fail "no folder message: $(cat "$OUT/err")"
 
 # A CURVE coordinator and worker.
-"$BUILD/coordinator/tunefleet-coordinator" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' \
-  --metrics-port -1 --data-dir "$OUT/kb" --curve-dir "$K" > "$OUT/coord.out" 2> "$OUT/coord.err" &
-pids+=($!)
-for _ in $(seq 100); do grep -q ready "$OUT/coord.out" && break; sleep 0.1; done
+start_coordinator --curve-dir "$K"
 grep -q "curve=on" "$OUT/coord.out" || fail "coordinator not ready with curve=on: $(cat "$OUT/coord.out")"
-CL=$(grep -o 'client=[^ ]*' "$OUT/coord.out" | cut -d= -f2)
-WK=$(grep -o 'worker=[^ ]*' "$OUT/coord.out" | cut -d= -f2)
 TUNEFLEET_CURVE_ENABLED=true TUNEFLEET_CURVE_DIR="$K" "$BUILD/worker/tunefleet-worker" --coordinator "$WK" --slots 2 \
   > "$OUT/worker.out" 2>&1 &
 pids+=($!)

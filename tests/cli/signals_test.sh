@@ -3,19 +3,7 @@
 # a message saying how to pick the work up again (they used to be ignored: only SIGKILL
 # stopped `status --wait`); the submission keeps running on the coordinator, and an
 # interrupted `tune` resumes from its data folder on the next run.
-set -uo pipefail
-BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
-SRC="$(cd "$(dirname "$0")/../.." && pwd)"
-TF="$BUILD/cli/tunefleet"
-OUT="$(mktemp -d)"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; done
-  wait 2> /dev/null
-  rm -rf "$OUT"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/harness.sh"
 OPS="$SRC/examples/matmul_small.json"
 
 # interrupt SIGNAL PID: sends it and returns the exit code, failing after 5 s.
@@ -26,31 +14,26 @@ interrupt() {
   wait "$2"
 }
 
+# interrupted SIGNAL ERRFILE COMMAND...: runs it for a second, then signals it; it must
+# exit 130 and say on stderr (kept in ERRFILE) how to follow the submission again.
+interrupted() {
+  local sig="$1" err="$2"
+  shift 2
+  "$@" > /dev/null 2> "$err" &
+  local pid=$!
+  pids+=($pid)
+  sleep 1
+  interrupt "$sig" $pid
+  local rc=$?
+  [ $rc -eq 130 ] || fail "$* after SIG$sig exited $rc, not 130: $(cat "$err")"
+  grep -q "submission 1 keeps running on the coordinator: \`tunefleet status 1 --wait\` follows it again" "$err" \
+    || fail "$* after SIG$sig: $(cat "$err")"
+}
+
 # A coordinator with no worker: every --wait waits until interrupted.
-"$BUILD/coordinator/tunefleet-coordinator" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' \
-  --metrics-port -1 --data-dir "$OUT/kb" > "$OUT/coord.out" 2> "$OUT/coord.err" &
-pids+=($!)
-for _ in $(seq 100); do grep -q ready "$OUT/coord.out" && break; sleep 0.1; done
-CL=$(grep -o 'client=[^ ]*' "$OUT/coord.out" | cut -d= -f2)
-[ -n "$CL" ] || fail "coordinator not ready: $(cat "$OUT/coord.out" "$OUT/coord.err")"
-
-"$TF" submit "$OPS" --budget 20 --coordinator "$CL" --wait > /dev/null 2> "$OUT/submit.err" &
-spid=$!
-pids+=($spid)
-sleep 1
-interrupt INT $spid
-rc=$?
-[ $rc -eq 130 ] || fail "submit --wait after SIGINT exited $rc, not 130: $(cat "$OUT/submit.err")"
-grep -q "submission 1 keeps running on the coordinator: \`tunefleet status 1 --wait\` follows it again" \
-  "$OUT/submit.err" || fail "submit --wait: $(cat "$OUT/submit.err")"
-
-"$TF" status 1 --wait --coordinator "$CL" > /dev/null 2> "$OUT/status.err" &
-spid=$!
-pids+=($spid)
-sleep 1
-interrupt TERM $spid
-rc=$?
-[ $rc -eq 130 ] || fail "status --wait after SIGTERM exited $rc, not 130: $(cat "$OUT/status.err")"
+start_coordinator
+interrupted INT "$OUT/submit.err" "$TF" submit "$OPS" --budget 20 --coordinator "$CL" --wait
+interrupted TERM "$OUT/status.err" "$TF" status 1 --wait --coordinator "$CL"
 "$TF" status 1 --json --coordinator "$CL" > "$OUT/status.json" || fail "status after the interrupts exited $?"
 grep -q '"state": *"running"' "$OUT/status.json" || fail "the submission did not keep running: $(cat "$OUT/status.json")"
 grep -q '"name": *"small.proj"' "$OUT/status.json" || fail "status does not name the op as the ops file did: $(cat "$OUT/status.json")"

@@ -1,0 +1,28 @@
+# Sourced by the CLI tests that run the real binaries: the build and source folders, a
+# scratch folder removed on exit with every background process the test started (add
+# their pids to `pids`), `fail`, and `start_coordinator`.
+set -uo pipefail
+BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
+SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TF="$BUILD/cli/tunefleet"
+OUT="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; done
+  wait 2> /dev/null
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$OUT/coord.err" ] && sed 's/^/coordinator: /' "$OUT/coord.err" >&2; exit 1; }
+
+# start_coordinator [FLAGS...]: a coordinator on 127.0.0.1 ports the kernel picks, data in
+# $OUT/kb, output in $OUT/coord.out and .err; sets CL and WK, its client and worker endpoints.
+start_coordinator() {
+  "$BUILD/coordinator/tunefleet-coordinator" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' \
+    --metrics-port -1 --data-dir "$OUT/kb" "$@" > "$OUT/coord.out" 2> "$OUT/coord.err" &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q ready "$OUT/coord.out" && break; sleep 0.1; done
+  CL=$(grep -o 'client=[^ ]*' "$OUT/coord.out" | cut -d= -f2)
+  WK=$(grep -o 'worker=[^ ]*' "$OUT/coord.out" | cut -d= -f2)
+  [ -n "$CL" ] || fail "coordinator not ready: $(cat "$OUT/coord.out")"
+}
