@@ -331,6 +331,15 @@ Status WriteKeyPair(const std::string& dir, const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos) {
     return InvalidArgument("curve-keypair NAME must be a file stem like server, worker or client, not '" + name + "'");
   }
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    // Key folders hold secrets: owner-only from the start.
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return InvalidArgument("cannot make the key folder " + dir + ": " + ec.message());
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace, ec);
+  } else if (!std::filesystem::is_directory(dir, ec)) {
+    return InvalidArgument("--dir " + dir + " is a file, not a folder");
+  }
   const curve::KeyPair pair = curve::GenerateKeyPair();
   const std::string stem = dir + "/" + name;
   for (const char* ext : {".public", ".secret"}) {
@@ -414,7 +423,7 @@ int main(int argc, char** argv) {
   auto* keypair = app.add_subcommand(
       "curve-keypair", "write a new CURVE key pair as NAME.public and NAME.secret (server, worker, client: curve.h)");
   keypair->add_option("NAME", keypair_name, "file stem, e.g. server, worker or client")->required();
-  keypair->add_option("--dir", keypair_dir, "folder to write into")->capture_default_str()->check(CLI::ExistingDirectory);
+  keypair->add_option("--dir", keypair_dir, "folder to write into (made, owner-only, if missing)")->capture_default_str();
   ProfileCommands profile_commands;
   AddProfileCommands(app, profile_commands);
   try {

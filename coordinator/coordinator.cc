@@ -581,6 +581,9 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool
   uint32_t job_size = task.rec.job_size                      ? task.rec.job_size
                       : task.strategy->PreferredJobSize() > 0 ? static_cast<uint32_t>(task.strategy->PreferredJobSize())
                                                                : options_.default_job_size;
+  // Patience is checked between jobs: a job longer than it would run past it (a task
+  // with --patience 200 used to measure two 512-config jobs before it was looked at).
+  if (task.rec.patience) job_size = static_cast<uint32_t>(std::min<uint64_t>(job_size, task.rec.patience));
   size_t max = std::min<uint64_t>({job_size, task.limit() - task.planned.size(), cap});
   const TimePoint asked = clock_.Now();
   Batch batch = task.strategy->Ask(max, [&task](ConfigIndex i) { return task.planned.contains(i); });

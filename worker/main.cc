@@ -33,9 +33,9 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", options.coordinator_endpoint, "the coordinator's worker endpoint")->capture_default_str();
   app.add_option("--slots", options.slots, "evaluation slots (threads)")->capture_default_str()->check(CLI::Range(1, 1024));
   app.add_option("--id", options.worker_id, "name in the coordinator's worker table")->capture_default_str();
-  app.add_option("--evaluator", evaluator_name, "sim (simulated NPU), fixed (constant latency, for load tests) or replay (measured times from --replay-cache)")->capture_default_str()->check(CLI::IsMember({"sim", "fixed", "replay"}));
+  auto* evaluator_flag = app.add_option("--evaluator", evaluator_name, "sim (simulated NPU), fixed (constant latency, for load tests) or replay (measured times from --replay-cache; the default when that is given)")->capture_default_str()->check(CLI::IsMember({"sim", "fixed", "replay"}));
   std::string replay_cache;
-  app.add_option("--replay-cache", replay_cache, "Kernel Tuner cache file (.json or .json.gz) served by --evaluator replay");
+  app.add_option("--replay-cache", replay_cache, "Kernel Tuner cache file (.json or .json.gz) to serve: implies --evaluator replay");
   app.add_option("--fixed-us", fixed_us, "latency reported by the fixed evaluator")
       ->capture_default_str()
       ->check(AtLeast(0, false));
@@ -72,6 +72,14 @@ int main(int argc, char** argv) {
     }
   }
   options.socs = catalog.Names();
+  // A cache given without an evaluator is one to serve: the coordinator takes the same
+  // flag, and a worker that silently simulated left replay tasks waiting forever.
+  if (!replay_cache.empty() && evaluator_flag->count() == 0) evaluator_name = "replay";
+  if (!replay_cache.empty() && evaluator_name != "replay") {
+    fmt::print(stderr, "tunefleet-worker: --replay-cache is served only by --evaluator replay, not {} (drop one of them)\n",
+               evaluator_name);
+    return 2;
+  }
   std::unique_ptr<worker::Evaluator> evaluator;
   if (evaluator_name == "replay") {
     if (replay_cache.empty()) {

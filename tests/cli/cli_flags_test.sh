@@ -39,6 +39,10 @@ refused 2 "SUBMISSION: '-1' is not a whole number >= 1" "$TF" status -1
 refused 2 "--job-size: Value -1 not in range" "$TF" tune "$OPS" --data-dir "$OUT/kb" --job-size -1
 refused 2 "--timeout-ms: Value 0 not in range" "$TF" status 1 --timeout-ms 0
 refused "" "--metrics-port: Value 70000 not in range" "$BUILD/coordinator/tunefleet-coordinator" --metrics-port 70000
+# A worker given a cache serves it; told to simulate as well, it refuses (it used to
+# simulate silently, leaving replay tasks waiting forever).
+refused 2 "--replay-cache is served only by --evaluator replay, not sim" \
+  "$BUILD/worker/tunefleet-worker" --evaluator sim --replay-cache "$SRC/../shared/datasets/pnpoly_RTX2080Ti.json.gz"
 # A malformed endpoint is bad input (2), with the form to use; the daemons used to exit 1.
 refused 2 "cannot connect to foo: Invalid argument (an endpoint reads tcp://HOST:PORT" \
   "$BUILD/worker/tunefleet-worker" --coordinator foo

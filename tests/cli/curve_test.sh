@@ -10,12 +10,12 @@ OPS="$SRC/examples/matmul_small.json"
 
 # Keys: the coordinator's folder lists the client and reader public keys; each peer gets
 # a folder with server.public and its own pair.
-K="$OUT/keys"
-mkdir -p "$K"
+K="$OUT/keys"  # made by the first curve-keypair, owner-only
 for n in server worker client reader stranger; do
   "$TF" curve-keypair "$n" --dir "$K" > /dev/null || fail "curve-keypair $n"
 done
 [ "$(stat -c %a "$K/server.secret")" = 600 ] || fail "server.secret is not owner-only"
+[ "$(stat -c %a "$K")" = 700 ] || fail "the key folder curve-keypair made is not owner-only"
 "$TF" curve-keypair server --dir "$K" 2> "$OUT/err" && fail "curve-keypair overwrote server.secret"
 grep -q "exists" "$OUT/err" || fail "overwrite refusal does not say why: $(cat "$OUT/err")"
 cp "$K/client.public" "$K/clients.public"

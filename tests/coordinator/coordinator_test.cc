@@ -623,6 +623,27 @@ TEST_F(CoordinatorTest, PatienceEndsATaskThatStoppedImproving) {
   EXPECT_EQ(st->tasks[0].evaluated, 6u) << "the first result, then 5 without improvement";
 }
 
+TEST_F(CoordinatorTest, PatienceBoundsTheJobSizeSoATaskDoesNotRunFarPastIt) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec = RandomSearch(1000);  // the coordinator's default job size, 512
+  spec.patience = 5;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  size_t largest = 0;
+  for (int jobs = 0; jobs < 50; ++jobs) {
+    auto job = w.NextJob(1s);
+    if (!job) break;
+    largest = std::max(largest, job->configs.size());
+    w.AnswerFlat(*job, 10);
+  }
+  EXPECT_LE(largest, 5u);
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 6u) << "the baseline, then one job of 5 without improvement";
+}
+
 TEST_F(CoordinatorTest, ATimeBudgetStopsHandingOutConfigsOnceItIsSpent) {
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");

@@ -375,7 +375,7 @@ TEST_F(ClusterTest, ATaskOverAReplayCacheIsTunedOnItsMeasuredTimesByRealWorkers)
   const std::string cache = WriteToyCache(dir_ / "toy.json");
   Cluster cluster(data_dir());
   ASSERT_TRUE(cluster.StartCoordinator("tcp://127.0.0.1:*", "tcp://127.0.0.1:*", {"--replay-cache", cache}));
-  cluster.StartWorker(2, 0, {"--evaluator", "replay", "--replay-cache", cache});
+  cluster.StartWorker(2, 0, {"--replay-cache", cache});  // implies --evaluator replay, as the README says
   client::Client c(ctx_, cluster.client_endpoint());
 
   // The whole product: absent and failed configs cost an evaluation each and the best is
