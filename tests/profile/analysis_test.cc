@@ -3,6 +3,7 @@
 #include "worker/profile/analysis.h"
 
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -103,6 +104,22 @@ TEST(Analysis, ProfilerDataCsvAloneGivesTopOpsAndTheHcclShare) {
   EXPECT_TRUE(hccl->flagged);
   EXPECT_TRUE(a.Cell("compute", "device")->flagged);  // AI Core 65% of recorded time < 70%
   EXPECT_FALSE(a.Cell("memory", "device")->value.has_value());  // not in this CSV
+}
+
+TEST(Analysis, NextStepsFromTheCsvAloneEstimateWhatTheGridFlagged) {
+  // Host preprocessing and exposed HCCL time come from the rows when there is no run
+  // summary; their next steps used to read only the summary and promise ~0 us.
+  std::string csv = "op_name,duration,unit\n"
+                    "preprocess,500,Host\nmatmul,300,AI Core\n\"allreduce, bucket 1\",250,HCCL\n";
+  auto loaded = ParseProfilerDataCsv(csv, "profiler_data.csv");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  Analysis a = Analyze(*loaded);
+  ASSERT_TRUE(a.Cell("compute", "host")->flagged);
+  ASSERT_TRUE(a.Cell("communication", "device-to-device")->flagged);
+  std::map<std::string, double> saving;
+  for (const auto& s : a.next_steps) saving[s.kind] = s.estimated_saving_us;
+  EXPECT_DOUBLE_EQ(saving["host"], 500);
+  EXPECT_DOUBLE_EQ(saving["overlap"], 250);
 }
 
 TEST(Analysis, AMalformedCsvNamesTheMissingColumnOrBadValue) {

@@ -275,10 +275,16 @@ Analysis Analyze(const LoadedProfile& profile) {
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
   a.top_ops.assign(ranked.begin(), ranked.begin() + std::min<size_t>(10, ranked.size()));
 
+  // Host preprocessing and exposed HCCL time, from the run summary or else from the
+  // profiler_data.csv rows: the grid and the next steps must read the same figures.
+  const double host_us = num("host_us").value_or(by_unit["Host"]);
+  std::optional<double> comm = num("comm_us");
+  if (!comm && by_unit.count("HCCL")) comm = by_unit["HCCL"];
+  const double exposed_comm_us = num("exposed_comm_us").value_or(comm.value_or(0));
+
   // compute x host: preprocessing share of the step.
   {
-    double host = num("host_us").value_or(by_unit["Host"]);
-    double share = host / step;
+    double share = host_us / step;
     bool flag = share > kSignificantShare;
     a.grid.push_back({"compute", "host", "host preprocessing share of step", share, flag,
                       flag ? "host-bound: " + Pct(share) + " of the step is host preprocessing; move it off the "
@@ -384,10 +390,8 @@ Analysis Analyze(const LoadedProfile& profile) {
                     "not separated in this model (counted in each op's HBM/L2 bytes)"});
   // communication x device-to-device: HCCL share of the step.
   {
-    std::optional<double> comm = num("comm_us");
-    if (!comm && by_unit.count("HCCL")) comm = by_unit["HCCL"];
     if (comm) {
-      double exposed = num("exposed_comm_us").value_or(*comm);
+      const double exposed = exposed_comm_us;
       double share = exposed / step;
       bool flag = share > kSignificantShare;
       a.grid.push_back({"communication", "device-to-device", "HCCL time not hidden by compute, share of step", share,
@@ -450,11 +454,11 @@ Analysis Analyze(const LoadedProfile& profile) {
   }
   if (const GridCell* c = a.Cell("compute", "host"); c && c->flagged) {
     a.next_steps.push_back({"host", {}, "overlap host preprocessing with the previous step (a data-loader thread)",
-                            num("host_us").value_or(0)});
+                            host_us});
   }
   if (const GridCell* c = a.Cell("communication", "device-to-device"); c && c->flagged) {
     a.next_steps.push_back({"overlap", {}, "gradient all-reduce is exposed after backward: smaller or earlier buckets",
-                            num("exposed_comm_us").value_or(0)});
+                            exposed_comm_us});
   }
   std::stable_sort(a.next_steps.begin(), a.next_steps.end(),
                    [](const NextStep& x, const NextStep& y) { return x.estimated_saving_us > y.estimated_saving_us; });
