@@ -254,8 +254,17 @@ Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) {
       }
       continue;
     }
-    auto problem = MakeTuningProblem(NodeOpKey(graph, node), soc);
+    const OpKey key = NodeOpKey(graph, node);
+    auto problem = MakeTuningProblem(key, soc);
     if (!problem.ok()) return problem.status().WithContext("node '" + node.name + "' (" + node.op_type + ")");
+    // The declared output sizes the D2H copies, the consumers' reads and peak memory: one
+    // that is not what the op writes would make every one of them silently wrong.
+    const std::optional<int64_t> writes = OutputElements(key);
+    if (writes && Elements(node.outputs[0].desc) != *writes) {
+      return InvalidArgument(fmt::format("node '{}' ({}): output '{}' has {} elements, but the op writes {}; fix its shape",
+                                         node.name, node.op_type, node.outputs[0].name, Elements(node.outputs[0].desc),
+                                         *writes));
+    }
   }
   return Status::Ok();
 }

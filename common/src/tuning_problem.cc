@@ -198,6 +198,21 @@ double CubeLatencyFloorUs(const OpKey& key, const SocSpec& soc) {
   return 0;
 }
 
+std::optional<int64_t> OutputElements(const OpKey& key) {
+  if (std::optional<MatmulShape> g = CubeGemm(key)) return g->m * g->n * g->batch;
+  Result<VectorShape> v = key.op_type == kFusedElementwiseOp ? FusedElementwiseShapeFromOpKey(key)
+                          : IsVectorOpType(key.op_type)      ? VectorShapeFromOpKey(key)
+                                                             : Result<VectorShape>(InvalidArgument("not a vector op"));
+  if (!v.ok()) return std::nullopt;
+  switch (v->family) {
+    case VectorFamily::kElementwise: return v->elements;
+    case VectorFamily::kRowwise:
+      return v->op == VectorOp::kReduceSum || v->op == VectorOp::kReduceMean ? v->rows : v->rows * v->cols;
+    case VectorFamily::kTranspose: return v->batch * v->rows * v->cols;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> TunableOpTypes() {
   std::vector<std::string> types = {"MatMul", "BatchMatMul", "Gemm", "Conv2D"};
   for (const std::string& t : VectorOpTypes()) types.push_back(t);

@@ -4,6 +4,8 @@
 // key; timing is not here (worker/sim/). Plain value, safe to share once built.
 #pragma once
 
+#include <optional>
+
 #include "tunefleet/common/op_key.h"
 #include "tunefleet/common/search_space.h"
 #include "tunefleet/common/soc_spec.h"
@@ -36,6 +38,11 @@ double CubeUsefulFlops(const OpKey& key);
 // RooflineUs(estimate) (worker/sim/simulator.h); no config beats it. 0 where CubeUsefulFlops
 // is 0 and for fused cube ops (their epilogue's operands are not counted here).
 double CubeLatencyFloorUs(const OpKey& key, const SocSpec& soc);
+
+// Elements of the op's (first) output, from its key alone: a cube op's GEMM M*N*batch (a
+// conv's N*Cout*Ho*Wo), an element-wise op's output, a row-wise op's rows*cols (rows for
+// a reduction), a transpose's input count. nullopt for a key that is not a valid op.
+std::optional<int64_t> OutputElements(const OpKey& key);
 
 // Op types MakeTuningProblem accepts.
 std::vector<std::string> TunableOpTypes();
