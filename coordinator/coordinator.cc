@@ -205,6 +205,10 @@ class Coordinator::Impl {
   bool SliceSpent() const { return clock_.Now() >= dispatch_until_; }
   void CheckLiveness();
   void UpdateTaskGauges();
+  // Running, but no job of it was ever sent: reported as queued.
+  static bool IsWaiting(const Task& task) {
+    return task.rec.state == TaskState::kRunning && task.rec.started_ms == 0;
+  }
 
   // --- messages -----------------------------------------------------------------
   void OnWorkerMessage(std::vector<zmq::message_t>& frames);
@@ -615,6 +619,9 @@ void Coordinator::Impl::SendJob(const std::string& identity, WorkerEntry& worker
     task.rec.started_ms = clock_.UnixMillis();
     Status s = store_.PutTask(task.rec);  // so a time budget survives a restart
     if (!s.ok()) fmt::print(stderr, "coordinator: cannot persist task start: {}\n", s.ToString());
+    // Queued until now (UpdateTaskGauges); counted here, not recounted per task.
+    metrics_.tasks_queued.Decrement();
+    metrics_.tasks_running.Increment();
   }
   lease.deadline = lease.dispatched + protocol::kLeaseFloor +
                    protocol::kLeasePerConfig * static_cast<int64_t>(lease.spec.configs.size());
@@ -774,7 +781,9 @@ void Coordinator::Impl::UpdateTaskGauges() {
   for (const auto& [id, t] : tasks_) {
     switch (t.rec.state) {
       case TaskState::kQueued: ++queued; break;
-      case TaskState::kRunning: ++running; break;
+      // Waiting for its first job (no worker for its SoC yet, or every slot busy): the
+      // backlog an operator sizes the worker pool by.
+      case TaskState::kRunning: ++(IsWaiting(t) ? queued : running); break;
       case TaskState::kDone: ++done; break;
       default: ++failed; break;
     }
@@ -1161,7 +1170,7 @@ void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Bui
                                               schema::TaskState::CANCELLED};
   b.setTaskId(task.rec.task_id);
   b.setOpKeyHash(task.key_hash.Hex());
-  b.setState(kStates[static_cast<int>(task.rec.state)]);
+  b.setState(IsWaiting(task) ? schema::TaskState::QUEUED : kStates[static_cast<int>(task.rec.state)]);
   b.setEvaluated(task.rec.evaluated);
   b.setPlanned(IsFinished(task.rec.state) ? task.rec.evaluated : task.planned.size());
   b.setFailedConfigs(task.rec.failed_configs);

@@ -128,31 +128,35 @@ double CounterValue(prometheus::Registry& registry, const std::string& name) {
   return -1;
 }
 
-double LabeledCounterValue(prometheus::Registry& registry, const std::string& name,
-                           const std::string& label, const std::string& value) {
+// The sample of family `name` with label=value, if there is one.
+std::optional<prometheus::ClientMetric> Labeled(prometheus::Registry& registry, const std::string& name,
+                                                const std::string& label, const std::string& value) {
   for (const auto& family : registry.Collect()) {
     if (family.name != name) continue;
     for (const auto& m : family.metric) {
       for (const auto& l : m.label) {
-        if (l.name == label && l.value == value) return m.counter.value;
+        if (l.name == label && l.value == value) return m;
       }
     }
   }
-  return -1;
+  return std::nullopt;
 }
 
-// Observations of a histogram with label=value; -1 when there is none.
+// -1 when there is no such sample.
+double LabeledCounterValue(prometheus::Registry& registry, const std::string& name, const std::string& label,
+                           const std::string& value) {
+  auto m = Labeled(registry, name, label, value);
+  return m ? m->counter.value : -1;
+}
+double LabeledGaugeValue(prometheus::Registry& registry, const std::string& name, const std::string& label,
+                         const std::string& value) {
+  auto m = Labeled(registry, name, label, value);
+  return m ? m->gauge.value : -1;
+}
 double LabeledHistogramCount(prometheus::Registry& registry, const std::string& name, const std::string& label,
                              const std::string& value) {
-  for (const auto& family : registry.Collect()) {
-    if (family.name != name) continue;
-    for (const auto& m : family.metric) {
-      for (const auto& l : m.label) {
-        if (l.name == label && l.value == value) return static_cast<double>(m.histogram.sample_count);
-      }
-    }
-  }
-  return -1;
+  auto m = Labeled(registry, name, label, value);
+  return m ? static_cast<double>(m->histogram.sample_count) : -1;
 }
 
 class CoordinatorTest : public ::testing::Test {
@@ -422,6 +426,21 @@ TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
   EXPECT_EQ(st->tasks[1].name, "attn.k");
   EXPECT_EQ(st->tasks[2].name, "attn.v");
   EXPECT_EQ(st->tasks[0].task_id, st->tasks[2].task_id);
+}
+
+TEST_F(CoordinatorTest, ATaskIsQueuedUntilAWorkerTakesItsFirstJob) {
+  client::Client client(ctx_, options_.client_endpoint);
+  auto sub = client.Submit(RandomSearch(3, 1));
+  ASSERT_TRUE(sub.ok());
+  // No worker yet: the backlog an operator sizes the pool by (it read 0 queued before).
+  EXPECT_EQ(client.GetStatus(sub->submission_id)->tasks[0].state, "queued");
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "queued"), 1.0);
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "running"), 0.0);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  ASSERT_TRUE(w.NextJob());
+  EXPECT_EQ(client.GetStatus(sub->submission_id)->tasks[0].state, "running");
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "queued"), 0.0);
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "running"), 1.0);
 }
 
 TEST_F(CoordinatorTest, LookupOfAKeyThatCouldNeverBeTunedSaysWhyInsteadOfMissing) {
