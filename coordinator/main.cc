@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
 #include "coordinator/coordinator.h"
@@ -82,6 +83,13 @@ int main(int argc, char** argv) {
     return ExitCodeFor(store.status());
   }
   auto registry = std::make_shared<prometheus::Registry>();
+  // Probes on the metrics port: /healthz answers from here on, while the process serves
+  // HTTP; /readyz only once the coordinator has bound its sockets and resumed its tasks
+  // (a restart on a large knowledge base takes a while), so no traffic is sent early.
+  auto healthy = std::make_shared<prometheus::Registry>();
+  prometheus::BuildGauge().Name("tunefleet_up").Help("1: the coordinator process serves").Register(*healthy).Add({}).Set(1);
+  auto ready = std::make_shared<prometheus::Registry>();
+  prometheus::BuildGauge().Name("tunefleet_ready").Help("1: the coordinator serves clients and workers").Register(*ready).Add({}).Set(1);
   std::unique_ptr<prometheus::Exposer> exposer;
   std::string metrics = "off";
   if (metrics_port >= 0) {
@@ -92,6 +100,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     exposer->RegisterCollectable(registry);
+    exposer->RegisterCollectable(healthy, "/healthz");
     metrics = fmt::format("{}:{}", metrics_address, exposer->GetListeningPorts().at(0));
   }
   zmq::context_t ctx(1);
@@ -102,6 +111,7 @@ int main(int argc, char** argv) {
     return ExitCodeFor(coord.status());  // 2 for a malformed --client-bind, 1 for a port in use
   }
   TerminationWatcher watcher([&] { (*coord)->Stop(); });
+  if (exposer) exposer->RegisterCollectable(ready, "/readyz");
   // One machine-readable line: tests and scripts read the resolved endpoints from it.
   fmt::print("tunefleet-coordinator ready client={} worker={} metrics={} data={} curve={}\n",
              (*coord)->client_endpoint(), (*coord)->worker_endpoint(), metrics, data_dir,

@@ -169,7 +169,9 @@ if render "$work/default.yaml"; then
   expect_grep "HPA is autoscaling/v2 on CPU" "$work/default.yaml" '^apiVersion: autoscaling/v2$'
   expect_grep "ServiceMonitor is monitoring.coreos.com/v1" "$work/default.yaml" '^apiVersion: monitoring.coreos.com/v1$'
   expect_grep "StatefulSet has a volumeClaimTemplate" "$work/default.yaml" '^  volumeClaimTemplates:$'
-  expect_grep "probes are TCP on the client port" "$work/default.yaml" '^              port: client$'
+  expect_grep "liveness probe is GET /healthz on the metrics port" "$work/default.yaml" '^              path: /healthz$'
+  expect_grep "readiness probe is GET /readyz on the metrics port" "$work/default.yaml" '^              path: /readyz$'
+  expect_grep "probes use the metrics port" "$work/default.yaml" '^              port: metrics$'
   expect_grep "coordinator binds the contract ports" "$work/default.yaml" '"tcp://0.0.0.0:5556"'
   expect_grep "workers dial the coordinator's stable name" "$work/default.yaml" \
     '"tcp://tf-tunefleet-coordinator-0\.tf-tunefleet-coordinator-hl\.tunefleet\.svc:5556"'

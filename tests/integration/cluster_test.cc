@@ -279,6 +279,9 @@ TEST_F(ClusterTest, CoordinatorKilledMidTaskResumesFromRocksDbAndEndsWithTheSame
   EXPECT_EQ(st.tasks[0].state, "done");
   EXPECT_EQ(st.tasks[0].evaluated, expected.valid) << "no config lost or counted twice across the crash";
   const std::string metrics = testing::HttpGet(cluster.metrics_port(), "/metrics");
+  // The probes the chart uses: alive, and ready once the restarted coordinator resumed.
+  EXPECT_EQ(testing::MetricValue(testing::HttpGet(cluster.metrics_port(), "/healthz"), "tunefleet_up"), 1.0);
+  EXPECT_EQ(testing::MetricValue(testing::HttpGet(cluster.metrics_port(), "/readyz"), "tunefleet_ready"), 1.0);
   double after_restart = testing::MetricValue(metrics, "tunefleet_evaluations_total");
   // Every message a worker sent the new coordinator before registering is answered with
   // a Disconnect; only the first of that burst may make it register again (each further
