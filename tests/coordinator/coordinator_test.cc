@@ -97,6 +97,19 @@ class ScriptedWorker {
   // Every config of the job at the same latency: nothing ever improves on the first.
   void AnswerFlat(const ReceivedJob& job, double latency_us) { Answer(job, latency_us, false); }
 
+  // Answers every job until none comes for a second (or max_jobs were answered); the
+  // largest job seen. flat: every config at the same latency, so nothing improves.
+  size_t AnswerAll(int max_jobs, bool flat) {
+    size_t largest = 0;
+    for (int jobs = 0; jobs < max_jobs; ++jobs) {
+      auto job = NextJob(1s);
+      if (!job) break;
+      largest = std::max(largest, job->configs.size());
+      Answer(*job, 10, !flat);
+    }
+    return largest;
+  }
+
   // Heartbeats from the coordinator that NextJob() skipped so far.
   int heartbeats() const { return heartbeats_; }
 
@@ -631,11 +644,7 @@ TEST_F(CoordinatorTest, PatienceEndsATaskThatStoppedImproving) {
   spec.job_size = 1;
   auto sub = client.Submit(spec);
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
-  for (int jobs = 0; jobs < 50; ++jobs) {
-    auto job = w.NextJob(1s);
-    if (!job) break;
-    w.AnswerFlat(*job, 10);
-  }
+  w.AnswerAll(50, /*flat=*/true);
   auto st = client.GetStatus(sub->submission_id);
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(st->done);
@@ -649,14 +658,7 @@ TEST_F(CoordinatorTest, PatienceBoundsTheJobSizeSoATaskDoesNotRunFarPastIt) {
   spec.patience = 5;
   auto sub = client.Submit(spec);
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
-  size_t largest = 0;
-  for (int jobs = 0; jobs < 50; ++jobs) {
-    auto job = w.NextJob(1s);
-    if (!job) break;
-    largest = std::max(largest, job->configs.size());
-    w.AnswerFlat(*job, 10);
-  }
-  EXPECT_LE(largest, 5u);
+  EXPECT_LE(w.AnswerAll(50, /*flat=*/true), 5u);
   auto st = client.GetStatus(sub->submission_id);
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(st->done);
@@ -752,14 +754,7 @@ TEST_F(CoordinatorTest, ALearningStrategyGetsSmallJobsSoItSeesResultsBeforeSpend
   spec.budget = 300;  // strategy: the default, auto
   auto sub = client.Submit(spec);
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
-  size_t largest = 0, jobs = 0;
-  for (; jobs < 200; ++jobs) {
-    auto job = w.NextJob(1s);
-    if (!job) break;
-    largest = std::max(largest, job->configs.size());
-    w.Answer(*job, 10);
-  }
-  EXPECT_LE(largest, 4u);
+  EXPECT_LE(w.AnswerAll(200, /*flat=*/false), 4u);
   auto st = client.GetStatus(sub->submission_id);
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(st->done);
