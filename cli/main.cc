@@ -23,6 +23,7 @@
 #include <prometheus/registry.h>
 
 #include "cli/client.h"
+#include "cli/embedded_coordinator.h"
 #include "cli/ops_file.h"
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
@@ -171,48 +172,6 @@ int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
   if (json) fmt::print("{}\n", nlohmann::json{{"submission_id", st.submission_id}, {"tasks", out}}.dump(2));
   return all_ok ? kExitOk : kExitTaskFailed;
 }
-
-// A coordinator in this process over inproc:// on a local RocksDB folder, its loop on a
-// thread of its own until Stop(): what `tune` and `lookup --data-dir` talk to.
-class EmbeddedCoordinator {
- public:
-  static Result<std::unique_ptr<EmbeddedCoordinator>> Start(const std::string& data_dir, const SocCatalog& catalog,
-                                                            std::shared_ptr<const KtCache> replay) {
-    auto e = std::unique_ptr<EmbeddedCoordinator>(new EmbeddedCoordinator());
-    TF_ASSIGN_OR_RETURN(e->store_, coordinator::Store::Open(data_dir));
-    e->options_.client_endpoint = "inproc://tunefleet-clients";
-    e->options_.worker_endpoint = "inproc://tunefleet-workers";
-    if (replay) e->options_.replay_caches.push_back(std::move(replay));
-    TF_ASSIGN_OR_RETURN(e->coord_, coordinator::Coordinator::Create(e->options_, *e->store_, catalog, e->clock_,
-                                                                     e->registry_, e->ctx_));
-    e->thread_ = std::thread([raw = e.get()] { raw->run_status_ = raw->coord_->Run(); });
-    return e;
-  }
-  ~EmbeddedCoordinator() { (void)Stop(); }
-
-  // The loop's outcome; the coordinator stops serving.
-  Status Stop() {
-    if (thread_.joinable()) {
-      coord_->Stop();
-      thread_.join();
-    }
-    return run_status_;
-  }
-  zmq::context_t& ctx() { return ctx_; }
-  Clock& clock() { return clock_; }
-  const coordinator::CoordinatorOptions& options() const { return options_; }
-
- private:
-  EmbeddedCoordinator() = default;
-  std::unique_ptr<coordinator::Store> store_;
-  prometheus::Registry registry_;
-  zmq::context_t ctx_{1};
-  SteadyClock clock_;
-  coordinator::CoordinatorOptions options_;
-  std::unique_ptr<coordinator::Coordinator> coord_;
-  std::thread thread_;
-  Status run_status_;
-};
 
 int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const std::string& replay_path) {
   std::vector<NamedOp> ops;

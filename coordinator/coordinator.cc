@@ -1303,10 +1303,10 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
       metrics_.rocksdb_sst_bytes.Set(static_cast<double>(db.sst_bytes));
       metrics_.rocksdb_memtable_bytes.Set(static_cast<double>(db.memtable_bytes));
       metrics_.rocksdb_pending_compaction_bytes.Set(static_cast<double>(db.pending_compaction_bytes));
-    }
-    if (zap_) {
-      const auto refused = static_cast<double>(zap_->refused());
-      metrics_.curve_refused.Increment(refused - metrics_.curve_refused.Value());
+      if (zap_) {
+        const auto refused = static_cast<double>(zap_->refused());
+        metrics_.curve_refused.Increment(refused - metrics_.curve_refused.Value());
+      }
     }
     CheckLiveness();
     Dispatch();

@@ -23,6 +23,12 @@ Status EndpointError(const zmq::error_t& e, const std::string& what) {
   return InvalidArgument(s.message() + " (an endpoint reads tcp://HOST:PORT, e.g. tcp://127.0.0.1:5556)");
 }
 
+Status NotTaken() {
+  return Unavailable("send: no connected peer took the message within " +
+                     std::to_string(protocol::kSendTimeout.count()) +
+                     " ms (is the other side running, and with CURVE, is this side's key listed there?)");
+}
+
 }  // namespace
 
 zmq::socket_t MakeSocket(zmq::context_t& ctx, zmq::socket_type type) {
@@ -56,23 +62,11 @@ std::string LastEndpoint(zmq::socket_t& socket) {
   return socket.get(zmq::sockopt::last_endpoint);
 }
 
-namespace {
-Status NotTaken() {
-  return Unavailable("send: no connected peer took the message within " +
-                     std::to_string(protocol::kSendTimeout.count()) +
-                     " ms (is the other side running, and with CURVE, is this side's key listed there?)");
-}
-}  // namespace
-
 Status Send(zmq::socket_t& socket, wire::Outgoing& msg) {
   kj::Array<capnp::word> words = msg.Encode();
   auto bytes = words.asBytes();
-  try {
-    if (!socket.send(zmq::buffer(bytes.begin(), bytes.size()), zmq::send_flags::none)) return NotTaken();
-  } catch (const zmq::error_t& e) {
-    return FromZmq(e, "send");
-  }
-  return Status::Ok();
+  zmq::message_t frame(bytes.begin(), bytes.size());
+  return SendEncoded(socket, frame);
 }
 
 Status SendEncoded(zmq::socket_t& socket, zmq::message_t& msg) {
