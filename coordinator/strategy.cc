@@ -91,20 +91,33 @@ class RandomStrategy final : public Strategy {
   }
 
  private:
+  // A draw the task already has (the default tiling, a warm start, or -- after a restart
+  // -- a result recorded since the checkpoint this was restored from) is consumed as the
+  // uninterrupted run consumed it: remembered as proposed, and not counted as a miss. So
+  // a restored random task redraws its recorded configs, skips them, and goes on with the
+  // very draws the uninterrupted run made next. (Counting them as misses switched a task
+  // with more than kMaxRejections results since its checkpoint to a reshuffled
+  // enumeration, and it ended with another best.)
   std::optional<ConfigIndex> Next(const Taken& taken) {
-    auto usable = [&](ConfigIndex i) {
-      if (proposed_.count(i) || (taken && taken(i))) return false;
-      space_.DecodeInto(i, config_);
-      return space_.Validate(config_).ok();
-    };
     if (!enumerated_) {
       std::uniform_int_distribution<ConfigIndex> dist(0, space_.size() - 1);
-      for (int attempt = 0; attempt < kMaxRejections; ++attempt) {
+      for (int misses = 0; misses < kMaxRejections;) {
         ConfigIndex i = dist(rng_);
-        if (usable(i)) {
-          proposed_.insert(i);
-          return i;
+        if (proposed_.count(i)) {
+          ++misses;
+          continue;
         }
+        space_.DecodeInto(i, config_);
+        if (!space_.Validate(config_).ok()) {
+          ++misses;
+          continue;
+        }
+        proposed_.insert(i);
+        if (taken && taken(i)) {
+          misses = 0;
+          continue;
+        }
+        return i;
       }
       enumerated_ = true;
       space_.ForEachValid([&](ConfigIndex i) {
@@ -117,10 +130,8 @@ class RandomStrategy final : public Strategy {
     while (!rest_.empty()) {
       ConfigIndex i = rest_.back();
       rest_.pop_back();
-      if (!taken || !taken(i)) {
-        proposed_.insert(i);
-        return i;
-      }
+      proposed_.insert(i);
+      if (!taken || !taken(i)) return i;
     }
     return std::nullopt;
   }
