@@ -6,6 +6,7 @@
 // SIGINT/SIGTERM (the work goes on, or resumes on the next run).
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
 
@@ -189,18 +191,29 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
   auto embedded = EmbeddedCoordinator::Start(data_dir, catalog, replay);
   if (!embedded.ok()) return Fail(embedded.status());
   EmbeddedCoordinator& coord = **embedded;
-  auto evaluator = replay ? worker::MakeReplayEvaluator(replay) : worker::MakeSimEvaluator(catalog);
-  worker::WorkerOptions wopts;
-  wopts.coordinator_endpoint = coord.options().worker_endpoint;
-  wopts.slots = slots;
-  wopts.worker_id = "embedded";
-  wopts.socs = replay ? std::vector<std::string>{std::string(kReplaySoc)} : catalog.Names();
-  worker::Worker w(wopts, *evaluator, coord.clock(), coord.ctx());
-  Status worker_status;
-  std::thread worker_thread([&] { worker_status = w.Run(); });
+  // One embedded worker simulates the catalog's SoCs; with --replay-cache a second one
+  // serves ops with soc "replay", so a file may mix both.
+  std::vector<std::unique_ptr<worker::Evaluator>> evaluators;
+  std::vector<std::unique_ptr<worker::Worker>> workers;
+  auto add_worker = [&](std::unique_ptr<worker::Evaluator> evaluator, std::string id, std::vector<std::string> socs) {
+    worker::WorkerOptions wopts;
+    wopts.coordinator_endpoint = coord.options().worker_endpoint;
+    wopts.slots = slots;
+    wopts.worker_id = std::move(id);
+    wopts.socs = std::move(socs);
+    evaluators.push_back(std::move(evaluator));
+    workers.push_back(std::make_unique<worker::Worker>(wopts, *evaluators.back(), coord.clock(), coord.ctx()));
+  };
+  add_worker(worker::MakeSimEvaluator(catalog), "embedded", catalog.Names());
+  if (replay) add_worker(worker::MakeReplayEvaluator(replay), "embedded-replay", {std::string(kReplaySoc)});
+  std::vector<Status> worker_status(workers.size());
+  std::vector<std::thread> worker_threads;
+  for (size_t k = 0; k < workers.size(); ++k) {
+    worker_threads.emplace_back([&, k] { worker_status[k] = workers[k]->Run(); });
+  }
   auto shutdown = [&] {
-    w.Stop();
-    worker_thread.join();
+    for (auto& w : workers) w->Stop();
+    for (auto& t : worker_threads) t.join();
     return coord.Stop();
   };
   int rc = kExitOk;
@@ -217,8 +230,12 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
       std::string budget = f.total_budget ? fmt::format("{} in total ({} scheduler)", f.total_budget, f.scheduler)
                            : f.budget     ? fmt::format("{} per op", f.budget)
                                           : "whole valid space";
+      std::vector<std::string> socs;
+      for (const auto& op : ops) {
+        if (std::find(socs.begin(), socs.end(), op.key.soc) == socs.end()) socs.push_back(op.key.soc);
+      }
       fmt::print("tunefleet tune: {} ops on {} with {} worker slots, strategy {}, budget {}, data in {}\n",
-                 ops.size(), ops.front().key.soc, slots, f.strategy, budget, data_dir);
+                 ops.size(), fmt::join(socs, ", "), slots, f.strategy, budget, data_dir);
       std::fflush(stdout);
     }
     auto st = Wait(c, sub->submission_id, f.json, interrupted);
@@ -237,7 +254,9 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
   }
   Status coord_status = shutdown();
   if (!coord_status.ok()) return Fail(coord_status);
-  if (!worker_status.ok()) return Fail(worker_status);
+  for (const Status& ws : worker_status) {
+    if (!ws.ok()) return Fail(ws);
+  }
   return rc;
 }
 
@@ -338,7 +357,7 @@ int main(int argc, char** argv) {
   tune->add_option("--data-dir", data_dir, "knowledge-base folder")->capture_default_str();
   tune->add_option("--slots", slots, "worker slots (threads)")->capture_default_str()->check(CLI::Range(1, 256));
   std::string replay_cache;
-  tune->add_option("--replay-cache", replay_cache, "tune ops with soc 'replay' over this Kernel Tuner cache's measured times (.json or .json.gz) instead of the simulator")->check(CLI::ExistingFile);
+  tune->add_option("--replay-cache", replay_cache, "tune ops with soc 'replay' over this Kernel Tuner cache's measured times (.json or .json.gz); the file's other ops are simulated")->check(CLI::ExistingFile);
 
   SubmitFlags submit_flags;
   bool submit_wait = false;

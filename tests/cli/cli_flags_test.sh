@@ -67,6 +67,19 @@ timeout 120 "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 5 --seed 0 --patienc
   || fail "tune --budget 5 --seed 0 exited $?"
 grep -q "evaluations        5 " "$OUT/tune.txt" || fail "tune --budget 5 did not spend 5 evaluations: $(cat "$OUT/tune.txt")"
 
+# tune --replay-cache on a file that mixes simulated and replayed ops tunes both (the
+# simulated ones used to wait forever for a worker: only the replay one was started).
+cat > "$OUT/mixed.json" <<'JSON'
+{"soc": "Ascend910B2", "ops": [
+  {"name": "small.proj", "op": "MatMul", "inputs": [{"shape": [256, 128], "dtype": "float16"}, {"shape": [128, 256], "dtype": "float16"}]},
+  {"name": "conv.a100", "soc": "replay", "op": "convolution_kernel", "attrs": {"device": "NVIDIA A100-PCIE-40GB"},
+   "inputs": [{"shape": [4096, 4096], "dtype": "float32"}]}]}
+JSON
+timeout 120 "$TF" tune "$OUT/mixed.json" --data-dir "$OUT/kb-mixed" --budget 5 \
+  --replay-cache "$SRC/../shared/datasets/convolution_A100.json.gz" > "$OUT/mixed.txt" || fail "mixed tune exited $?"
+grep -q "2 ops on Ascend910B2, replay" "$OUT/mixed.txt" || fail "tune does not name both SoCs: $(cat "$OUT/mixed.txt")"
+[ "$(grep -c "evaluations        5 " "$OUT/mixed.txt")" -eq 2 ] || fail "mixed tune: $(cat "$OUT/mixed.txt")"
+
 # lookup --data-dir answers from what tune wrote, with no coordinator running.
 timeout 60 "$TF" lookup "$OPS" --data-dir "$OUT/kb" --json > "$OUT/lookup.json" || fail "lookup --data-dir exited $?"
 grep -q '"found": true' "$OUT/lookup.json" || fail "lookup --data-dir: $(cat "$OUT/lookup.json")"
