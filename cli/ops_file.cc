@@ -7,6 +7,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "tunefleet/common/json_fields.h"
+
 namespace tunefleet::cli {
 
 Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override) {
@@ -21,6 +23,11 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
   std::string soc = soc_override;
   const nlohmann::json* ops = &j;
   if (j.is_object()) {
+    if (j.contains("nodes")) {
+      return InvalidArgument(path + ": this is a model graph (it has 'nodes'), not an ops file: profile it with "
+                             "'tunefleet profile " + path + "', which lists the ops to tune");
+    }
+    TF_RETURN_IF_ERROR(CheckKnownFields(j, {"soc", "ops"}, path));
     if (soc.empty() && j.contains("soc")) {
       if (!j["soc"].is_string()) return InvalidArgument(path + ": 'soc' must be a string");
       soc = j["soc"].get<std::string>();

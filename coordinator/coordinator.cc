@@ -1023,8 +1023,10 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   // Validate everything before accepting anything.
   std::vector<OpKey> keys;
   for (unsigned i = 0; i < ops.size(); ++i) {
-    auto key = wire::ReadOpKey(ops[i]);
-    if (!key.ok()) return key.status().WithContext("op " + std::to_string(i));
+    auto read = wire::ReadOpKey(ops[i]);
+    if (!read.ok()) return read.status().WithContext("op " + std::to_string(i));
+    auto key = CanonicalOpKey(*read);
+    if (!key.ok()) return key.status().WithContext("op " + std::to_string(i) + " (" + read->Display() + ")");
     auto problem = ProblemFor(*key);
     if (!problem.ok()) return problem.status().WithContext("op " + std::to_string(i) + " (" + key->Display() + ")");
     keys.push_back(std::move(key).value());
@@ -1223,13 +1225,16 @@ Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
   std::vector<std::optional<KbEntry>> found;
   std::vector<double> distance;  // < 0: exact
   for (unsigned i = 0; i < keys.size(); ++i) {
-    auto key = wire::ReadOpKey(keys[i]);
-    if (!key.ok()) return key.status().WithContext("key " + std::to_string(i));
+    auto read = wire::ReadOpKey(keys[i]);
+    if (!read.ok()) return read.status().WithContext("op " + std::to_string(i));
+    const std::string which = "op " + std::to_string(i) + " (" + read->Display() + ")";
+    auto key = CanonicalOpKey(*read);
+    if (!key.ok()) return key.status().WithContext(which);
     TF_ASSIGN_OR_RETURN(std::optional<KbEntry> e, store_.GetKb(HashOpKey(*key)));
     if (!e && key->soc != kReplaySoc) {
       // A miss on a key that could never be tuned (a typo in the SoC, a shape that does
       // not multiply, a tensor larger than HBM) says why, instead of "not tuned yet".
-      if (auto problem = ProblemFor(*key); !problem.ok()) return problem.status().WithContext("key " + std::to_string(i));
+      if (auto problem = ProblemFor(*key); !problem.ok()) return problem.status().WithContext(which);
     }
     (e ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
     distance.push_back(-1);

@@ -1,6 +1,7 @@
 #include "tunefleet/common/conv2d_space.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <numeric>
@@ -81,7 +82,66 @@ Status HwPair(const OpKey& key, const std::string& name, int64_t& h, int64_t& w)
   return Status::Ok();
 }
 
+// [top, bottom, left, right] from "pads": 1 value (all), 2 = [h, w], or 4 in CANN
+// Conv2D's order; all 0 when absent.
+using Pads = std::array<int64_t, 4>;
+Result<Pads> ReadPads(const OpKey& key) {
+  TF_ASSIGN_OR_RETURN(std::vector<int64_t> v, IntList(key, "pads"));
+  Pads p = {0, 0, 0, 0};
+  if (v.size() == 1) {
+    p = {v[0], v[0], v[0], v[0]};
+  } else if (v.size() == 2) {
+    p = {v[0], v[0], v[1], v[1]};
+  } else if (v.size() == 4) {
+    p = {v[0], v[1], v[2], v[3]};
+  } else if (!v.empty()) {
+    return InvalidArgument("Conv2D attr 'pads' takes 1, 2 or 4 values ([top, bottom, left, right]), got " +
+                           Str(static_cast<int64_t>(v.size())));
+  }
+  for (int64_t x : p) {
+    if (x < 0) return InvalidArgument("Conv2D attr 'pads' must not be negative");
+  }
+  return p;
+}
+
+Result<int64_t> ReadGroups(const OpKey& key) {
+  auto it = key.attrs.find("groups");
+  if (it == key.attrs.end()) return int64_t{1};
+  TF_ASSIGN_OR_RETURN(std::vector<int64_t> g, IntList(key, "groups"));
+  if (g.size() != 1 || g[0] <= 0) {
+    return InvalidArgument("Conv2D attr 'groups' must be one positive integer, got '" + it->second + "'");
+  }
+  return g[0];
+}
+
+Status CheckDataFormat(const OpKey& key) {
+  if (auto it = key.attrs.find("data_format"); it != key.attrs.end() && it->second != "NCHW") {
+    return InvalidArgument("Conv2D attr 'data_format' must be NCHW, got '" + it->second + "'");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status CanonicalConv2dAttrs(OpKey& key) {
+  TF_RETURN_IF_ERROR(CheckDataFormat(key));
+  key.attrs.erase("data_format");
+  for (const char* name : {"strides", "dilations"}) {
+    int64_t h = 1, w = 1;
+    TF_RETURN_IF_ERROR(HwPair(key, name, h, w));
+    key.attrs.erase(name);
+    if (h != 1 || w != 1) key.attrs[name] = Str(h) + "," + Str(w);
+  }
+  TF_ASSIGN_OR_RETURN(const Pads pads, ReadPads(key));
+  key.attrs.erase("pads");
+  if (pads != Pads{0, 0, 0, 0}) {
+    key.attrs["pads"] = Str(pads[0]) + "," + Str(pads[1]) + "," + Str(pads[2]) + "," + Str(pads[3]);
+  }
+  TF_ASSIGN_OR_RETURN(const int64_t groups, ReadGroups(key));
+  key.attrs.erase("groups");
+  if (groups != 1) key.attrs["groups"] = Str(groups);
+  return Status::Ok();
+}
 
 Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
   if (key.inputs.size() != 2 && key.inputs.size() != 3) {
@@ -114,9 +174,7 @@ Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
       return InvalidArgument("Conv2D x and weight dimensions must be positive");
     }
   }
-  if (auto it = key.attrs.find("data_format"); it != key.attrs.end() && it->second != "NCHW") {
-    return InvalidArgument("Conv2D attr 'data_format' must be NCHW, got '" + it->second + "'");
-  }
+  TF_RETURN_IF_ERROR(CheckDataFormat(key));
   Conv2dShape s;
   s.in_dtype = dt;
   s.batch = x.shape[0];
@@ -126,13 +184,7 @@ Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
   s.out_channels = w.shape[0];
   s.kernel_h = w.shape[2];
   s.kernel_w = w.shape[3];
-  if (auto it = key.attrs.find("groups"); it != key.attrs.end()) {
-    TF_ASSIGN_OR_RETURN(std::vector<int64_t> g, IntList(key, "groups"));
-    if (g.size() != 1 || g[0] <= 0) {
-      return InvalidArgument("Conv2D attr 'groups' must be one positive integer, got '" + it->second + "'");
-    }
-    s.groups = g[0];
-  }
+  TF_ASSIGN_OR_RETURN(s.groups, ReadGroups(key));
   if (s.in_channels % s.groups != 0) {
     return InvalidArgument("Conv2D attr 'groups'=" + Str(s.groups) + " does not divide x's Cin=" +
                            Str(s.in_channels));
@@ -156,24 +208,11 @@ Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
   }
   TF_RETURN_IF_ERROR(HwPair(key, "strides", s.stride_h, s.stride_w));
   TF_RETURN_IF_ERROR(HwPair(key, "dilations", s.dilation_h, s.dilation_w));
-  TF_ASSIGN_OR_RETURN(std::vector<int64_t> pads, IntList(key, "pads"));
-  if (pads.size() == 1) {
-    s.pad_top = s.pad_bottom = s.pad_left = s.pad_right = pads[0];
-  } else if (pads.size() == 2) {
-    s.pad_top = s.pad_bottom = pads[0];
-    s.pad_left = s.pad_right = pads[1];
-  } else if (pads.size() == 4) {  // CANN Conv2D order
-    s.pad_top = pads[0];
-    s.pad_bottom = pads[1];
-    s.pad_left = pads[2];
-    s.pad_right = pads[3];
-  } else if (!pads.empty()) {
-    return InvalidArgument("Conv2D attr 'pads' takes 1, 2 or 4 values ([top, bottom, left, right]), got " +
-                           Str(static_cast<int64_t>(pads.size())));
-  }
-  for (int64_t p : {s.pad_top, s.pad_bottom, s.pad_left, s.pad_right}) {
-    if (p < 0) return InvalidArgument("Conv2D attr 'pads' must not be negative");
-  }
+  TF_ASSIGN_OR_RETURN(const Pads pads, ReadPads(key));
+  s.pad_top = pads[0];
+  s.pad_bottom = pads[1];
+  s.pad_left = pads[2];
+  s.pad_right = pads[3];
   const int64_t span_h = s.in_h + s.pad_top + s.pad_bottom - s.KernelExtentH();
   const int64_t span_w = s.in_w + s.pad_left + s.pad_right - s.KernelExtentW();
   s.out_h = span_h < 0 ? 0 : span_h / s.stride_h + 1;

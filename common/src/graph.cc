@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "tunefleet/common/json_fields.h"
 #include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet {
@@ -26,6 +27,7 @@ Result<NamedTensor> ParseTensor(const nlohmann::json& j, const std::string& wher
   }
   t.name = j["name"].get<std::string>();
   std::string at = where + " '" + t.name + "'";
+  TF_RETURN_IF_ERROR(CheckKnownFields(j, {"name", "shape", "dtype", "format"}, at));
   if (!j.contains("shape") || !j["shape"].is_array() || j["shape"].empty()) {
     return InvalidArgument(at + ": 'shape' must be a non-empty array of positive integers");
   }
@@ -78,6 +80,8 @@ bool Graph::IsWeight(const std::string& tensor) const {
 
 Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_override) {
   if (!j.is_object()) return InvalidArgument("graph: expected a JSON object with 'nodes'");
+  TF_RETURN_IF_ERROR(CheckKnownFields(
+      j, {"name", "soc", "host_preprocess_us", "devices", "training", "inputs", "weights", "nodes", "outputs"}, "graph"));
   Graph g;
   if (j.contains("name") && !j["name"].is_string()) return InvalidArgument("graph: 'name' must be a string");
   g.name = j.contains("name") ? j["name"].get<std::string>() : std::string("model");
@@ -129,6 +133,7 @@ Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_over
     GraphNode node;
     node.name = n["name"].get<std::string>();
     std::string at = "node '" + node.name + "'";
+    TF_RETURN_IF_ERROR(CheckKnownFields(n, {"name", "op", "inputs", "outputs", "attrs"}, at));
     if (!node_names.insert(node.name).second) return InvalidArgument(at + ": node name is used twice; names must be unique");
     if (!n.contains("op") || !n["op"].is_string() || n["op"].get<std::string>().empty()) {
       return InvalidArgument(at + ": 'op' must be the op type, e.g. \"MatMul\"");

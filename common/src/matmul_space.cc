@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace tunefleet {
@@ -135,6 +136,18 @@ Result<MatmulShape> GemmShapeFromOpKey(const OpKey& key) {
 }
 
 }  // namespace
+
+Status CanonicalTransposeFlags(OpKey& key) {
+  for (const auto& [canonical, a, b] : {std::tuple{"transpose_a", "adj_x1", "transA"},
+                                        std::tuple{"transpose_b", "adj_x2", "transB"}}) {
+    TF_ASSIGN_OR_RETURN(const bool set, AttrFlag(key, {canonical, a, b}));
+    key.attrs.erase(canonical);
+    key.attrs.erase(a);
+    key.attrs.erase(b);
+    if (set) key.attrs[canonical] = "1";
+  }
+  return Status::Ok();
+}
 
 bool IsCubeGemmOpType(std::string_view op_type) {
   return op_type == "MatMul" || op_type == "BatchMatMul" || op_type == "Gemm";

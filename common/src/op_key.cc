@@ -6,6 +6,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "tunefleet/common/json_fields.h"
+
 namespace tunefleet {
 
 Result<DType> ParseDType(std::string_view name) {
@@ -114,7 +116,16 @@ OpKeyHash HashOpKey(const OpKey& key) {
 
 Result<OpKey> OpKeyFromJson(const nlohmann::json& j, std::string_view default_soc) {
   if (!j.is_object()) return InvalidArgument("an op must be a JSON object");
+  TF_RETURN_IF_ERROR(
+      CheckKnownFields(j, {"name", "op", "op_type", "soc", "inputs", "attrs", "count", "model_version"}, "op"));
   OpKey key;
+  // model_version is what OpKeyToJson writes; a key of another simulator version would
+  // never be tuned here, so it is refused rather than looked up as a miss.
+  if (j.contains("model_version") &&
+      (!j["model_version"].is_number_integer() || j["model_version"].get<int64_t>() != kSimModelVersion)) {
+    return InvalidArgument("op 'model_version' " + j["model_version"].dump() + " is not this simulator's (" +
+                           std::to_string(kSimModelVersion) + "); leave it out");
+  }
   if (j.contains("soc")) {
     if (!j["soc"].is_string()) return InvalidArgument("op field 'soc' must be a string");
     key.soc = j["soc"].get<std::string>();
@@ -136,6 +147,7 @@ Result<OpKey> OpKeyFromJson(const nlohmann::json& j, std::string_view default_so
     if (!t.is_object() || !t.contains("shape") || !t["shape"].is_array()) {
       return InvalidArgument(where + " needs a 'shape' array");
     }
+    TF_RETURN_IF_ERROR(CheckKnownFields(t, {"shape", "dtype", "format"}, where));
     TensorDesc d;
     for (const auto& dim : t["shape"]) {
       if (!dim.is_number_integer() || dim.get<int64_t>() <= 0) {

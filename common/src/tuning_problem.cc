@@ -87,6 +87,22 @@ std::string GiB(double bytes) { return fmt::format("{:.3g} GiB", bytes / double(
 
 }  // namespace
 
+Result<OpKey> CanonicalOpKey(const OpKey& key) {
+  OpKey out = key;
+  for (TensorDesc& in : out.inputs) {
+    if (auto dt = ParseDType(in.dtype); dt.ok()) in.dtype = std::string(DTypeName(*dt));
+  }
+  if (!KnownAttrs(out.op_type)) return out;  // not an op the simulator knows (a replayed kernel): as given
+  TF_RETURN_IF_ERROR(CheckKnownAttrs(out));
+  const std::string gemm_or_conv = IsFusedCubeOpType(out.op_type) ? FusedCubeInnerOpType(out.op_type) : out.op_type;
+  if (IsCubeGemmOpType(gemm_or_conv)) TF_RETURN_IF_ERROR(CanonicalTransposeFlags(out));
+  if (gemm_or_conv == "Conv2D") TF_RETURN_IF_ERROR(CanonicalConv2dAttrs(out));
+  if (auto it = out.attrs.find("dst_type"); it != out.attrs.end()) {
+    if (auto dt = ParseDType(it->second); dt.ok()) it->second = std::string(DTypeName(*dt));
+  }
+  return out;
+}
+
 Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
   if (key.soc != soc.name) {
     return InvalidArgument("op key is for SoC '" + key.soc + "' but the spec is '" + soc.name + "'");

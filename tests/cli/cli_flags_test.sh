@@ -62,6 +62,13 @@ sed 's/"op": "MatMul",/"op": "MatMul", "attrs": {"transpose_b": "yes"},/' "$OPS"
 # Refused by the (embedded) coordinator when the op is submitted.
 refused 2 "transpose_b='yes' is not a flag: use true/false or 1/0" "$TF" tune "$OUT/badflag.json" --data-dir "$OUT/kb-badflag"
 
+# A misspelt field is refused, not ignored (a "dtyp" used to tune float16 silently).
+sed 's/"dtype": "float16"}, {"shape": \[128, 256\]/"dtyp": "float32"}, {"shape": [128, 256]/' "$OPS" > "$OUT/typo.json"
+refused 2 "op 0: op 'MatMul' input 0: unknown field 'dtyp' (known: shape, dtype, format)" \
+  "$TF" tune "$OUT/typo.json" --data-dir "$OUT/kb-typo"
+refused 2 "this is a model graph (it has 'nodes'), not an ops file: profile it with 'tunefleet profile" \
+  "$TF" tune "$SRC/examples/bert_base_layer.json" --data-dir "$OUT/kb-graph"
+
 # Boundaries are accepted: seed 0, and a small budget tunes.
 timeout 120 "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 5 --seed 0 --patience 0 > "$OUT/tune.txt" \
   || fail "tune --budget 5 --seed 0 exited $?"

@@ -1,7 +1,11 @@
 #include "tunefleet/common/op_key.h"
 
+#include <map>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet {
 namespace {
@@ -63,6 +67,78 @@ TEST(OpKey, JsonRoundTripsAndNamesBadFields) {
       nlohmann::json::parse(R"({"op":"MatMul","inputs":[{"shape":[4,4],"dtype":"fp7"}]})"), "X");
   ASSERT_FALSE(bad_dtype.ok());
   EXPECT_NE(bad_dtype.status().message().find("fp7"), std::string::npos);
+}
+
+TEST(OpKey, MisspeltFieldsAreRefusedWithTheKnownOnes) {
+  auto tensor = OpKeyFromJson(
+      nlohmann::json::parse(R"({"op":"MatMul","inputs":[{"shape":[64,64],"dtyp":"float32"},{"shape":[64,64]}]})"), "X");
+  ASSERT_FALSE(tensor.ok());
+  EXPECT_EQ(tensor.status().message(), "op 'MatMul' input 0: unknown field 'dtyp' (known: shape, dtype, format)");
+  auto op = OpKeyFromJson(nlohmann::json::parse(R"({"op":"MatMul","shapes":[],"inputs":[{"shape":[4,4]}]})"), "X");
+  ASSERT_FALSE(op.ok());
+  EXPECT_NE(op.status().message().find("unknown field 'shapes'"), std::string::npos) << op.status().ToString();
+  EXPECT_TRUE(OpKeyFromJson(nlohmann::json::parse(R"({"op":"MatMul","comment":"ok","inputs":[{"shape":[4,4]}]})"), "X").ok());
+}
+
+OpKey WithAttrs(OpKey key, std::map<std::string, std::string> attrs) {
+  key.attrs = std::move(attrs);
+  return key;
+}
+
+OpKey ConvKey() {
+  OpKey key;
+  key.soc = "Ascend910B2";
+  key.op_type = "Conv2D";
+  key.inputs = {{{32, 64, 56, 56}, "float16", "ND"}, {{64, 64, 3, 3}, "float16", "ND"}};
+  return key;
+}
+
+std::string CanonicalOf(const OpKey& key) {
+  auto c = CanonicalOpKey(key);
+  return c.ok() ? c->Canonical() : "error: " + c.status().message();
+}
+
+TEST(CanonicalOpKey, SpellingsOfTheSameOpShareOneKeyAndOthersDoNot) {
+  const OpKey mm = MatmulKey(64, 32, 16);
+  const std::string plain = CanonicalOf(WithAttrs(mm, {}));
+  for (const auto& a : {std::map<std::string, std::string>{{"transpose_a", "false"}},
+                        std::map<std::string, std::string>{{"transpose_a", "0"}, {"transpose_b", "false"}}}) {
+    EXPECT_EQ(CanonicalOf(WithAttrs(mm, a)), plain);
+  }
+  EXPECT_EQ(CanonicalOf(WithAttrs(mm, {{"transpose_b", "true"}})), CanonicalOf(WithAttrs(mm, {{"transpose_b", "1"}})));
+  EXPECT_NE(CanonicalOf(WithAttrs(mm, {{"transpose_b", "true"}})), plain);
+  OpKey half = mm;
+  half.inputs[0].dtype = half.inputs[1].dtype = "fp16";
+  EXPECT_EQ(CanonicalOf(half), CanonicalOf(mm));
+  OpKey bmm = mm;
+  bmm.op_type = "BatchMatMul";
+  EXPECT_EQ(CanonicalOf(WithAttrs(bmm, {{"adj_x1", "1"}})), CanonicalOf(WithAttrs(bmm, {{"transpose_a", "true"}})));
+  EXPECT_EQ(CanonicalOf(WithAttrs(mm, {{"transpose_a", "yes"}})),
+            "error: MatMul attrs.transpose_a='yes' is not a flag: use true/false or 1/0");
+  EXPECT_EQ(CanonicalOf(WithAttrs(mm, {{"adj_x1", "1"}})).rfind("error: MatMul has no attribute 'adj_x1'", 0), 0u);
+
+  const OpKey conv = ConvKey();
+  const std::string conv_plain = CanonicalOf(conv);
+  EXPECT_EQ(CanonicalOf(WithAttrs(conv, {{"strides", "1"}, {"pads", "0,0,0,0"}, {"groups", "1"},
+                                         {"dilations", "[1, 1]"}, {"data_format", "NCHW"}})),
+            conv_plain);
+  const std::string strided = CanonicalOf(WithAttrs(conv, {{"strides", "2,2"}, {"pads", "1,1,1,1"}}));
+  EXPECT_NE(strided, conv_plain);
+  for (const auto& a : {std::map<std::string, std::string>{{"strides", "2"}, {"pads", "1"}},
+                        std::map<std::string, std::string>{{"strides", "1,1,2,2"}, {"pads", "1, 1"}},
+                        std::map<std::string, std::string>{{"strides", "(2, 2)"}, {"pads", "[1,1,1,1]"}}}) {
+    EXPECT_EQ(CanonicalOf(WithAttrs(conv, a)), strided);
+  }
+  EXPECT_NE(strided.find("pads=1,1,1,1,strides=2,2"), std::string::npos) << strided;
+  EXPECT_NE(CanonicalOf(WithAttrs(conv, {{"pads", "1,0,1,0"}})), CanonicalOf(WithAttrs(conv, {{"pads", "1"}})));
+  EXPECT_EQ(CanonicalOf(WithAttrs(conv, {{"strides", "0"}})).rfind("error: Conv2D attr 'strides' must be positive", 0), 0u);
+
+  OpKey replayed;  // not an op the simulator knows: kept as given
+  replayed.soc = "replay";
+  replayed.op_type = "convolution_kernel";
+  replayed.inputs = {{{4096, 4096}, "float32", "ND"}};
+  replayed.attrs = {{"device", "NVIDIA A100-PCIE-40GB"}};
+  EXPECT_EQ(CanonicalOf(replayed), replayed.Canonical());
 }
 
 }  // namespace

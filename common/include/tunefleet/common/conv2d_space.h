@@ -42,6 +42,12 @@ struct Conv2dShape {
 // channel mismatch, groups that do not divide the channels, an output size <= 0, etc.
 Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key);
 
+// Rewrites key's Conv2D attrs (FusedConv2D's too) in one spelling each, so spellings of
+// the same conv share one op key: strides and dilations "h,w", pads "top,bottom,left,right",
+// groups one integer, each left out at its default (1,1 / 0 / 1), data_format left out
+// (NCHW is the only one). The errors of Conv2dShapeFromOpKey for an attr it cannot read.
+Status CanonicalConv2dAttrs(OpKey& key);
+
 // The implicit im2col GEMM: A [M, K] is read K-major (NCHW keeps a channel's pixels
 // contiguous, so transpose_a), B is the weight [N, K] (transpose_b), batch = groups.
 MatmulShape Conv2dGemm(const Conv2dShape& shape);

@@ -46,6 +46,12 @@ Result<MatmulShape> MatmulShapeFromOpKey(const OpKey& key);
 bool IsCubeGemmOpType(std::string_view op_type);
 Result<MatmulShape> CubeGemmShapeFromOpKey(const OpKey& key);
 
+// Rewrites the transpose flags of a cube GEMM's key in one spelling, so spellings of the
+// same op share one op key: transpose_a / transpose_b (also for adj_x1 / adj_x2 and
+// transA / transB) "1" when set, left out when not. kInvalidArgument for a value that is
+// not a flag (true/false or 1/0).
+Status CanonicalTransposeFlags(OpKey& key);
+
 // Parameter names, in space order.
 inline constexpr const char* kMatmulParams[] = {
     "baseM", "baseN", "baseK", "stepM", "stepN", "stepKa", "stepKb",

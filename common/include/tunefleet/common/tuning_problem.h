@@ -20,6 +20,15 @@ struct TuningProblem {
   ConfigIndex default_index = 0;  // space.Encode(default_config)
 };
 
+// The key an op is tuned, stored and looked up under: spellings that mean the same op
+// made one, so a lookup finds what a differently spelt submission tuned -- input and
+// Cast dst_type dtypes by name (fp16 -> float16), a cube GEMM's transpose flags as
+// transpose_a/transpose_b "1" or left out (CanonicalTransposeFlags), Conv2D's attrs in
+// one form each, defaults left out (CanonicalConv2dAttrs). kInvalidArgument for an
+// attribute the op type does not take or cannot read. Keys of op types the simulator
+// does not know (a replayed kernel's) keep their attrs.
+Result<OpKey> CanonicalOpKey(const OpKey& key);
+
 // kInvalidArgument naming the field to fix when the op type is unknown or its inputs
 // or attributes do not describe a valid instance of the op.
 Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc);
