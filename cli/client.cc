@@ -51,7 +51,7 @@ Result<std::unique_ptr<wire::Incoming>> Client::RoundTrip(wire::Outgoing& msg) {
       socket_ = NewSocket();
       connected_ = false;
       return Unavailable("no reply from the coordinator at " + endpoint_ + " within " +
-                         std::to_string(timeout_.count()) + " ms (is it running? check --coordinator" +
+                         std::to_string(timeout_.count()) + " ms (is it running, and is this its client endpoint? check --coordinator" +
                          (curve_ ? "; with CURVE, is this client's key listed in clients.public or readers.public?)"
                                  : "; if it runs CURVE, give --curve-dir)"));
     }

@@ -939,6 +939,20 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
         }
         return Status::Ok();
       }
+      case schema::Envelope::Body::SUBMIT:
+      case schema::Envelope::Body::STATUS:
+      case schema::Envelope::Body::LOOKUP: {
+        // A client pointed at the worker endpoint: answer, so it does not wait out its
+        // timeout wondering whether the coordinator runs.
+        wire::Outgoing msg;
+        msg.Envelope().setRequestId((*in)->Envelope().getRequestId());
+        auto err = msg.Body().initError();
+        err.setCode(schema::StatusCode::INVALID_ARGUMENT);
+        err.setMessage("this is the coordinator's worker endpoint: submit, status and lookup go to its client "
+                       "endpoint (--client-bind, default port 5555)");
+        SendToWorker(identity, msg);
+        return Status::Ok();
+      }
       default:
         return InvalidArgument("unexpected message kind on the worker socket");
     }

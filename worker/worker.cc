@@ -190,6 +190,7 @@ Status Worker::Run() {
   // After registering again, Disconnects until the coordinator's next heartbeat or job
   // answer messages it got from us before our WorkerReady (ZeroMQ keeps the order).
   std::optional<Clock::TimePoint> registering_since;
+  Status wrong_endpoint;  // set when the endpoint turns out to be a client socket
 
   while (!stop_.load()) {
     zmq::pollitem_t items[] = {{dealer.handle(), 0, ZMQ_POLLIN, 0},
@@ -260,12 +261,24 @@ Status Worker::Run() {
                          dropped);
               return send_ready(dealer);
             }
+            case schema::Envelope::Body::ERROR:
+              // Only a coordinator's client socket answers with an ErrorReply: this worker
+              // was pointed at the wrong port and would retry forever.
+              wrong_endpoint = InvalidArgument(fmt::format(
+                  "{} is a coordinator's client endpoint, which answered \"{}\": give --coordinator its worker "
+                  "endpoint (--worker-bind, default port 5556)",
+                  options_.coordinator_endpoint, std::string(body.getError().getMessage())));
+              return Status::Ok();
             default:
               return InvalidArgument("unexpected message kind from the coordinator");
           }
         });
         if (!handled.ok()) {
           fmt::print(stderr, "worker {}: {}\n", options_.worker_id, handled.ToString());
+        }
+        if (!wrong_endpoint.ok()) {
+          join_slots();
+          return wrong_endpoint;
         }
       }
     }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Processes pointed at the wrong thing say so and what to give instead, rather than
+# retrying forever: a worker given the coordinator's client endpoint (it used to log
+# "unexpected message kind" once a second, for ever), and a client given its worker
+# endpoint (it waited out its timeout, asking whether the coordinator runs).
+source "$(dirname "$0")/harness.sh"
+
+start_coordinator
+timeout 20 "$BUILD/worker/tunefleet-worker" --coordinator "$CL" > "$OUT/worker.out" 2> "$OUT/worker.err"
+rc=$?
+[ $rc -eq 2 ] || fail "a worker at the client endpoint exited $rc, not 2: $(cat "$OUT/worker.err")"
+grep -qF "$CL is a coordinator's client endpoint" "$OUT/worker.err" || fail "worker: $(cat "$OUT/worker.err")"
+grep -qF "give --coordinator its worker endpoint" "$OUT/worker.err" || fail "worker: $(cat "$OUT/worker.err")"
+# A client given the worker endpoint is told so at once (it used to wait out its timeout).
+timeout 20 "$TF" status 1 --coordinator "$WK" > /dev/null 2> "$OUT/client.err"
+rc=$?
+[ $rc -eq 2 ] || fail "a client at the worker endpoint exited $rc, not 2: $(cat "$OUT/client.err")"
+grep -qF "this is the coordinator's worker endpoint: submit, status and lookup go to its client endpoint" \
+  "$OUT/client.err" || fail "client: $(cat "$OUT/client.err")"
+# The coordinator keeps serving clients.
+"$TF" lookup "$SRC/examples/matmul_small.json" --coordinator "$CL" > /dev/null
+[ $? -eq 3 ] || fail "the coordinator did not answer a lookup after the misdirected worker"
+echo "misuse: ok"
