@@ -4,18 +4,21 @@
 // Exit codes: 0 ok, 1 operational failure (retry), 2 bad input (fix it), 3 lookup miss,
 // 4 a task ended without a successful config, 130 a --wait (or tune) interrupted by
 // SIGINT/SIGTERM (the work goes on, or resumes on the next run).
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -322,16 +325,20 @@ Status WriteKeyPair(const std::string& dir, const std::string& name) {
   const std::string stem = dir + "/" + name;
   for (const char* ext : {".public", ".secret"}) {
     if (std::filesystem::exists(stem + ext)) {
-      return AlreadyExists(stem + ext + " exists; remove it first or choose another NAME");
+      return InvalidArgument(stem + ext + " exists; remove it first or choose another NAME");
     }
   }
-  for (const auto& [ext, key] : {std::pair{".public", pair.public_key}, std::pair{".secret", pair.secret_key}}) {
-    std::ofstream out(stem + ext);
-    out << key << "\n";
-    if (!out) return Unavailable("cannot write " + stem + ext);
+  // Each file is created with its final mode (the secret owner-only, never readable for a
+  // moment under the umask) and only if it does not exist yet.
+  for (const auto& [ext, key, mode] : {std::tuple{".public", pair.public_key, 0644},
+                                       std::tuple{".secret", pair.secret_key, 0600}}) {
+    const std::string path = stem + ext;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0) return Unavailable("cannot create " + path + ": " + std::strerror(errno));
+    const std::string line = key + "\n";
+    const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+    if (::close(fd) != 0 || !written) return Unavailable("cannot write " + path);
   }
-  std::filesystem::permissions(stem + ".secret", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
-                               std::filesystem::perm_options::replace);
   fmt::print("wrote {0}.public and {0}.secret (public key {1})\n", stem, pair.public_key);
   return Status::Ok();
 }

@@ -16,7 +16,8 @@ for n in server worker client reader stranger; do
 done
 [ "$(stat -c %a "$K/server.secret")" = 600 ] || fail "server.secret is not owner-only"
 [ "$(stat -c %a "$K")" = 700 ] || fail "the key folder curve-keypair made is not owner-only"
-"$TF" curve-keypair server --dir "$K" 2> "$OUT/err" && fail "curve-keypair overwrote server.secret"
+"$TF" curve-keypair server --dir "$K" 2> "$OUT/err"
+[ $? -eq 2 ] || fail "curve-keypair over an existing pair did not exit 2"
 grep -q "exists" "$OUT/err" || fail "overwrite refusal does not say why: $(cat "$OUT/err")"
 cp "$K/client.public" "$K/clients.public"
 cp "$K/reader.public" "$K/readers.public"
