@@ -1,7 +1,7 @@
 // EmbeddedCoordinator: a coordinator in this process over inproc:// on a local RocksDB
 // folder, its loop on a thread of its own from Start() until Stop() (or destruction):
-// what `tunefleet tune` (with worker slots on the same context) and `lookup --data-dir`
-// talk to. Owns the store, context, clock and registry the coordinator borrows; the
+// what `tunefleet tune` talks to, with worker slots on the same context (`lookup
+// --data-dir` reads the folder directly: coordinator/lookup.h). Owns the store, context, clock and registry the coordinator borrows; the
 // caller's sockets on ctx() must be closed before it is destroyed.
 #pragma once
 

@@ -32,6 +32,7 @@
 #include "cli/ops_file.h"
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
+#include "coordinator/lookup.h"
 #include "coordinator/coordinator.h"
 #include "tunefleet/common/curve.h"
 #include "tunefleet/common/flag_checks.h"
@@ -263,7 +264,28 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
   return rc;
 }
 
-// Looks the ops file's ops up through c; exit 3 when any is missing (or only approximate).
+// Prints what a lookup of the ops file's ops found; exit 3 when any is missing (or only
+// approximate).
+int PrintLookup(const std::vector<NamedOp>& ops, const std::vector<std::optional<client::KbView>>& found, bool json) {
+  bool all = true;
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < found.size(); ++i) {
+    const auto& name = ops[i].name;
+    const auto& e = found[i];
+    all &= e.has_value() && !e->approximate;
+    if (json) {
+      out.push_back(LookupJson(name, ops[i].key, e));
+    } else if (e) {
+      fmt::print("{}", KbText(name, *e));
+    } else {
+      fmt::print("{}  {}  [not in the knowledge base]\n", name, ops[i].key.Display());
+    }
+  }
+  if (json) fmt::print("{}\n", out.dump(2));
+  return all ? kExitOk : kExitMiss;
+}
+
+// Looks the ops file's ops up through c.
 int RunLookup(client::Client& c, const std::string& file, const std::string& soc, bool nearest, bool json) {
   auto ops = LoadOpsFile(file, soc);
   if (!ops.ok()) return Fail(ops.status());
@@ -271,40 +293,38 @@ int RunLookup(client::Client& c, const std::string& file, const std::string& soc
   for (const auto& op : *ops) keys.push_back(op.key);
   auto found = c.Lookup(keys, nearest);
   if (!found.ok()) return Fail(found.status());
-  bool all = true;
-  nlohmann::json out = nlohmann::json::array();
-  for (size_t i = 0; i < found->size(); ++i) {
-    const auto& name = (*ops)[i].name;
-    const auto& e = (*found)[i];
-    all &= e.has_value() && !e->approximate;
-    if (json) {
-      out.push_back(LookupJson(name, keys[i], e));
-    } else if (e) {
-      fmt::print("{}", KbText(name, *e));
-    } else {
-      fmt::print("{}  {}  [not in the knowledge base]\n", name, keys[i].Display());
-    }
-  }
-  if (json) fmt::print("{}\n", out.dump(2));
-  return all ? kExitOk : kExitMiss;
+  return PrintLookup(*ops, *found, json);
 }
 
 // `lookup --data-dir`: the same answers from a local knowledge base (what `tune` wrote),
-// served by a coordinator in this process that no worker joins.
+// read through RocksDB's read-only instance, so also while a `tune` or a coordinator is
+// using the folder (it sees what was written when it opened).
 int RunLocalLookup(const std::string& data_dir, const std::string& file, const std::string& soc, bool nearest,
                    bool json, const SocCatalog& catalog) {
-  if (!std::filesystem::exists(std::filesystem::path(data_dir) / "CURRENT")) {
-    return Fail(NotFound("no knowledge base in " + data_dir + " (it is the folder `tunefleet tune --data-dir` wrote)"));
+  auto ops = LoadOpsFile(file, soc);
+  if (!ops.ok()) return Fail(ops.status());
+  auto store = coordinator::Store::OpenReadOnly(data_dir);
+  if (!store.ok()) return Fail(store.status());
+  std::vector<OpKey> keys;
+  for (const auto& op : *ops) keys.push_back(op.key);
+  auto answers = coordinator::LookUp(**store, keys, nearest, [&catalog](const OpKey& key) -> Status {
+    if (key.soc == kReplaySoc) return Status::Ok();
+    TF_ASSIGN_OR_RETURN(const SocSpec* spec, catalog.Find(key.soc));
+    return MakeTuningProblem(key, *spec).status();
+  });
+  if (!answers.ok()) return Fail(answers.status());
+  std::vector<std::optional<client::KbView>> found;
+  for (const coordinator::LookupAnswer& a : *answers) {
+    if (!a.entry) {
+      found.emplace_back();
+      continue;
+    }
+    const coordinator::KbEntry& e = *a.entry;
+    found.push_back(client::KbView{e.key, e.best_index, e.best_config, e.best_latency_us, e.baseline_latency_us,
+                                   e.improvement, e.strategy, e.evaluations, e.job_id, e.timestamp_ms,
+                                   a.approximate, a.distance});
   }
-  auto embedded = EmbeddedCoordinator::Start(data_dir, catalog, nullptr);
-  if (!embedded.ok()) return Fail(embedded.status());
-  int rc = kExitOk;
-  {
-    client::Client c((*embedded)->ctx(), (*embedded)->options().client_endpoint);
-    rc = RunLookup(c, file, soc, nearest, json);
-  }
-  if (Status s = (*embedded)->Stop(); !s.ok()) return Fail(s);
-  return rc;
+  return PrintLookup(*ops, found, json);
 }
 
 // NAME.public and NAME.secret (owner-only) in dir; never overwrites a key.

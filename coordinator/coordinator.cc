@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "coordinator/index_set.h"
+#include "coordinator/lookup.h"
 #include "coordinator/metrics.h"
 #include "coordinator/nearest.h"
 #include "coordinator/strategy.h"
@@ -1235,39 +1236,24 @@ Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
 
 Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
                                        schema::Envelope::Body::Builder reply) {
-  auto keys = req.getKeys();
-  std::vector<std::optional<KbEntry>> found;
-  std::vector<double> distance;  // < 0: exact
-  for (unsigned i = 0; i < keys.size(); ++i) {
-    auto read = wire::ReadOpKey(keys[i]);
-    if (!read.ok()) return read.status().WithContext("op " + std::to_string(i));
-    const std::string which = "op " + std::to_string(i) + " (" + read->Display() + ")";
-    auto key = CanonicalOpKey(*read);
-    if (!key.ok()) return key.status().WithContext(which);
-    TF_ASSIGN_OR_RETURN(std::optional<KbEntry> e, store_.GetKb(HashOpKey(*key)));
-    if (!e && key->soc != kReplaySoc) {
-      // A miss on a key that could never be tuned (a typo in the SoC, a shape that does
-      // not multiply, a tensor larger than HBM) says why, instead of "not tuned yet".
-      if (auto problem = ProblemFor(*key); !problem.ok()) return problem.status().WithContext(which);
-    }
-    (e ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
-    distance.push_back(-1);
-    if (!e && req.getNearest()) {
-      TF_ASSIGN_OR_RETURN(std::vector<NearestEntry> near, FindNearest(store_, *key, 1));
-      if (!near.empty()) {
-        e = std::move(near[0].entry);
-        distance.back() = near[0].distance;
-      }
-    }
-    found.push_back(std::move(e));
+  std::vector<OpKey> keys;
+  for (auto k : req.getKeys()) {
+    auto key = wire::ReadOpKey(k);
+    if (!key.ok()) return key.status().WithContext("op " + std::to_string(keys.size()));
+    keys.push_back(std::move(key).value());
   }
+  TF_ASSIGN_OR_RETURN(std::vector<LookupAnswer> found, LookUp(store_, keys, req.getNearest(), [this](const OpKey& key) {
+    // Replayed kernels are known only to coordinators given their cache.
+    return key.soc == kReplaySoc ? Status::Ok() : ProblemFor(key).status();
+  }));
+  for (const LookupAnswer& a : found) (a.exact_hit ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
   auto list = reply.initLookupReply().initEntries(static_cast<unsigned>(found.size()));
   for (unsigned i = 0; i < found.size(); ++i) {
-    list[i].setFound(found[i].has_value());
-    if (!found[i]) continue;
-    list[i].setApproximate(distance[i] >= 0);
-    list[i].setDistance(std::max(0.0, distance[i]));
-    const KbEntry& e = *found[i];
+    list[i].setFound(found[i].entry.has_value());
+    if (!found[i].entry) continue;
+    list[i].setApproximate(found[i].approximate);
+    list[i].setDistance(found[i].distance);
+    const KbEntry& e = *found[i].entry;
     auto r = list[i].initRecord();
     wire::FillOpKey(r.initOpKey(), e.key);
     r.setBestConfigIndex(e.best_index);

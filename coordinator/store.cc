@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include "tunefleet/common/wire.h"
 #include "tunefleet/schemas/kb.capnp.h"
@@ -249,21 +250,42 @@ struct Store::Impl {
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() = default;
 
+namespace {
+std::vector<rocksdb::ColumnFamilyDescriptor> ColumnFamilies() {
+  rocksdb::ColumnFamilyOptions cf_options;
+  return {{rocksdb::kDefaultColumnFamilyName, cf_options},
+          {kCfKb, cf_options},
+          {kCfTasks, cf_options},
+          {kCfResults, cf_options},
+          {kCfMeta, cf_options}};
+}
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::OpenReadOnly(const std::string& dir) {
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT")) {
+    return NotFound("no knowledge base in " + dir + " (it is the folder `tunefleet tune --data-dir` wrote)");
+  }
+  auto impl = std::make_unique<Impl>();
+  rocksdb::DB* raw = nullptr;
+  TF_RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), dir, ColumnFamilies(),
+                                                            &impl->handles, &raw),
+                               "open database at '" + dir + "' read-only"));
+  impl->db.reset(raw);
+  impl->kb = impl->handles[1];
+  impl->tasks = impl->handles[2];
+  impl->results = impl->handles[3];
+  impl->meta = impl->handles[4];
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
 Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync_writes) {
   rocksdb::DBOptions db_options;
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.max_background_jobs = 2;
-  rocksdb::ColumnFamilyOptions cf_options;
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, cf_options},
-      {kCfKb, cf_options},
-      {kCfTasks, cf_options},
-      {kCfResults, cf_options},
-      {kCfMeta, cf_options}};
   auto impl = std::make_unique<Impl>();
   rocksdb::DB* raw = nullptr;
-  TF_RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_options, dir, cfs, &impl->handles, &raw),
+  TF_RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_options, dir, ColumnFamilies(), &impl->handles, &raw),
                                "open database at '" + dir + "'"));
   impl->db.reset(raw);
   impl->kb = impl->handles[1];

@@ -22,6 +22,11 @@ class Store {
   // Creates the database and its column families if missing. kUnavailable when the
   // folder is locked by another process, kFailedPrecondition when it is unusable.
   static Result<std::unique_ptr<Store>> Open(const std::string& dir, bool sync_writes = true);
+  // A read-only view of an existing database as it is at this moment, also while another
+  // process (a coordinator, a `tune`) has it open: RocksDB's read-only instance takes no
+  // lock and writes nothing. For lookups only; every write fails. kNotFound when dir holds
+  // no database.
+  static Result<std::unique_ptr<Store>> OpenReadOnly(const std::string& dir);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
