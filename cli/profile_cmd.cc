@@ -117,8 +117,8 @@ void AddProfileCommands(CLI::App& app, ProfileCommands& f) {
 
   f.analyze = app.add_subcommand(
       "analyze", "bottleneck analysis (compute/memory/communication x host/device/device-to-device) of a profile "
-                 "folder written by `profile --csv` or of a profiler_data.csv");
-  f.analyze->add_option("PROFILE", f.analyze_path, "profile folder or profiler_data.csv")->required();
+                 "folder written by `profile --csv`, or of its op_summary.csv or profiler_data.csv alone");
+  f.analyze->add_option("PROFILE", f.analyze_path, "profile folder, op_summary.csv or profiler_data.csv")->required();
   f.analyze->add_flag("--json", f.analyze_json, "print JSON");
 }
 

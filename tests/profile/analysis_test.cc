@@ -46,11 +46,13 @@ TEST(Analysis, AnAiCoreUtilisationBelow70PercentIsComputeIdle) {
   EXPECT_NE(idle.Cell("compute", "device")->verdict.find("idle"), std::string::npos);
   Analysis busy = AnalyzeCsv(kTwoOps, {{"step_us", 1000.0}, {"ai_core_utilisation", 0.85}});
   EXPECT_FALSE(busy.Cell("compute", "device")->flagged);
-  // Without a run summary the step is the sum of the recorded durations (200 us) and
-  // utilisation comes from block dims: both ops use all 24 cores, so 100%.
+  // Without a run summary the step is the kernels' span, 10 us to 215 us with a 5 us gap
+  // (it was the sum of their durations, which read any gaps as busy time), and
+  // utilisation comes from block dims: both ops use all 24 cores for 200 of 205 us.
   Analysis derived = AnalyzeCsv(kTwoOps, nullptr);
+  EXPECT_DOUBLE_EQ(derived.step_us, 205);
   ASSERT_TRUE(derived.Cell("compute", "device")->value.has_value());
-  EXPECT_NEAR(*derived.Cell("compute", "device")->value, 1.0, 1e-9);
+  EXPECT_NEAR(*derived.Cell("compute", "device")->value, 200.0 / 205, 1e-9);
 }
 
 TEST(Analysis, AMemoryBandwidthUtilisationAbove80PercentIsBandwidthBound) {
@@ -130,6 +132,12 @@ TEST(Analysis, AMalformedCsvNamesTheMissingColumnOrBadValue) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("row 2"), std::string::npos) << bad.status().message();
   EXPECT_NE(bad.status().message().find("'duration'"), std::string::npos) << bad.status().message();
+  for (auto header_only : {ParseProfilerDataCsv("op_name,duration,unit\n", "p.csv"),
+                           ParseOpSummaryCsv(std::string(kTwoOps).substr(0, std::string(kTwoOps).find('\n') + 1),
+                                             "op_summary.csv")}) {
+    ASSERT_FALSE(header_only.ok());
+    EXPECT_NE(header_only.status().message().find("no rows"), std::string::npos) << header_only.status().message();
+  }
   auto nowhere = LoadProfile("/nonexistent/profile");
   ASSERT_FALSE(nowhere.ok());
   EXPECT_EQ(nowhere.status().code(), StatusCode::kNotFound);

@@ -157,6 +157,7 @@ Result<LoadedProfile> ParseProfilerDataCsv(const std::string& text, const std::s
     if (r.duration_us < 0) return InvalidArgument(fmt::format("{}: row {}: negative duration", source, i + 2));
     p.rows.push_back(std::move(r));
   }
+  if (p.rows.empty()) return InvalidArgument(source + ": no rows, only a header: nothing to analyse");
   return p;
 }
 
@@ -189,6 +190,7 @@ Result<LoadedProfile> ParseOpSummaryCsv(const std::string& text, const std::stri
     if (r.duration_us < 0) return InvalidArgument(fmt::format("{}: row {}: negative Task Duration(us)", source, i + 2));
     p.rows.push_back(std::move(r));
   }
+  if (p.rows.empty()) return InvalidArgument(source + ": no rows, only a header: nothing to analyse");
   return p;
 }
 
@@ -239,6 +241,7 @@ Analysis Analyze(const LoadedProfile& profile) {
   Analysis a;
   a.source = profile.source;
   a.detailed = profile.detailed;
+  a.has_summary = profile.summary.has_value();
   const nlohmann::json empty = nlohmann::json::object();
   const nlohmann::json& s = profile.summary ? *profile.summary : empty;
   auto num = [&](const char* key) -> std::optional<double> {
@@ -266,9 +269,16 @@ Analysis Analyze(const LoadedProfile& profile) {
   }
   double recorded = 0;
   for (const auto& [unit, us] : by_unit) recorded += us;
-  // Without a run summary the step is the serial sum of everything recorded (an upper
-  // bound: overlap is not visible in profiler_data.csv).
-  a.step_us = num("step_us").value_or(recorded);
+  // Without a run summary: op_summary.csv's kernels carry start times, so the step is
+  // their span, first start to last end, gaps between kernels included (host time
+  // before the first one is not in the file); profiler_data.csv has no times, so the
+  // serial sum of everything recorded (an upper bound: overlap is not visible there).
+  double first = 0, last = 0;
+  for (const auto& r : profile.rows) {
+    if (&r == &profile.rows.front() || r.start_us < first) first = r.start_us;
+    last = std::max(last, r.start_us + r.duration_us);
+  }
+  a.step_us = num("step_us").value_or(profile.detailed && !profile.rows.empty() ? last - first : recorded);
   const double step = a.step_us > 0 ? a.step_us : 1;
 
   std::vector<std::pair<std::string, double>> ranked(by_name.begin(), by_name.end());
@@ -487,7 +497,11 @@ nlohmann::json Analysis::ToJson() const {
 
 std::string Analysis::ToText() const {
   std::string out = fmt::format("profile: {}\nstep time: {:.1f} us{}\n\nthree horizontals x three verticals:\n",
-                                source, step_us, detailed ? "" : " (profiler_data.csv only: limited analysis)");
+                                source, step_us,
+                                !detailed      ? " (profiler_data.csv only: limited analysis)"
+                                : !has_summary ? " (the kernels' span in op_summary.csv: no run_summary.json beside it, "
+                                                 "so host time and copies outside it are not counted)"
+                                               : "");
   for (const auto& c : grid) {
     out += fmt::format("  {:<14} {:<17} {} {}\n", c.horizontal, c.vertical, c.flagged ? "[!]" : "[ ]", c.verdict);
   }

@@ -69,6 +69,7 @@ struct NextStep {
 struct Analysis {
   std::string source;
   bool detailed = false;
+  bool has_summary = false;  // step and utilisations from run_summary.json
   double step_us = 0;
   std::vector<GridCell> grid;  // 9 cells, horizontals x verticals
   std::vector<std::pair<std::string, double>> top_ops;  // by total duration, at most 10
