@@ -70,7 +70,7 @@ struct SubmitFlags {
   bool force = false;
   bool warm_start = false;
   uint64_t total_budget = 0;
-  std::string scheduler = "gradient";
+  std::string scheduler;  // empty: gradient, and not given (it only splits a --total-budget)
   uint32_t job_size = 0;
   bool json = false;
 };
@@ -96,11 +96,15 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   cmd->add_flag("--warm-start", f.warm_start, "first try the best configs of the nearest tuned shapes of each op");
   cmd->add_option("--total-budget", f.total_budget, "one evaluation budget for all ops, split by --scheduler (overrides --budget)")
       ->check(Count());
-  cmd->add_option("--scheduler", f.scheduler, "how --total-budget is split: gradient (by expected gain, weighted by each op's count) or round-robin")->capture_default_str()->check(CLI::IsMember({"gradient", "round-robin"}));
+  cmd->add_option("--scheduler", f.scheduler, "how --total-budget is split: gradient (the default: by expected gain, weighted by each op's count) or round-robin")->check(CLI::IsMember({"gradient", "round-robin"}));
   cmd->add_flag("--json", f.json, "print JSON instead of text");
 }
 
 Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& ops) {
+  if (!f.scheduler.empty() && f.total_budget == 0) {
+    return InvalidArgument("--scheduler splits a --total-budget among the ops: give --total-budget N too, or leave "
+                           "--scheduler out (each op then has its own --budget)");
+  }
   TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc));
   client::SubmitSpec spec;
   for (const auto& op : ops) spec.ops.push_back(op.key);
@@ -113,7 +117,7 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
   spec.job_size = f.job_size;
   spec.warm_start = f.warm_start;
   spec.total_budget = f.total_budget;
-  spec.scheduler = f.scheduler;
+  spec.scheduler = f.scheduler.empty() ? "gradient" : f.scheduler;
   for (const auto& op : ops) spec.weights.push_back(op.count);
   for (const auto& op : ops) spec.names.push_back(op.name);
   return spec;
@@ -160,6 +164,15 @@ Result<std::optional<client::StatusView>> WaitUntilInterrupted(client::Client& c
   return Wait(c, submission, quiet, interrupted);
 }
 
+// done; running once any task has had a job; else queued (no worker for its SoC yet).
+std::string SubmissionState(const client::StatusView& st) {
+  if (st.done) return "done";
+  for (const auto& t : st.tasks) {
+    if (t.state != "queued") return "running";
+  }
+  return "queued";
+}
+
 int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
                  const std::vector<bool>& from_cache, bool json, const SocCatalog& catalog) {
   nlohmann::json out = nlohmann::json::array();
@@ -175,7 +188,13 @@ int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
     if (json) out.push_back(TaskJson(name, st.tasks[i], cached));
     else fmt::print("{}", TaskText(name, st.tasks[i], cached, catalog));
   }
-  if (json) fmt::print("{}\n", nlohmann::json{{"submission_id", st.submission_id}, {"tasks", out}}.dump(2));
+  if (json) {
+    fmt::print("{}\n", nlohmann::json{{"submission_id", st.submission_id},
+                                      {"state", SubmissionState(st)},
+                                      {"done", st.done},
+                                      {"tasks", out}}
+                           .dump(2));
+  }
   return all_ok ? kExitOk : kExitTaskFailed;
 }
 
@@ -231,7 +250,7 @@ int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const 
       return Fail(sub.status());
     }
     if (!f.json) {
-      std::string budget = f.total_budget ? fmt::format("{} in total ({} scheduler)", f.total_budget, f.scheduler)
+      std::string budget = f.total_budget ? fmt::format("{} in total ({} scheduler)", f.total_budget, spec->scheduler)
                            : f.budget     ? fmt::format("{} per op", f.budget)
                                           : "whole valid space";
       std::vector<std::string> socs;
@@ -491,7 +510,11 @@ int main(int argc, char** argv) {
       if (!got.ok()) return Fail(got.status());
       st = std::move(got).value();
     }
-    if (!status_json && !st->done) fmt::print("submission {}: running\n", st->submission_id);
+    if (!status_json && !st->done) {
+      const std::string state = SubmissionState(*st);
+      fmt::print("submission {}: {}\n", st->submission_id,
+                 state == "queued" ? "queued (no worker serving its SoC has taken a job yet)" : state);
+    }
     std::vector<NamedOp> none;
     std::vector<bool> cached;
     for (const auto& t : st->tasks) cached.push_back(t.state == "done" && t.evaluated == 0);

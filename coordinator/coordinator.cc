@@ -1242,9 +1242,10 @@ Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
     if (!key.ok()) return key.status().WithContext("op " + std::to_string(keys.size()));
     keys.push_back(std::move(key).value());
   }
+  // A replayed kernel's key is one this coordinator could tune only with its cache: a miss
+  // without it says so, as a submission of it does.
   TF_ASSIGN_OR_RETURN(std::vector<LookupAnswer> found, LookUp(store_, keys, req.getNearest(), [this](const OpKey& key) {
-    // Replayed kernels are known only to coordinators given their cache.
-    return key.soc == kReplaySoc ? Status::Ok() : ProblemFor(key).status();
+    return ProblemFor(key).status();
   }));
   for (const LookupAnswer& a : found) (a.exact_hit ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
   auto list = reply.initLookupReply().initEntries(static_cast<unsigned>(found.size()));

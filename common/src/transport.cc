@@ -20,7 +20,8 @@ Status FromZmq(const zmq::error_t& e, const std::string& what) {
 Status EndpointError(const zmq::error_t& e, const std::string& what) {
   Status s = FromZmq(e, what);
   if (e.num() != EINVAL && e.num() != EPROTONOSUPPORT) return s;
-  return InvalidArgument(s.message() + " (an endpoint reads tcp://HOST:PORT, e.g. tcp://127.0.0.1:5556)");
+  return InvalidArgument(s.message() + " (an endpoint reads tcp://HOST:PORT, e.g. tcp://127.0.0.1:5555 for a "
+                                       "coordinator's clients, :5556 for its workers)");
 }
 
 Status NotTaken() {

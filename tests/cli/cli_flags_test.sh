@@ -34,6 +34,8 @@ for flag in --budget --patience --seed --total-budget; do
 done
 refused 2 "--budget: 'ten' is not a whole number" "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget ten
 refused 2 "--budget: '2.5' is not a whole number" "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 2.5
+refused 2 "--scheduler splits a --total-budget among the ops: give --total-budget N too" \
+  "$TF" tune "$OPS" --data-dir "$OUT/kb" --scheduler round-robin
 refused 2 "SUBMISSION: must be >= 1, not 0" "$TF" status 0
 refused 2 "SUBMISSION: '-1' is not a whole number >= 1" "$TF" status -1
 refused 2 "--job-size: Value -1 not in range" "$TF" tune "$OPS" --data-dir "$OUT/kb" --job-size -1
@@ -44,9 +46,9 @@ refused "" "--metrics-port: Value 70000 not in range" "$BUILD/coordinator/tunefl
 refused 2 "--replay-cache is served only by --evaluator replay, not sim" \
   "$BUILD/worker/tunefleet-worker" --evaluator sim --replay-cache "$SRC/../shared/datasets/pnpoly_RTX2080Ti.json.gz"
 # A malformed endpoint is bad input (2), with the form to use; the daemons used to exit 1.
-refused 2 "cannot connect to foo: Invalid argument (an endpoint reads tcp://HOST:PORT" \
+refused 2 "cannot connect to foo: Invalid argument (an endpoint reads tcp://HOST:PORT, e.g. tcp://127.0.0.1:5555 for a coordinator's clients" \
   "$BUILD/worker/tunefleet-worker" --coordinator foo
-refused 2 "cannot bind foo: Invalid argument (an endpoint reads tcp://HOST:PORT" \
+refused 2 "cannot bind foo: Invalid argument (an endpoint reads tcp://HOST:PORT, e.g. tcp://127.0.0.1:5555 for a coordinator's clients" \
   "$BUILD/coordinator/tunefleet-coordinator" --client-bind foo --metrics-port -1 --data-dir "$OUT/kb-endpoint"
 refused "" "--fixed-us: must be > 0, not 0" "$BUILD/worker/tunefleet-worker" --fixed-us 0
 sed 's/"name": "small.proj"/"name": ""/' "$OPS" > "$OUT/unnamed.json"

@@ -37,6 +37,9 @@ interrupted TERM "$OUT/status.err" "$TF" status 1 --wait --coordinator "$CL"
 "$TF" status 1 --json --coordinator "$CL" > "$OUT/status.json" || fail "status after the interrupts exited $?"
 # No worker has joined: the task waits, queued, for one that serves its SoC.
 grep -q '"state": *"queued"' "$OUT/status.json" || fail "the submission did not stay queued: $(cat "$OUT/status.json")"
+grep -q '"done": *false' "$OUT/status.json" || fail "status --json does not say the submission is not done: $(cat "$OUT/status.json")"
+"$TF" status 1 --coordinator "$CL" | grep -q "submission 1: queued (no worker serving its SoC" \
+  || fail "status does not say the submission is queued"
 grep -q '"name": *"small.proj"' "$OUT/status.json" || fail "status does not name the op as the ops file did: $(cat "$OUT/status.json")"
 
 # tune: interrupted while measuring (the model-based search takes seconds for 3000), then

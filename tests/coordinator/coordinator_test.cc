@@ -500,6 +500,16 @@ TEST_F(CoordinatorTest, LookupOfAKeyThatCouldNeverBeTunedSaysWhyInsteadOfMissing
     EXPECT_NE(r.status().message().find("op 1 (MatMul["), std::string::npos) << r.status().ToString();
     EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().ToString();
   }
+  // A replayed kernel this coordinator has no cache of: refused as its submission is
+  // (it used to be a plain miss, exit 3, while submit said exit 2).
+  OpKey replayed;
+  replayed.soc = std::string(kReplaySoc);
+  replayed.op_type = "convolution_kernel";
+  replayed.inputs = {{{4096, 4096}, "float32", "ND"}};
+  auto no_cache = client.Lookup({replayed});
+  ASSERT_FALSE(no_cache.ok());
+  EXPECT_NE(no_cache.status().message().find("no replay cache of kernel 'convolution_kernel'"), std::string::npos)
+      << no_cache.status().ToString();
   auto still = client.Lookup({SmallMatmul()});
   ASSERT_TRUE(still.ok()) << "the coordinator keeps serving: " << still.status().ToString();
   EXPECT_FALSE((*still)[0].has_value());
