@@ -331,6 +331,8 @@ for s in ("coordinator", "worker", "prometheus", "grafana"):
 assert svcs["worker"]["deploy"]["replicas"] == 2, "compose: expected 2 workers"
 assert any(str(v).endswith(":/var/lib/tunefleet") for v in svcs["coordinator"]["volumes"]), \
     "compose: coordinator has no volume for /var/lib/tunefleet"
+hc = " ".join(svcs["coordinator"]["healthcheck"]["test"])
+assert "/readyz" in hc and "9464" in hc, f"compose: the coordinator's healthcheck does not ask /readyz: {hc}"
 prom = yaml.safe_load(open(os.path.join(d, "prometheus.yml")))
 targets = [t for sc in prom["scrape_configs"] for c in sc.get("static_configs", []) for t in c["targets"]]
 assert "coordinator:9464" in targets, f"prometheus.yml targets: {targets}"
