@@ -128,5 +128,20 @@ TEST_F(StoreTest, SecondOpenOfALockedFolderIsUnavailable) {
   EXPECT_EQ(second.status().code(), StatusCode::kUnavailable) << second.status().ToString();
 }
 
+// What `lookup --data-dir` does while a coordinator or a `tune` holds the folder.
+TEST_F(StoreTest, AReadOnlyViewOpensBesideTheWriterAndSeesWhatItWrote) {
+  auto writer = Open();
+  ASSERT_TRUE(writer->FinishTask(Task(1, 64), Entry(64, 5.0)).ok());
+  auto reader = Store::OpenReadOnly(dir_.string());
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto got = (*reader)->GetKb(HashOpKey(Key(64)));
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().ToString();
+  EXPECT_DOUBLE_EQ((*got)->best_latency_us, 5.0);
+  EXPECT_FALSE((*reader)->FinishTask(Task(2, 48), Entry(48, 1.0)).ok()) << "a read-only view writes nothing";
+  auto none = Store::OpenReadOnly((dir_ / "absent").string());
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace tunefleet::coordinator

@@ -50,6 +50,25 @@ TEST(GraphModel, ABadShapeNamesTheNodeAndTheField) {
   EXPECT_NE(g.status().message().find("'shape'"), std::string::npos) << g.status().message();
 }
 
+TEST(GraphModel, AMisspeltFieldIsRefusedWithTheKnownOnes) {
+  auto j = TwoOpGraph();
+  j["nodes"][0]["attr"] = {{"transpose_b", "1"}};  // "attrs": ignored, it would profile another op
+  auto node = GraphFromJson(j);
+  ASSERT_FALSE(node.ok());
+  EXPECT_EQ(node.status().message(), "node 'mm': unknown field 'attr' (known: name, op, inputs, outputs, attrs)");
+  j = TwoOpGraph();
+  j["inputs"][0]["dtyp"] = "float32";
+  auto tensor = GraphFromJson(j);
+  ASSERT_FALSE(tensor.ok());
+  EXPECT_NE(tensor.status().message().find("unknown field 'dtyp'"), std::string::npos) << tensor.status().message();
+  j = TwoOpGraph();
+  j["host_preprocess"] = 5;
+  EXPECT_FALSE(GraphFromJson(j).ok());
+  j = TwoOpGraph();
+  j["comment"] = "notes are welcome";
+  EXPECT_TRUE(GraphFromJson(j).ok());
+}
+
 TEST(GraphModel, ADuplicateTensorNameIsRejected) {
   auto j = TwoOpGraph();
   j["nodes"][1]["outputs"][0]["name"] = "h";
