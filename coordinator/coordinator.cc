@@ -222,6 +222,27 @@ class Coordinator::Impl {
   void Log(const std::string& line) {
     if (options_.verbose) fmt::print(stderr, "coordinator: {}\n", line);
   }
+  // A refused client request is logged also without -v, so an operator sees why users'
+  // commands fail; at most 10 lines in 10 seconds (a misbehaving client cannot flood the
+  // log), the next one saying how many went unlogged. Every one is counted in
+  // tunefleet_client_requests_total{code}.
+  void LogRefused(std::string_view kind, const Status& s) {
+    const TimePoint now = clock_.Now();
+    if (now - refused_window_start_ >= std::chrono::seconds(10)) {
+      refused_window_start_ = now;
+      refused_in_window_ = 0;
+    }
+    if (++refused_in_window_ > 10) {
+      ++refused_unlogged_;
+      return;
+    }
+    fmt::print(stderr, "coordinator: refused {} request: {}{}\n", kind == "invalid" ? "an invalid" : "a " + std::string(kind),
+               s.ToString(), refused_unlogged_ ? fmt::format(" ({} more refused and not logged before it)", refused_unlogged_) : "");
+    refused_unlogged_ = 0;
+  }
+  TimePoint refused_window_start_{};
+  uint64_t refused_in_window_ = 0;
+  uint64_t refused_unlogged_ = 0;
 
   CoordinatorOptions options_;
   Store& store_;
@@ -995,6 +1016,7 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
   metrics_.client_requests.Add({{"kind", kind}, {"code", std::string(StatusCodeName(s.code()))}}).Increment();
   metrics_.RequestDuration(kind).Observe(std::chrono::duration<double>(clock_.Now() - received).count());
   if (!s.ok()) {
+    LogRefused(kind, s);
     auto err = reply.Body().initError();
     err.setCode(static_cast<schema::StatusCode>(s.code()));
     err.setMessage(s.message());

@@ -24,6 +24,11 @@ rc=$?
 [ $rc -eq 2 ] || fail "a client at the worker endpoint exited $rc, not 2: $(cat "$OUT/client.err")"
 grep -qF "this is the coordinator's worker endpoint: submit, status and lookup go to its client endpoint" \
   "$OUT/client.err" || fail "client: $(cat "$OUT/client.err")"
+# A refused request is in the coordinator's log without -v (it was silent), so an
+# operator sees why a user's command failed.
+"$TF" status 99 --coordinator "$CL" > /dev/null 2>&1 && fail "status of a submission that does not exist succeeded"
+for _ in $(seq 20); do grep -q "refused a status request" "$OUT/coord.err" && break; sleep 0.1; done
+grep -q "coordinator: refused a status request: NOT_FOUND" "$OUT/coord.err" || fail "the refused request is not logged: $(cat "$OUT/coord.err")"
 # The coordinator keeps serving clients.
 "$TF" lookup "$OPS" --coordinator "$CL" > /dev/null || fail "the coordinator did not answer a lookup after the misdirected worker"
 echo "misuse: ok"
