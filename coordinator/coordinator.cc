@@ -174,7 +174,9 @@ class Coordinator::Impl {
   Status ActivateTask(Task& task, const std::vector<StoredResult>& recovered);
   // Queues the best configs of the nearest tuned shapes (that are valid here) right
   // after the baseline. Returns how many were queued.
-  size_t WarmStart(Task& task);
+  // Plans the best configs of the nearest tuned shapes (at most max_seeds) right after
+  // the baseline; how many.
+  size_t WarmStart(Task& task, size_t max_seeds);
   // Records the results that belong to `job`; a config outside the job is dropped and a
   // config reported ok with a latency that is not positive and finite is recorded failed.
   void RecordResults(Task& task, const Lease& job, schema::JobResult::Reader r);
@@ -609,7 +611,16 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool
                                                                : options_.default_job_size;
   // Patience is checked between jobs: a job longer than it would run past it (a task
   // with --patience 200 used to measure two 512-config jobs before it was looked at).
-  if (task.rec.patience) job_size = static_cast<uint32_t>(std::min<uint64_t>(job_size, task.rec.patience));
+  // What is already planned counts too -- since the best, or before there is one, what
+  // is out: with several slots, jobs handed out side by side ran patience 20 to 61-81
+  // evaluations. Nothing is handed out while what is out could use patience up; its
+  // results decide (with nothing out, the check above has ended the task or there is room).
+  if (task.rec.patience) {
+    const uint64_t from = task.rec.has_best ? task.improved_at : task.rec.evaluated;
+    const uint64_t since = task.planned.size() > from ? task.planned.size() - from : 0;
+    if (since >= task.rec.patience) return std::nullopt;
+    job_size = static_cast<uint32_t>(std::min<uint64_t>(job_size, task.rec.patience - since));
+  }
   size_t max = std::min<uint64_t>({job_size, task.limit() - task.planned.size(), cap});
   const TimePoint asked = clock_.Now();
   Batch batch = task.strategy->Ask(max, [&task](ConfigIndex i) { return task.planned.contains(i); });
@@ -816,7 +827,7 @@ void Coordinator::Impl::UpdateTaskGauges() {
   metrics_.tasks_failed.Set(failed);
 }
 
-size_t Coordinator::Impl::WarmStart(Task& task) {
+size_t Coordinator::Impl::WarmStart(Task& task, size_t max_seeds) {
   constexpr size_t kNeighbours = 3;
   auto nearest = FindNearest(store_, task.rec.key, kNeighbours);
   if (!nearest.ok()) {
@@ -836,7 +847,10 @@ size_t Coordinator::Impl::WarmStart(Task& task) {
     }
     if (!complete || !space.Validate(c).ok()) continue;
     auto index = space.Encode(c);
-    if (!index.ok() || task.planned.contains(*index) || task.planned.size() >= task.limit()) continue;
+    if (!index.ok() || task.planned.contains(*index) || task.planned.size() >= task.limit() ||
+        seeds.configs.size() >= max_seeds) {
+      continue;
+    }
     task.planned.insert(*index);
     seeds.configs.push_back(*index);
   }
@@ -1076,7 +1090,11 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   sub.created_ms = clock_.UnixMillis();
   for (auto n : names_in) sub.names.emplace_back(n.cStr());
   std::vector<TaskRecord> new_tasks;
-  std::map<OpKeyHash, uint64_t> in_this_submission;
+  struct Earlier {
+    uint64_t task_id = 0;
+    bool from_cache = false;
+  };
+  std::map<OpKeyHash, Earlier> in_this_submission;
   std::multimap<OpKeyHash, uint64_t> running_by_key;  // one pass, not one per op
   for (const auto& [id, t] : tasks_) {
     if (t.rec.state == TaskState::kRunning) running_by_key.emplace(t.key_hash, id);
@@ -1088,9 +1106,9 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     const double weight = weights_in.size() ? weights_in[static_cast<unsigned>(op_index)] : 1.0;
     OpKeyHash hash = HashOpKey(key);
     if (auto it = in_this_submission.find(hash); it != in_this_submission.end()) {
-      sub.task_ids.push_back(it->second);  // identical op keys are tuned once
-      if (weight_of.count(it->second)) weight_of[it->second] += weight;
-      from_cache.push_back(false);
+      sub.task_ids.push_back(it->second.task_id);  // identical op keys are tuned once
+      if (weight_of.count(it->second.task_id)) weight_of[it->second.task_id] += weight;
+      from_cache.push_back(it->second.from_cache);  // as its first occurrence was answered
       continue;
     }
     // An identical key already being tuned the same way: share that task. Other settings
@@ -1107,7 +1125,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     }
     if (running && !req.getForce()) {
       sub.task_ids.push_back(running);
-      in_this_submission[hash] = running;
+      in_this_submission[hash] = {running, false};
       from_cache.push_back(false);
       continue;
     }
@@ -1140,7 +1158,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
       }
     }
     from_cache.push_back(cached);
-    in_this_submission[hash] = rec.task_id;
+    in_this_submission[hash] = {rec.task_id, cached};
     sub.task_ids.push_back(rec.task_id);
     if (!cached && total_budget > 0) weight_of[rec.task_id] = weight;
     new_tasks.push_back(rec);
@@ -1167,6 +1185,9 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     for (const TaskRecord& rec : new_tasks) tasks_.erase(rec.task_id);
     submissions_.erase(sub.submission_id);
   };
+  // Warm-start seeds are evaluations too: under a total budget they fit in what the
+  // baselines (one per scheduled task) leave, or the total would be overspent.
+  size_t warm_room = total_budget > 0 ? total_budget - weight_of.size() : std::numeric_limits<size_t>::max();
   for (TaskRecord& rec : new_tasks) {
     Task& task = tasks_[rec.task_id];
     task.rec = rec;
@@ -1178,7 +1199,8 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
       return Internal("validated op failed to activate: " + s.message());
     }
     if (req.getWarmStart()) {
-      size_t seeded = WarmStart(task);
+      size_t seeded = WarmStart(task, warm_room);
+      warm_room -= seeded;
       Log(fmt::format("task {} warm-started with {} configs of nearby shapes", task.rec.task_id, seeded));
     }
     rec = task.rec;

@@ -569,6 +569,41 @@ TEST_F(CoordinatorTest, ASharedBudgetSmallerThanOneJobStillEndsEveryTask) {
   EXPECT_EQ(total, 7u);
 }
 
+// Warm-start seeds are evaluations of the shared budget too: 2 baselines plus up to 2
+// seeds each used to spend 6 of a total of 3.
+TEST_F(CoordinatorTest, WarmStartSeedsStayWithinATotalBudget) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec first;
+  first.ops = {SmallMatmul(32), SmallMatmul(48)};
+  first.strategy = "random";
+  first.budget = 4;
+  auto tuned = client.Submit(first);
+  ASSERT_TRUE(tuned.ok()) << tuned.status().ToString();
+  w.AnswerAll(100, /*flat=*/false);
+  ASSERT_TRUE(client.GetStatus(tuned->submission_id)->done);
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul(64), SmallMatmul(96)};
+  spec.strategy = "random";
+  spec.total_budget = 3;
+  spec.warm_start = true;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  w.AnswerAll(100, /*flat=*/false);
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  ASSERT_EQ(st->tasks.size(), 2u);
+  EXPECT_EQ(st->tasks[0].evaluated + st->tasks[1].evaluated, 3u) << "the shared budget is spent exactly";
+
+  // The same op twice, answered from the knowledge base: both names say so.
+  client::SubmitSpec again;
+  again.ops = {SmallMatmul(32), SmallMatmul(32)};
+  auto cached = client.Submit(again);
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
+  EXPECT_EQ(cached->from_cache, (std::vector<bool>{true, true}));
+}
+
 TEST_F(CoordinatorTest, ATotalBudgetBelowTheOpsBaselinesIsRefusedWithTheMinimum) {
   client::Client client(ctx_, options_.client_endpoint);
   client::SubmitSpec spec;
@@ -703,6 +738,31 @@ TEST_F(CoordinatorTest, PatienceBoundsTheJobSizeSoATaskDoesNotRunFarPastIt) {
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(st->done);
   EXPECT_EQ(st->tasks[0].evaluated, 6u) << "the baseline, then one job of 5 without improvement";
+}
+
+// A worker with 4 slots takes 4 jobs side by side: patience counts what is out, so the
+// task still stops at patience evaluations past its best (it ran 61-81 for patience 20).
+TEST_F(CoordinatorTest, PatienceCountsTheJobsOutOnOtherSlots) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w", /*slots=*/4);
+  client::SubmitSpec spec = RandomSearch(1000);
+  spec.patience = 20;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto baseline = w.NextJob();
+  ASSERT_TRUE(baseline);
+  w.AnswerFlat(*baseline, 10);
+  std::vector<ReceivedJob> out;  // every job handed out before any is answered
+  while (auto job = w.NextJob(500ms)) out.push_back(*job);
+  size_t configs = 0;
+  for (const auto& job : out) configs += job.configs.size();
+  EXPECT_EQ(configs, 20u) << out.size() << " jobs out at once";
+  for (const auto& job : out) w.AnswerFlat(job, 10);
+  EXPECT_FALSE(w.NextJob(500ms)) << "nothing after patience ran out";
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 21u) << "the baseline, then 20 without improvement";
 }
 
 TEST_F(CoordinatorTest, ATimeBudgetStopsHandingOutConfigsOnceItIsSpent) {
