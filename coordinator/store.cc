@@ -236,6 +236,15 @@ struct Store::Impl {
   rocksdb::WriteOptions synced;
   rocksdb::WriteOptions results_write;
 
+  // Takes an opened database whose handles follow ColumnFamilies()' order.
+  void Adopt(rocksdb::DB* raw) {
+    db.reset(raw);
+    kb = handles[1];
+    tasks = handles[2];
+    results = handles[3];
+    meta = handles[4];
+  }
+
   ~Impl() {
     for (auto* h : handles) {
       if (db) (void)db->DestroyColumnFamilyHandle(h);
@@ -270,11 +279,7 @@ Result<std::unique_ptr<Store>> Store::OpenReadOnly(const std::string& dir) {
   TF_RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), dir, ColumnFamilies(),
                                                             &impl->handles, &raw),
                                "open database at '" + dir + "' read-only"));
-  impl->db.reset(raw);
-  impl->kb = impl->handles[1];
-  impl->tasks = impl->handles[2];
-  impl->results = impl->handles[3];
-  impl->meta = impl->handles[4];
+  impl->Adopt(raw);
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
@@ -287,11 +292,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync_wri
   rocksdb::DB* raw = nullptr;
   TF_RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_options, dir, ColumnFamilies(), &impl->handles, &raw),
                                "open database at '" + dir + "'"));
-  impl->db.reset(raw);
-  impl->kb = impl->handles[1];
-  impl->tasks = impl->handles[2];
-  impl->results = impl->handles[3];
-  impl->meta = impl->handles[4];
+  impl->Adopt(raw);
   impl->synced.sync = sync_writes;
   // Results are re-derivable by re-running their configs, so they are written without
   // fsync; the WAL still orders them before the synced task state that follows.
