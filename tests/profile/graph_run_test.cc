@@ -58,6 +58,37 @@ Graph TrainingMlp(int devices) {
   return *g;
 }
 
+// A tall x [65536,64] x w [64,64]: its backward's dX runs on every core, its dW
+// (64x65536x64) on one. The one gradient row counts their core-time, not the wider one's.
+TEST(GraphRun, ABackwardRowsBlockDimCountsTheCoreTimeOfBothItsKernels) {
+  nlohmann::json j = {{"soc", "Ascend910B2"},
+                      {"training", true},
+                      {"inputs", {Tensor("x", {65536, 64})}},
+                      {"weights", {Tensor("w", {64, 64})}},
+                      {"outputs", {"y"}},
+                      {"nodes", {Node("mm", "MatMul", {"x", "w"}, Tensor("y", {65536, 64}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  RunProfile run = MustRun(*g);
+  const OpRecord* grad = Find(run, "mm_grad");
+  ASSERT_NE(grad, nullptr);
+  const SocSpec& soc = testing::Soc910B2();
+  auto kernel = [&](int64_t m, int64_t k, int64_t n) {
+    OpKey key;
+    key.soc = soc.name;
+    key.op_type = "MatMul";
+    key.inputs = {{{m, k}, "float16", "ND"}, {{k, n}, "float16", "ND"}};
+    TuningProblem p = MakeTuningProblem(key, soc).value();
+    return sim::Simulate(p, p.default_config, soc).value();
+  };
+  const sim::KernelEstimate dx = kernel(65536, 64, 64), dw = kernel(64, 65536, 64);
+  ASSERT_GT(dx.block_dim, dw.block_dim);
+  const double core_time = dx.duration_us * static_cast<double>(dx.block_dim) + dw.duration_us * static_cast<double>(dw.block_dim);
+  EXPECT_NEAR(grad->duration_us * static_cast<double>(grad->estimate.block_dim), core_time, 0.5 * grad->duration_us)
+      << "block dim " << grad->estimate.block_dim;
+  EXPECT_LT(grad->estimate.block_dim, dx.block_dim);
+}
+
 TEST(GraphRun, NoOpStartsBeforeEveryProducerOfItsInputsHasFinished) {
   Graph g = testing::LoadExample("bert_base_layer.json");
   RunProfile run = MustRun(g);

@@ -3,6 +3,7 @@
 #include "worker/profile/graph_run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <set>
@@ -62,7 +63,14 @@ Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProbl
   e.launch_us += dw.launch_us;
   e.duration_us += dw.duration_us;
   e.latency_us = e.launch_us + e.duration_us;
-  e.block_dim = std::max(dx.block_dim, dw.block_dim);
+  // One profile row for two kernels: its block dim is their core-time over its duration,
+  // so duration x block_dim / cores (the AI Core utilisation) counts each kernel's own
+  // cores. The larger one counted a dW on 1 core as if it used all 24, 3x the utilisation.
+  const double both = dx.duration_us + dw.duration_us;
+  e.block_dim = both > 0 ? std::max<int64_t>(1, std::llround((static_cast<double>(dx.block_dim) * dx.duration_us +
+                                                              static_cast<double>(dw.block_dim) * dw.duration_us) /
+                                                             both))
+                         : std::max(dx.block_dim, dw.block_dim);
   e.hbm_bytes += dw.hbm_bytes;
   e.l2_bytes += dw.l2_bytes;
   e.compulsory_bytes += dw.compulsory_bytes;
