@@ -1,5 +1,7 @@
 #include "worker/evaluator.h"
 
+#include <algorithm>
+
 #include "worker/sim/noise.h"
 #include "worker/sim/simulator.h"
 #include "tunefleet/common/tuning_problem.h"
@@ -60,7 +62,11 @@ class SimProblemEvaluator final : public ProblemEvaluatorBase {
     TF_ASSIGN_OR_RETURN(sim::KernelEstimate est, sim::Simulate(problem(), config, soc()));
     if (sigma_ <= 0) return est.latency_us;
     TF_ASSIGN_OR_RETURN(ConfigIndex index, problem().space.Encode(config));
-    return est.latency_us * sim::MeasurementNoiseFactor(hash_, index, seed_, 0, sigma_);
+    // Noise never takes a measurement below launch + roofline, which no run beats: a
+    // near-roofline config's lucky draw would otherwise be recorded as faster than the
+    // hardware, and the task scheduler's headroom (best - floor) could go negative.
+    return std::max(est.latency_us * sim::MeasurementNoiseFactor(hash_, index, seed_, 0, sigma_),
+                    est.launch_us + sim::RooflineUs(est, soc()));
   }
   OpKeyHash hash_;
   uint64_t seed_;

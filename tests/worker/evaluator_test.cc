@@ -65,6 +65,24 @@ TEST_F(EvaluatorTest, NoisyEvaluationsRepeatExactlyOnAnotherWorker) {
   EXPECT_NE(x.latency_us, sim::Simulate(p, p.default_config, soc())->latency_us);
 }
 
+// Even large noise never records a config below launch + roofline.
+TEST_F(EvaluatorTest, NoisyMeasurementsStayAtOrAboveTheRoofline) {
+  auto job = MakeSimEvaluator(catalog_, 0.5)->Prepare(Matmul(), 3).value();
+  TuningProblem p = MakeTuningProblem(Matmul(), soc()).value();
+  int clamped = 0, checked = 0;
+  for (ConfigIndex i = 0; i < p.space.size() && checked < 2000; i += 7) {
+    if (!p.space.ValidateIndex(i).ok()) continue;
+    ++checked;
+    Evaluation e = job->Evaluate(i);
+    ASSERT_TRUE(e.ok) << e.error;
+    sim::KernelEstimate est = sim::Simulate(p, p.space.Decode(i), soc()).value();
+    const double floor = est.launch_us + sim::RooflineUs(est, soc());
+    EXPECT_GE(e.latency_us, floor) << "config " << i;
+    clamped += e.latency_us == floor;
+  }
+  EXPECT_GT(clamped, 0) << "sigma 0.5 must draw some factors that would cross the floor";
+}
+
 TEST_F(EvaluatorTest, AnInvalidConfigIsRejectedWithItsReasonNotMeasured) {
   auto job = MakeSimEvaluator(catalog_)->Prepare(Matmul(), 0).value();
   TuningProblem p = MakeTuningProblem(Matmul(), soc()).value();
