@@ -135,6 +135,11 @@ Result<SocSpec> ParseSocSpec(std::string_view ini_text, std::string_view source)
   r.Number(kModel, "hccs_bandwidth_gbps", s.hccs_bandwidth_gbps);
   r.Number(kModel, "hccs_latency_us", s.hccs_latency_us);
   TF_RETURN_IF_ERROR(r.status());
+  // CANN lists the cube's input->output dtypes in [AICoreintrinsicDtypeMap] Intrinsic_mmad
+  // (f162f32, bf162f32, s82s32, ...); without the key a part is taken to have bf16.
+  if (auto mmad = m.find("AICoreintrinsicDtypeMap.Intrinsic_mmad"); mmad != m.end()) {
+    s.supports_bf16 = mmad->second.find("bf16") != std::string::npos;
+  }
   return s;
 }
 

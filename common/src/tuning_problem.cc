@@ -108,6 +108,19 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
     return InvalidArgument("op key is for SoC '" + key.soc + "' but the spec is '" + soc.name + "'");
   }
   TF_RETURN_IF_ERROR(CheckKnownAttrs(key));
+  if (!soc.supports_bf16) {
+    auto bf16 = [](const std::string& name) {
+      auto dt = ParseDType(name);
+      return dt.ok() && *dt == DType::kBFloat16;
+    };
+    const auto cast = key.attrs.find("dst_type");
+    bool uses = cast != key.attrs.end() && bf16(cast->second);
+    for (const TensorDesc& in : key.inputs) uses = uses || bf16(in.dtype);
+    if (uses) {
+      return InvalidArgument(soc.name + " has no bfloat16 (its Intrinsic_mmad lists none): use float16 there, or a "
+                             "part that has it (Ascend910B2, Ascend910B4)");
+    }
+  }
   // An op whose operands cannot be in device memory at once is not an op this SoC runs
   // (NPU_MODEL.md: a capacity is a reason, never a silent number). Cube ops also write
   // their fp32 GEMM output.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tunefleet/common/tuning_problem.h"
+
 namespace tunefleet {
 namespace {
 
@@ -39,6 +41,36 @@ TEST(SocCatalog, EveryBuiltinSocParsesWithItsPublicCoreCounts) {
   EXPECT_EQ((*a1)->ub_size, 262144);
   // A slower chip with fewer cores has a lower cube peak.
   EXPECT_LT((*b4)->CubePeakFlops(), (*c.Find("Ascend910B2"))->CubePeakFlops());
+  // bfloat16 came with the 910B parts (CANN's Intrinsic_mmad lists bf162f32 there only).
+  EXPECT_FALSE((*a1)->supports_bf16);
+  EXPECT_TRUE((*b4)->supports_bf16);
+  EXPECT_TRUE((*c.Find("Ascend910B2"))->supports_bf16);
+}
+
+// An op in bfloat16 on the 910 is refused with what to use instead; fp16 is tuned.
+TEST(SocCatalog, TheFirstGenerationRefusesBfloat16Ops) {
+  SocCatalog c = SocCatalog::Builtin();
+  for (const std::string op : {"MatMul", "Gelu"}) {
+    OpKey key;
+    key.soc = "Ascend910";
+    key.op_type = op;
+    key.inputs = {{{1024, 1024}, "bfloat16", "ND"}};
+    if (op == "MatMul") key.inputs.push_back({{1024, 1024}, "bfloat16", "ND"});
+    auto refused = MakeTuningProblem(key, **c.Find("Ascend910"));
+    ASSERT_FALSE(refused.ok()) << op;
+    EXPECT_NE(refused.status().message().find("Ascend910 has no bfloat16"), std::string::npos) << refused.status().message();
+    OpKey b2 = key;
+    b2.soc = "Ascend910B2";
+    EXPECT_TRUE(MakeTuningProblem(b2, **c.Find("Ascend910B2")).ok()) << op << " in bf16 on the 910B2";
+    for (auto& in : key.inputs) in.dtype = "float16";
+    EXPECT_TRUE(MakeTuningProblem(key, **c.Find("Ascend910")).ok()) << op << " in fp16 on the 910";
+  }
+  OpKey cast;
+  cast.soc = "Ascend910";
+  cast.op_type = "Cast";
+  cast.inputs = {{{1024, 1024}, "float32", "ND"}};
+  cast.attrs = {{"dst_type", "bfloat16"}};
+  EXPECT_FALSE(MakeTuningProblem(cast, **c.Find("Ascend910")).ok());
 }
 
 TEST(SocCatalog, UnknownSocListsKnownOnes) {

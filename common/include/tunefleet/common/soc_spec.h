@@ -28,6 +28,8 @@ struct SocSpec {
   int vec_calc_size = 128;          // fp16 lanes per cycle
   int64_t l0_a_size = 0, l0_b_size = 0, l0_c_size = 0, l1_size = 0, ub_size = 0;
   int64_t ubblock_size = 32;        // alignment, bytes
+  // [AICoreintrinsicDtypeMap] Intrinsic_mmad lists bf16 (the 910B parts; not the 910)
+  bool supports_bf16 = true;
   // [TunefleetModel] (model-only keys)
   double hbm_bandwidth_gbps = 0;    // GB/s shared by all cores
   double l2_bandwidth_gbps = 0;     // GB/s shared by all cores
