@@ -78,14 +78,21 @@ grep -q "evaluations        5 " "$OUT/tune.txt" || fail "tune --budget 5 did not
 
 # tune --replay-cache on a file that mixes simulated and replayed ops tunes both (the
 # simulated ones used to wait forever for a worker: only the replay one was started).
+# A toy Kernel Tuner cache of 8 configs: the shared datasets are not beside every clone.
+cat > "$OUT/toy.json" <<'JSON'
+{"device_name": "Toy GPU", "kernel_name": "toy_kernel", "objective": "time",
+ "tune_params_keys": ["bx", "tile"], "tune_params": {"bx": [32, 64], "tile": [1, 2, 3, 4]},
+ "cache": {"32,1": {"bx": 32, "tile": 1, "time": 1.25}, "32,2": {"bx": 32, "tile": 2, "time": 0.9},
+           "32,3": {"bx": 32, "tile": 3, "time": "RuntimeFailedConfig"}, "64,1": {"bx": 64, "tile": 1, "time": 0.7},
+           "64,2": {"bx": 64, "tile": 2, "time": 0.5}, "64,4": {"bx": 64, "tile": 4, "time": 0.8}}}
+JSON
 cat > "$OUT/mixed.json" <<'JSON'
 {"soc": "Ascend910B2", "ops": [
   {"name": "small.proj", "op": "MatMul", "inputs": [{"shape": [256, 128], "dtype": "float16"}, {"shape": [128, 256], "dtype": "float16"}]},
-  {"name": "conv.a100", "soc": "replay", "op": "convolution_kernel", "attrs": {"device": "NVIDIA A100-PCIE-40GB"},
-   "inputs": [{"shape": [4096, 4096], "dtype": "float32"}]}]}
+  {"name": "toy", "soc": "replay", "op": "toy_kernel", "inputs": [{"shape": [1024], "dtype": "float32"}]}]}
 JSON
-timeout 120 "$TF" tune "$OUT/mixed.json" --data-dir "$OUT/kb-mixed" --budget 5 \
-  --replay-cache "$SRC/../shared/datasets/convolution_A100.json.gz" > "$OUT/mixed.txt" || fail "mixed tune exited $?"
+timeout 120 "$TF" tune "$OUT/mixed.json" --data-dir "$OUT/kb-mixed" --budget 5 --replay-cache "$OUT/toy.json" \
+  > "$OUT/mixed.txt" || fail "mixed tune exited $?: $(cat "$OUT/mixed.txt")"
 grep -q "2 ops on Ascend910B2, replay" "$OUT/mixed.txt" || fail "tune does not name both SoCs: $(cat "$OUT/mixed.txt")"
 [ "$(grep -c "evaluations        5 " "$OUT/mixed.txt")" -eq 2 ] || fail "mixed tune: $(cat "$OUT/mixed.txt")"
 
