@@ -190,6 +190,11 @@ class Coordinator::Impl {
   void Persist(Task& task, const std::vector<StoredResult>& stored);
   // Whether the task's time or no-improvement budget is spent.
   bool OutOfPatienceOrTime(const Task& task) const;
+  // Configs planned since the best last improved (before a best: those still out).
+  uint64_t PlannedSincePatienceStart(const Task& task) const;
+  // Whether NextJob holds a task back only until its jobs out report: their results
+  // decide whether its patience is spent.
+  bool WaitsOnItsJobsOut(const Task& task) const;
   void MaybeFinish(Task& task);
   void Requeue(Lease lease, const std::string& why);
   // The job `job_id` at `attempt` if `identity` holds it now or held it before it was
@@ -456,6 +461,16 @@ void Coordinator::Impl::Persist(Task& task, const std::vector<StoredResult>& sto
   if (!s.ok()) fmt::print(stderr, "coordinator: cannot persist results: {}\n", s.ToString());
 }
 
+uint64_t Coordinator::Impl::PlannedSincePatienceStart(const Task& task) const {
+  const uint64_t from = task.rec.has_best ? task.improved_at : task.rec.evaluated;
+  return task.planned.size() > from ? task.planned.size() - from : 0;
+}
+
+bool Coordinator::Impl::WaitsOnItsJobsOut(const Task& task) const {
+  return task.rec.state == TaskState::kRunning && !task.strategy_done && task.rec.patience &&
+         PlannedSincePatienceStart(task) >= task.rec.patience && task.planned.size() > task.rec.evaluated;
+}
+
 bool Coordinator::Impl::OutOfPatienceOrTime(const Task& task) const {
   if (task.rec.patience && task.rec.has_best && task.rec.evaluated - task.improved_at >= task.rec.patience) return true;
   return task.rec.budget_seconds > 0 && task.rec.started_ms > 0 &&
@@ -616,8 +631,7 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool
   // evaluations. Nothing is handed out while what is out could use patience up; its
   // results decide (with nothing out, the check above has ended the task or there is room).
   if (task.rec.patience) {
-    const uint64_t from = task.rec.has_best ? task.improved_at : task.rec.evaluated;
-    const uint64_t since = task.planned.size() > from ? task.planned.size() - from : 0;
+    const uint64_t since = PlannedSincePatienceStart(task);
     if (since >= task.rec.patience) return std::nullopt;
     job_size = static_cast<uint32_t>(std::min<uint64_t>(job_size, task.rec.patience - since));
   }
@@ -724,6 +738,9 @@ void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEnt
       std::optional<JobSpec> spec =
           NextJob(task, std::min(per_job, schedule.total - schedule.planned), &fresh);
       if (!spec) {
+        // A task waiting on its jobs out is not done: leave it in the split and serve
+        // this worker again next turn (marking it exhausted dropped it for good).
+        if (WaitsOnItsJobsOut(task)) break;
         schedule.scheduler.MarkExhausted(i);
         continue;
       }

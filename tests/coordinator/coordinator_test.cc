@@ -765,6 +765,34 @@ TEST_F(CoordinatorTest, PatienceCountsTheJobsOutOnOtherSlots) {
   EXPECT_EQ(st->tasks[0].evaluated, 21u) << "the baseline, then 20 without improvement";
 }
 
+// Under a shared budget, a task whose patience is held by its jobs out waits for them;
+// it is not taken out of the split, so tasks that keep improving share the whole total.
+TEST_F(CoordinatorTest, UnderATotalBudgetATaskWaitingOnItsJobsOutStaysInTheSplit) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w", /*slots=*/4);
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul(32), SmallMatmul(64)};
+  spec.strategy = "random";
+  spec.total_budget = 40;
+  spec.scheduler = "round-robin";
+  spec.patience = 3;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  double latency = 1000;  // every job beats the last: no task ever runs out of patience
+  for (int jobs = 0; jobs < 200; ++jobs) {
+    auto job = w.NextJob(1s);
+    if (!job) break;
+    latency -= 1;
+    w.AnswerFlat(*job, latency);
+  }
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  ASSERT_EQ(st->tasks.size(), 2u);
+  EXPECT_EQ(st->tasks[0].evaluated + st->tasks[1].evaluated, 40u);
+  for (const auto& t : st->tasks) EXPECT_GE(t.evaluated, 15u) << "round-robin splits 40 between two improving tasks";
+}
+
 TEST_F(CoordinatorTest, ATimeBudgetStopsHandingOutConfigsOnceItIsSpent) {
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
