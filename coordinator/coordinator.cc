@@ -172,10 +172,8 @@ class Coordinator::Impl {
   // --- lifecycle of tasks -------------------------------------------------------
   Status Resume();
   Status ActivateTask(Task& task, const std::vector<StoredResult>& recovered);
-  // Queues the best configs of the nearest tuned shapes (that are valid here) right
-  // after the baseline. Returns how many were queued.
-  // Plans the best configs of the nearest tuned shapes (at most max_seeds) right after
-  // the baseline; how many.
+  // Queues the best configs of the nearest tuned shapes that are valid here (at most
+  // max_seeds) right after the baseline. Returns how many were queued.
   size_t WarmStart(Task& task, size_t max_seeds);
   // Records the results that belong to `job`; a config outside the job is dropped and a
   // config reported ok with a latency that is not positive and finite is recorded failed.
@@ -247,9 +245,6 @@ class Coordinator::Impl {
                s.ToString(), refused_unlogged_ ? fmt::format(" ({} more refused and not logged before it)", refused_unlogged_) : "");
     refused_unlogged_ = 0;
   }
-  TimePoint refused_window_start_{};
-  uint64_t refused_in_window_ = 0;
-  uint64_t refused_unlogged_ = 0;
 
   CoordinatorOptions options_;
   Store& store_;
@@ -273,6 +268,10 @@ class Coordinator::Impl {
   std::string dispatch_worker_cursor_;  // identity of the worker served last
   TimePoint dispatch_until_;            // end of this turn's dispatch slice
   TimePoint next_heartbeat_;
+  // LogRefused's window: its start, the refusals in it, those not logged since a line.
+  TimePoint refused_window_start_{};
+  uint64_t refused_in_window_ = 0;
+  uint64_t refused_unlogged_ = 0;
 };
 
 // ----------------------------------------------------------------------------------
@@ -1308,7 +1307,7 @@ Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
   TF_ASSIGN_OR_RETURN(std::vector<LookupAnswer> found, LookUp(store_, keys, req.getNearest(), [this](const OpKey& key) {
     return ProblemFor(key).status();
   }));
-  for (const LookupAnswer& a : found) (a.exact_hit ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
+  for (const LookupAnswer& a : found) (a.exact() ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
   auto list = reply.initLookupReply().initEntries(static_cast<unsigned>(found.size()));
   for (unsigned i = 0; i < found.size(); ++i) {
     list[i].setFound(found[i].entry.has_value());

@@ -16,7 +16,6 @@ Result<std::vector<LookupAnswer>> LookUp(const Store& store, const std::vector<O
     if (!key.ok()) return key.status().WithContext(which);
     LookupAnswer a;
     TF_ASSIGN_OR_RETURN(a.entry, store.GetKb(HashOpKey(*key)));
-    a.exact_hit = a.entry.has_value();
     if (!a.entry) {
       if (Status s = tunable(*key); !s.ok()) return s.WithContext(which);
     }

@@ -17,7 +17,8 @@ struct LookupAnswer {
   std::optional<KbEntry> entry;
   bool approximate = false;  // the nearest tuned shape's entry, not the key's own
   double distance = 0;       // when approximate: ShapeDistance to it
-  bool exact_hit = false;    // the key's own entry (what the hit/miss metric counts)
+  // The key's own entry (what the hit/miss metric counts).
+  bool exact() const { return entry.has_value() && !approximate; }
 };
 
 // `tunable` says why a missed (canonical) key could never be tuned -- a typo in its SoC,

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -273,9 +274,9 @@ Analysis Analyze(const LoadedProfile& profile) {
   // their span, first start to last end, gaps between kernels included (host time
   // before the first one is not in the file); profiler_data.csv has no times, so the
   // serial sum of everything recorded (an upper bound: overlap is not visible there).
-  double first = 0, last = 0;
+  double first = std::numeric_limits<double>::infinity(), last = 0;
   for (const auto& r : profile.rows) {
-    if (&r == &profile.rows.front() || r.start_us < first) first = r.start_us;
+    first = std::min(first, r.start_us);
     last = std::max(last, r.start_us + r.duration_us);
   }
   a.step_us = num("step_us").value_or(profile.detailed && !profile.rows.empty() ? last - first : recorded);
