@@ -161,6 +161,8 @@ class Coordinator::Impl {
   }
 
   Status Run(const std::atomic<bool>& stop);
+  // Stamped every turn of Run's loop, read by the watchdog's thread (loop_watchdog.h).
+  std::atomic<Clock::Duration::rep> last_turn_ns_{0};
 
   std::string client_endpoint_, worker_endpoint_;
 
@@ -1343,6 +1345,7 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
   next_heartbeat_ = clock_.Now();
   metrics_.kb_entries.Set(static_cast<double>(store_.KbSizeEstimate()));
   while (!stop.load()) {
+    last_turn_ns_.store(clock_.Now().time_since_epoch().count());
     zmq::pollitem_t items[] = {{workers_sock_.handle(), 0, ZMQ_POLLIN, 0},
                                {client_.handle(), 0, ZMQ_POLLIN, 0}};
     zmq::poll(items, 2, std::chrono::milliseconds(20));
@@ -1388,6 +1391,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opti
                                                          zmq::context_t& ctx) {
   auto impl = std::make_unique<Impl>(std::move(options), store, catalog, clock, registry, ctx);
   TF_RETURN_IF_ERROR(impl->Init());
+  impl->last_turn_ns_.store(clock.Now().time_since_epoch().count());
   return std::unique_ptr<Coordinator>(new Coordinator(std::move(impl)));
 }
 
@@ -1396,5 +1400,8 @@ Coordinator::~Coordinator() = default;
 const std::string& Coordinator::client_endpoint() const { return impl_->client_endpoint_; }
 const std::string& Coordinator::worker_endpoint() const { return impl_->worker_endpoint_; }
 Status Coordinator::Run() { return impl_->Run(stop_); }
+Clock::TimePoint Coordinator::LastTurn() const {
+  return Clock::TimePoint(Clock::Duration(impl_->last_turn_ns_.load()));
+}
 
 }  // namespace tunefleet::coordinator

@@ -55,6 +55,8 @@ class Coordinator {
 
   // Serves until Stop(); returns OK on a clean stop.
   Status Run();
+  // When the loop in Run() last turned (Create's end before it runs); any thread.
+  Clock::TimePoint LastTurn() const;
   void Stop() { stop_.store(true); }
 
  private:

@@ -13,6 +13,7 @@
 #include <prometheus/registry.h>
 
 #include "coordinator/coordinator.h"
+#include "coordinator/loop_watchdog.h"
 #include "tunefleet/common/curve.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   std::string soc_dir;
   int heartbeat_ms = static_cast<int>(protocol::kHeartbeatInterval.count());
   bool no_sync = false;
+  int loop_stall_limit_ms = 60000;
   app.add_option("--client-bind", options.client_endpoint, "ZeroMQ endpoint for clients (tcp://HOST:PORT, port * = any)")->capture_default_str();
   app.add_option("--worker-bind", options.worker_endpoint, "ZeroMQ endpoint for workers")->capture_default_str();
   app.add_option("--data-dir", data_dir, "RocksDB folder (knowledge base, tasks, results)")->capture_default_str();
@@ -46,6 +48,11 @@ int main(int argc, char** argv) {
   app.add_option("--curve-dir", curve_dir,
                  "CURVE key folder (server.public/.secret, worker.public, clients.public, readers.public): encrypt both "
                  "sockets and admit only listed keys; default from TUNEFLEET_CURVE_ENABLED / TUNEFLEET_CURVE_DIR");
+  app.add_option("--loop-stall-limit-ms", loop_stall_limit_ms,
+                 "exit (code 5) when the scheduling loop has not turned for this long, so the supervisor restarts it; "
+                 "0 disables")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600000));
   app.add_flag("--no-sync", no_sync, "do not fsync state changes (faster, loses the last changes on a crash)");
   app.add_flag("-v,--verbose", options.verbose, "log scheduling decisions to stderr");
   CLI11_PARSE(app, argc, argv);
@@ -111,6 +118,28 @@ int main(int argc, char** argv) {
     return ExitCodeFor(coord.status());  // 2 for a malformed --client-bind, 1 for a port in use
   }
   TerminationWatcher watcher([&] { (*coord)->Stop(); });
+  // The loop turns at least every 20 ms when well; a liveness probe only sees the HTTP
+  // server, so a stuck loop ends the process here instead (loop_watchdog.h).
+  std::shared_ptr<coordinator::LoopWatchdog> watchdog;
+  if (loop_stall_limit_ms > 0) {
+    const coordinator::Coordinator& c = **coord;
+    watchdog = std::make_shared<coordinator::LoopWatchdog>(
+        clock, [&c] { return c.LastTurn(); }, std::chrono::milliseconds(loop_stall_limit_ms),
+        [loop_stall_limit_ms](Clock::Duration since) {
+          fmt::print(stderr,
+                     "tunefleet-coordinator: the scheduling loop has not turned for {} ms (limit "
+                     "--loop-stall-limit-ms {}): exiting for the supervisor to restart it; accepted work is in "
+                     "the data folder\n",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(since).count(), loop_stall_limit_ms);
+          std::fflush(stderr);
+          std::_Exit(kExitLoopStalled);
+        });
+    if (exposer) {
+      exposer->RegisterCollectable(watchdog, "/healthz");
+      exposer->RegisterCollectable(watchdog);
+    }
+    watchdog->Start();
+  }
   if (exposer) exposer->RegisterCollectable(ready, "/readyz");
   // One machine-readable line: tests and scripts read the resolved endpoints from it.
   fmt::print("tunefleet-coordinator ready client={} worker={} metrics={} data={} curve={}\n",

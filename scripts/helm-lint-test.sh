@@ -111,7 +111,7 @@ must_reject_with() {
 
 # ---- dashboard ----
 run "dashboard JSON parses" "$py" -m json.tool "$dashboard"
-run "dashboard has one row per concern, shows every exported metric and uses their label values" "$py" - "$dashboard" "$root/common/src/status.cc" "$root/coordinator/metrics.cc" <<'EOF'
+run "dashboard has one row per concern, shows every exported metric and uses their label values" "$py" - "$dashboard" "$root/common/src/status.cc" "$root/coordinator/metrics.cc" "$root/coordinator/loop_watchdog.cc" <<'EOF'
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 rows = [p["title"] for p in d["panels"] if p.get("type") == "row"]
@@ -124,6 +124,10 @@ exprs = " ".join(t.get("expr", "") for p in d["panels"] for t in p.get("targets"
 # as tunefleet_evaluations_total.
 metrics = re.findall(r'Name\("(tunefleet_[a-z0-9_]+)"\)', open(sys.argv[3]).read())
 assert len(metrics) >= 15, f"read only {metrics} from {sys.argv[3]}"
+# The loop watchdog's gauge is computed at scrape time (coordinator/loop_watchdog.cc).
+watchdog = re.findall(r'family\.name = "(tunefleet_[a-z0-9_]+)"', open(sys.argv[4]).read())
+assert watchdog, f"no gauge name read from {sys.argv[4]}"
+metrics += watchdog
 shown = set(re.findall(r"tunefleet_[a-z0-9_]+", exprs))
 shown |= {m[: -len("_bucket")] for m in shown if m.endswith("_bucket")}
 missing = [m for m in metrics if m not in shown]

@@ -118,6 +118,13 @@ class Cluster {
     }
   }
 
+  bool running() { return coordinator_ && coordinator_->Wait(0ms) == -1; }
+  int WaitCoordinatorExit(std::chrono::milliseconds timeout) {
+    const int code = coordinator_->Wait(timeout);
+    coordinator_.reset();
+    return code;
+  }
+
   void KillCoordinator() {
     coordinator_->Kill();
     EXPECT_EQ(coordinator_->Wait(20s), 128 + SIGKILL);
@@ -294,6 +301,36 @@ TEST_F(ClusterTest, CoordinatorKilledMidTaskResumesFromRocksDbAndEndsWithTheSame
       << "the restarted coordinator must continue from the results in RocksDB, not start over";
   EXPECT_EQ(st.tasks[0].best_index, expected.index);
   EXPECT_DOUBLE_EQ(st.tasks[0].best_latency_us, expected.latency_us);
+}
+
+// The liveness probe only reaches the HTTP server; the watchdog watches the loop. Idle,
+// the loop turns every 20 ms and the watchdog stays quiet; held up by a submission of
+// 40,000 shapes (about a second of validation) it ends the process with exit 5, and a
+// restart on the same folder serves again.
+TEST_F(ClusterTest, AStalledSchedulingLoopEndsTheCoordinatorWithExit5AndARestartServes) {
+  Cluster cluster(data_dir());
+  ASSERT_TRUE(cluster.StartCoordinator("tcp://127.0.0.1:*", "tcp://127.0.0.1:*", {"--loop-stall-limit-ms", "300"}));
+  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE(cluster.running()) << "an idle coordinator was taken for stalled";
+  const std::string health = testing::HttpGet(cluster.metrics_port(), "/healthz");
+  EXPECT_EQ(testing::MetricValue(health, "tunefleet_up"), 1.0);
+  const double since_turn = testing::MetricValue(health, "tunefleet_loop_seconds_since_turn");
+  EXPECT_GE(since_turn, 0.0) << health;
+  EXPECT_LT(since_turn, 0.3);
+
+  client::SubmitSpec spec;
+  for (int i = 0; i < 40000; ++i) spec.ops.push_back(Matmul(16 * (1 + i % 400), 16 * (1 + i / 400), 128));
+  client::Client c(ctx_, cluster.client_endpoint(), 3s);
+  auto r = c.Submit(spec);
+  EXPECT_FALSE(r.ok()) << "the coordinator answered a submission it should have been stopped in";
+  EXPECT_EQ(cluster.WaitCoordinatorExit(60s), kExitLoopStalled);
+
+  ASSERT_TRUE(cluster.StartCoordinator());
+  client::Client again(ctx_, cluster.client_endpoint());
+  spec.ops = {Matmul(64, 64, 64)};
+  spec.budget = 4;
+  auto ok = again.Submit(spec);
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
 }
 
 TEST_F(ClusterTest, BadSubmissionGetsAnErrorThatSaysWhatToFixAndTheCoordinatorKeepsServing) {

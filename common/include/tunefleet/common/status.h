@@ -65,6 +65,9 @@ inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionD
 // kPermissionDenied), kExitFailure for operational failures worth retrying.
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
+// tunefleet-coordinator only: its scheduling loop stopped turning and the watchdog ended
+// the process for its supervisor to restart (coordinator/loop_watchdog.h).
+inline constexpr int kExitLoopStalled = 5;  // apart from the CLI's 3 and 4
 int ExitCodeFor(const Status& status);
 
 // Either a T or a non-OK Status. Accessing value() of an error is a bug (asserts).
