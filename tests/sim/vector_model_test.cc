@@ -148,6 +148,29 @@ TEST_F(VectorModel, LargeFp16AddWithTheBestTilingReaches80To90PercentOfHbmBandwi
   }
 }
 
+// HBM is shared by the cores that are active (NPU_MODEL.md "Memory"): in a partial last
+// wave fewer cores split it, so a memory-bound op is not faster on fewer cores. Softmax
+// [64, 200000] has 64 rows: on 48 cores 16 of them run a second row, on 32 every core
+// runs two. The model charged the 16 a 1/48 share and took 99 us on 48 cores, 71 on 32.
+TEST_F(VectorModel, AMemoryBoundOpWithAPartialLastWaveIsNotFasterOnFewerCores) {
+  for (const OpKey& key : {Key("Softmax", {{64, 200000}}), Key("Add", {{50, 1000000}, {50, 1000000}}),
+                           Key("Gelu", {{70, 100000}})}) {
+    TuningProblem p = Problem(key);
+    std::map<int64_t, double> best_by_cores;
+    p.space.ForEachValid([&](ConfigIndex i) {
+      const Config c = p.space.Decode(i);
+      const double latency = Run(p, c).latency_us;
+      auto [it, fresh] = best_by_cores.try_emplace(p.space.Get(c, "usedCores"), latency);
+      if (!fresh) it->second = std::min(it->second, latency);
+      return true;
+    });
+    ASSERT_TRUE(best_by_cores.count(32) && best_by_cores.count(48)) << key.Display();
+    std::printf("%s best on 32 / 48 cores: %.2f / %.2f us\n", key.Display().c_str(), best_by_cores[32],
+                best_by_cores[48]);
+    EXPECT_LE(best_by_cores[48], best_by_cores[32] * 1.005) << key.Display();
+  }
+}
+
 TEST_F(VectorModel, SmallOpsAreDominatedByLaunchAndScalarOverhead) {
   for (const OpKey& key : OneKeyPerOp({1, 256}, "float16")) {
     TuningProblem p = Problem(key);

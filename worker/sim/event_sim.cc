@@ -91,8 +91,11 @@ double SimulateCubeCore(const CubePlan& p, const std::vector<Run>& runs, Recorde
 // With bufferNum 1 a tile starts after the previous one left (the serial sum). Each
 // transfer is stretched by the core's HBM share (in the stage costs); when MTE2 and
 // MTE3 stream at once they split that share, so a tile's write-back also waits until
-// the share has delivered the bytes of every tile so far.
+// the share has delivered the bytes of every tile so far. A core that runs per_core
+// items runs its last one alone with the other such cores, at the larger share of
+// `p.last`.
 double SimulateVectorCore(const VectorPlan& p, int64_t items, Recorder& rec) {
+  const bool busiest = items == p.per_core;
   const double t0 = p.prologue;
   rec.Add(Pipe::kMte2, 0, p.prologue, -1, "MTE2 gamma/beta");
   double scalar_free = t0, mte2_free = t0, vec_free = t0, mte3_free = t0;
@@ -138,11 +141,12 @@ double SimulateVectorCore(const VectorPlan& p, int64_t items, Recorder& rec) {
   if (p.split_rows) {
     // Each pass runs over all the core's rows (their statistics are a few scalars that
     // stay in UB), the statistics pass first.
+    const int64_t n = items * p.chunks_per_row;
     for (int k = 0; k < p.n_kinds; ++k) {
-      for (int64_t c = 0; c < items * p.chunks_per_row; ++c) run_tile(p.kinds[k]);
+      for (int64_t c = 0; c < n; ++c) run_tile(busiest && c >= n - p.last_tiles ? p.last[k] : p.kinds[k]);
     }
   } else {
-    for (int64_t i = 0; i < items; ++i) run_tile(p.kinds[0]);
+    for (int64_t i = 0; i < items; ++i) run_tile(busiest && i >= items - p.last_tiles ? p.last[0] : p.kinds[0]);
   }
   return std::max({scalar_free, mte2_free, vec_free, mte3_free, prev_end});
 }

@@ -163,10 +163,6 @@ double TransferEq(double raw, double bursts, bool misaligned, const SocSpec& soc
   return misaligned ? eq * (1 + soc.misaligned_stride_penalty) : eq;
 }
 
-struct Stages {
-  double scalar = 0, mte2 = 0, vec = 0, mte3 = 0;
-};
-
 }  // namespace
 
 int VectorInstructionsPerElement(const VectorShape& shape) {
@@ -331,10 +327,20 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
 
   // HBM is shared by the active cores (NPU_MODEL.md "Memory"): with all of them streaming,
   // each gets 1/cores of the sustained bandwidth; a core alone is limited by its own DMA.
+  // Items (tiles, or rows when split) are dealt round-robin, so the first `full` cores run
+  // per_core of them and the rest one fewer: while the busiest cores run their last item
+  // the others are done, and those `full` cores split HBM among themselves. Over the
+  // launch that is work-conserving: an HBM-bound busiest core ends at bytes / bandwidth
+  // however the last wave falls, not earlier on fewer cores.
   const double cycles_per_us = soc.CyclesPerUs();  // vector cores share the AI Core clock
   const double hbm_bytes_per_cycle =
       soc.hbm_bandwidth_gbps * 1e3 * soc.hbm_stream_efficiency / cycles_per_us;
+  const int64_t full = blk.tiles - cores * (per_core - 1);
   const double tau = static_cast<double>(cores) / hbm_bytes_per_cycle;
+  const double tau_last = static_cast<double>(full) / hbm_bytes_per_cycle;
+  const bool split = s.family == VectorFamily::kRowwise && blk.split_rows;
+  // Tiles of each kind in the busiest core's last item (a split row: its chunks).
+  const int64_t last_tiles = full < cores ? (split ? CeilDiv(s.cols, blk.chunk_cols) : 1) : 0;
   const double lat = soc.gm_latency_cycles;
   const bool ping_pong = t.buffer_num == 2;
 
@@ -348,58 +354,80 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
     if (plan) plan->prologue = pro;
   }
   bool first = true;
+  // Kind k's tiles on the busiest core at a given HBM share (cycles per byte).
+  auto stages = [&](const TileKind& k, double share_tau, VectorTilePlan& p) {
+    const double data2 = (k.read_hbm_eq + k.read_l2_eq) / soc.mte2_bytes_per_cycle;
+    const double data3 = k.write_eq / soc.mte3_bytes_per_cycle;
+    p.mte2_latency = static_cast<double>(k.mte2_instrs) * lat;
+    p.mte3_latency = static_cast<double>(k.mte3_instrs) * lat;
+    p.scalar = soc.scalar_cycles_per_tile +
+               soc.scalar_cycles_per_iteration * static_cast<double>(k.vec_instrs + k.mte2_instrs + k.mte3_instrs);
+    p.vec = k.vec_cycles;
+    // The cores run the same loop in lock-step, so while they all transfer each gets
+    // its share of HBM; a DMA's latency is not hidden by other cores' traffic.
+    p.read_hbm_cycles = k.read_hbm_eq * share_tau;
+    p.write_hbm_cycles = k.write_eq * share_tau;
+    p.mte2 = p.mte2_latency + std::max(data2, p.read_hbm_cycles + k.read_l2_eq / soc.mte2_bytes_per_cycle);
+    p.mte3 = p.mte3_latency + std::max(data3, p.write_hbm_cycles);
+  };
   for (int i = 0; i < n_kinds; ++i) {
     const TileKind& k = kinds[static_cast<size_t>(i)];
     if (k.count <= 0) continue;
-    const double data2 = (k.read_hbm_eq + k.read_l2_eq) / soc.mte2_bytes_per_cycle;
-    const double data3 = k.write_eq / soc.mte3_bytes_per_cycle;
-    const double lat2 = static_cast<double>(k.mte2_instrs) * lat;
-    const double lat3 = static_cast<double>(k.mte3_instrs) * lat;
-    // This core's share of HBM time for the tile: the floor under any overlap.
-    const double share = (k.read_hbm_eq + k.write_eq) * tau;
-    Stages st;
-    st.scalar = soc.scalar_cycles_per_tile +
-                soc.scalar_cycles_per_iteration *
-                    static_cast<double>(k.vec_instrs + k.mte2_instrs + k.mte3_instrs);
-    st.vec = k.vec_cycles;
-    // The cores run the same loop in lock-step, so while they all transfer each gets
-    // 1/cores of HBM; a DMA's latency is not hidden by other cores' traffic.
-    st.mte2 = lat2 + std::max(data2, k.read_hbm_eq * tau + k.read_l2_eq / soc.mte2_bytes_per_cycle);
-    st.mte3 = lat3 + std::max(data3, k.write_eq * tau);
+    VectorTilePlan all, last;
+    stages(k, tau, all);
+    stages(k, tau_last, last);
+    all.count = k.count;
+    last.count = last_tiles;
+    const double n_all = static_cast<double>(k.count - last_tiles), n_last = static_cast<double>(last_tiles);
     // Without ping-pong buffers a tile's stages run back to back; with them that is the
     // pipeline's fill and drain, once, and the steady state is the slowest stage
     // (NPU_MODEL.md "Pipes and timing") unless the core's HBM share, split by MTE2 and
     // MTE3 streaming together, is slower still.
-    const double serial_tile = st.scalar + st.mte2 + st.vec + st.mte3;
+    const double serial = all.scalar + all.mte2 + all.vec + all.mte3;
+    const double serial_last = last.scalar + last.mte2 + last.vec + last.mte3;
     if (ping_pong) {
       // The pipes' bound, and the HBM share's: from the first load's first byte the
       // share must deliver every tile's bytes (MTE2 and MTE3 split it when they overlap);
       // the last write ends no earlier.
-      const double steady = std::max({st.scalar, st.mte2, st.vec, st.mte3});
-      const double pipes = (first ? serial_tile - steady : 0) + static_cast<double>(k.count) * steady;
-      const double hbm = (first ? st.scalar + lat2 : 0) + static_cast<double>(k.count) * share;
+      const double steady = std::max({all.scalar, all.mte2, all.vec, all.mte3});
+      const double steady_last = std::max({last.scalar, last.mte2, last.vec, last.mte3});
+      // The pipes' longest path through the tiles and stages (a flow shop): over n
+      // equal tiles from stage i to stage j it is their stages once plus n - 1 times the
+      // slowest of them; with a last-wave tile the path crosses over at some stage j.
+      double pipes_from_first = serial - steady + n_all * steady;
+      if (n_last > 0) {
+        const std::array<double, 4> a{all.scalar, all.mte2, all.vec, all.mte3};
+        const std::array<double, 4> l{last.scalar, last.mte2, last.vec, last.mte3};
+        auto path = [](const std::array<double, 4>& x, size_t from, size_t to, double n) {
+          double sum = 0, slowest = 0;
+          for (size_t st = from; st <= to; ++st) {
+            sum += x[st];
+            slowest = std::max(slowest, x[st]);
+          }
+          return sum + (n - 1) * slowest;
+        };
+        pipes_from_first = 0;
+        for (size_t j = 0; j < 4; ++j) {
+          pipes_from_first = std::max(pipes_from_first, path(a, 0, j, n_all) + path(l, j, 3, n_last));
+        }
+      }
+      const double pipes = first ? pipes_from_first : n_all * steady + n_last * steady_last;
+      const double hbm = (first ? all.scalar + all.mte2_latency : 0) +
+                         n_all * (all.read_hbm_cycles + all.write_hbm_cycles) +
+                         n_last * (last.read_hbm_cycles + last.write_hbm_cycles);
       cycles += std::max(pipes, hbm);
     } else {
-      cycles += static_cast<double>(k.count) * serial_tile;
+      cycles += n_all * serial + n_last * serial_last;
     }
     first = false;
     if (plan) {
-      VectorTilePlan& p = plan->kinds[i];
-      p.count = k.count;
-      p.scalar = st.scalar;
-      p.mte2 = st.mte2;
-      p.vec = st.vec;
-      p.mte3 = st.mte3;
-      p.mte2_latency = lat2;
-      p.mte3_latency = lat3;
-      p.read_hbm_cycles = k.read_hbm_eq * tau;
-      p.write_hbm_cycles = k.write_eq * tau;
+      plan->kinds[i] = all;
+      plan->last[i] = last;
     }
-    const double cnt = static_cast<double>(k.count);
-    est.BusyUs(Pipe::kScalar) += cnt * st.scalar;
-    est.BusyUs(Pipe::kMte2) += cnt * st.mte2;
-    est.BusyUs(Pipe::kVector) += cnt * st.vec;
-    est.BusyUs(Pipe::kMte3) += cnt * st.mte3;
+    est.BusyUs(Pipe::kScalar) += n_all * all.scalar + n_last * last.scalar;
+    est.BusyUs(Pipe::kMte2) += n_all * all.mte2 + n_last * last.mte2;
+    est.BusyUs(Pipe::kVector) += n_all * all.vec + n_last * last.vec;
+    est.BusyUs(Pipe::kMte3) += n_all * all.mte3 + n_last * last.mte3;
   }
   for (double& busy : est.busy_us) busy /= cycles_per_us;
 
@@ -410,9 +438,10 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
     plan->tiles = blk.tiles;
     plan->per_core = per_core;
     plan->ping_pong = ping_pong;
-    plan->split_rows = s.family == VectorFamily::kRowwise && blk.split_rows;
+    plan->split_rows = split;
     plan->chunks_per_row = plan->split_rows ? CeilDiv(s.cols, blk.chunk_cols) : 1;
     plan->n_kinds = n_kinds;
+    plan->last_tiles = last_tiles;
     plan->hbm_floor_us = hbm_floor_us;
   }
   est.duration_us = std::max(cycles / cycles_per_us, hbm_floor_us);

@@ -1,7 +1,9 @@
 // The vector model's decomposition as the event simulation (event_sim.cc) walks it:
 // the busiest core's tile kinds in program order with their per-tile MTE2 / VECTOR /
 // MTE3 / SCALAR stage cycles (DMA latency, bursts and the core's HBM share already
-// applied), the HBM share each transfer takes, and the fast path's own estimate.
+// applied), the HBM share each transfer takes, and the fast path's own estimate. The
+// busiest cores' last item runs while the other cores are done, at a larger HBM share:
+// `last` holds those tiles' costs.
 // Private to worker/sim/; plain values, any thread.
 #pragma once
 
@@ -28,7 +30,9 @@ struct VectorPlan {
   bool split_rows = false;  // kinds[0..n_kinds) alternate per row, chunks_per_row each
   int64_t chunks_per_row = 1;
   int n_kinds = 0;
-  VectorTilePlan kinds[2];
+  VectorTilePlan kinds[2];  // count: all of the kind's tiles on the busiest core
+  VectorTilePlan last[2];   // the same kinds in the busiest cores' last item
+  int64_t last_tiles = 0;   // tiles of each kind in that item; 0 when all cores run per_core
   double prologue = 0;      // gamma/beta load before the loop (MTE2)
   double hbm_floor_us = 0;
   KernelEstimate estimate;  // the fast path's result

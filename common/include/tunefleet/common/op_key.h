@@ -18,7 +18,7 @@ namespace tunefleet {
 
 // Version of the simulator's timing model; part of every op key, so a model change
 // never serves stale tuning results.
-inline constexpr uint32_t kSimModelVersion = 4;
+inline constexpr uint32_t kSimModelVersion = 5;  // 5: HBM shared by the active cores in a vector op's last wave
 
 enum class DType { kFloat16, kBFloat16, kFloat32, kInt8 };
 Result<DType> ParseDType(std::string_view name);
