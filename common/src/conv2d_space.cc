@@ -177,6 +177,8 @@ Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
   TF_RETURN_IF_ERROR(CheckDataFormat(key));
   Conv2dShape s;
   s.in_dtype = dt;
+  TF_ASSIGN_OR_RETURN(const DType out, CubeOutDType(key, dt));
+  s.out_bytes = CubeOutBytes(dt, out);
   s.batch = x.shape[0];
   s.in_channels = x.shape[1];
   s.in_h = x.shape[2];
@@ -234,6 +236,7 @@ MatmulShape Conv2dGemm(const Conv2dShape& s) {
   g.transpose_a = true;
   g.transpose_b = true;
   g.bias_bytes = s.bias_bytes;
+  g.out_bytes = s.out_bytes;
   return g;
 }
 

@@ -142,6 +142,9 @@ Result<OpKey> FusedCubeInnerKey(const OpKey& key) {
   }
   inner.inputs.resize(2);
   inner.attrs.erase("epilogue");
+  // Inside the fused kernel the cube hands its fp32 accumulator to the epilogue.
+  auto in = ParseDType(inner.inputs[0].dtype);
+  if (!in.ok() || *in != DType::kInt8) inner.attrs["out_dtype"] = "float32";
   return inner;
 }
 
@@ -165,6 +168,10 @@ Result<FusedCubeShape> FusedCubeShapeFromOpKey(const OpKey& key) {
     }
   }
   s.out_elements = Elements(s.out_shape);
+  // The cube writes its accumulator to the epilogue's L2 workspace; the epilogue
+  // writes the op's output (out_dtype below).
+  s.conv2d.out_bytes = kAccBytes;
+  s.gemm.out_bytes = kAccBytes;
   s.dequant = s.gemm.in_dtype == DType::kInt8;
   s.out_dtype = s.gemm.in_dtype == DType::kBFloat16 ? DType::kBFloat16 : DType::kFloat16;
   TF_ASSIGN_OR_RETURN(s.epilogue, ParseChain(key, "epilogue"));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tunefleet/common/json_fields.h"
+#include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet {
@@ -243,6 +244,14 @@ OpKey NodeOpKey(const Graph& graph, const GraphNode& node) {
     const NamedTensor* t = graph.FindTensor(in);
     key.inputs.push_back(t ? t->desc : TensorDesc{});
   }
+  // A cube op writes the dtype its node declares (out_dtype, matmul_space.h): an fp32
+  // output costs FIXPIPE and HBM twice an fp16 one's bytes.
+  if ((IsCubeGemmOpType(node.op_type) || node.op_type == "Conv2D") && !node.outputs.empty() &&
+      !key.inputs.empty() && !key.attrs.contains("out_dtype")) {
+    auto in = ParseDType(key.inputs[0].dtype);
+    auto out = ParseDType(node.outputs[0].desc.dtype);
+    if (in.ok() && out.ok() && *out != CubeDefaultOutDType(*in)) key.attrs["out_dtype"] = std::string(DTypeName(*out));
+  }
   return key;
 }
 
@@ -264,6 +273,16 @@ Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) {
     if (!problem.ok()) return problem.status().WithContext("node '" + node.name + "' (" + node.op_type + ")");
     // The declared output sizes the D2H copies, the consumers' reads and peak memory: one
     // that is not what the op writes would make every one of them silently wrong.
+    if ((IsCubeGemmOpType(node.op_type) || node.op_type == "Conv2D") && node.attrs.contains("out_dtype")) {
+      auto in = ParseDType(key.inputs[0].dtype);
+      auto out = ParseDType(node.outputs[0].desc.dtype);
+      if (in.ok() && out.ok() && CubeOutDType(key, *in).ok() && *CubeOutDType(key, *in) != *out) {
+        return InvalidArgument(fmt::format("node '{}' ({}): attrs.out_dtype is {} but output '{}' is declared {}; "
+                                           "make them agree or leave the attr out",
+                                           node.name, node.op_type, node.attrs.at("out_dtype"), node.outputs[0].name,
+                                           node.outputs[0].desc.dtype));
+      }
+    }
     const std::optional<int64_t> writes = OutputElements(key);
     if (writes && Elements(node.outputs[0].desc) != *writes) {
       return InvalidArgument(fmt::format("node '{}' ({}): output '{}' has {} elements, but the op writes {}; fix its shape",

@@ -49,6 +49,12 @@ Result<DType> CubeInputDType(const OpKey& key, const TensorDesc& a, const Tensor
   return dt;
 }
 
+Status ReadOutBytes(const OpKey& key, MatmulShape& s) {
+  TF_ASSIGN_OR_RETURN(const DType out, CubeOutDType(key, s.in_dtype));
+  s.out_bytes = CubeOutBytes(s.in_dtype, out);
+  return Status::Ok();
+}
+
 Result<MatmulShape> BatchMatmulShapeFromOpKey(const OpKey& key) {
   if (key.inputs.size() != 2) {
     return InvalidArgument("BatchMatMul needs exactly 2 inputs (A and B), got " +
@@ -64,6 +70,7 @@ Result<MatmulShape> BatchMatmulShapeFromOpKey(const OpKey& key) {
   TF_ASSIGN_OR_RETURN(s.in_dtype, CubeInputDType(key, a, b));
   TF_ASSIGN_OR_RETURN(s.transpose_a, AttrFlag(key, {"transpose_a", "adj_x1"}));
   TF_ASSIGN_OR_RETURN(s.transpose_b, AttrFlag(key, {"transpose_b", "adj_x2"}));
+  TF_RETURN_IF_ERROR(ReadOutBytes(key, s));
   s.a_nz = a.format == "FRACTAL_NZ";
   s.b_nz = b.format == "FRACTAL_NZ";
   const size_t ra = a.shape.size(), rb = b.shape.size();
@@ -110,6 +117,7 @@ Result<MatmulShape> GemmShapeFromOpKey(const OpKey& key) {
   TF_ASSIGN_OR_RETURN(s.in_dtype, CubeInputDType(key, a, b));
   TF_ASSIGN_OR_RETURN(s.transpose_a, AttrFlag(key, {"transA", "transpose_a"}));
   TF_ASSIGN_OR_RETURN(s.transpose_b, AttrFlag(key, {"transB", "transpose_b"}));
+  TF_RETURN_IF_ERROR(ReadOutBytes(key, s));
   s.a_nz = a.format == "FRACTAL_NZ";
   s.b_nz = b.format == "FRACTAL_NZ";
   s.m = s.transpose_a ? a.shape[1] : a.shape[0];
@@ -136,6 +144,26 @@ Result<MatmulShape> GemmShapeFromOpKey(const OpKey& key) {
 }
 
 }  // namespace
+
+DType CubeDefaultOutDType(DType in) { return in; }
+
+int64_t CubeOutBytes(DType in, DType out) {
+  return in == DType::kInt8 && out == DType::kInt8 ? 4 : DTypeBytes(out);  // int8: int32
+}
+
+Result<DType> CubeOutDType(const OpKey& key, DType in) {
+  auto it = key.attrs.find("out_dtype");
+  if (it == key.attrs.end()) return CubeDefaultOutDType(in);
+  auto out = ParseDType(it->second);
+  const bool ok = out.ok() && (*out == DType::kFloat16 || *out == DType::kFloat32 ||
+                               (*out == DType::kBFloat16 && in != DType::kInt8));
+  if (!ok) {
+    return InvalidArgument(key.op_type + " attrs.out_dtype='" + it->second + "' is not an output the cube writes: use " +
+                           (in == DType::kInt8 ? "float16 or float32, or leave it out for int32"
+                                               : "float16, bfloat16 or float32 (left out: the inputs' dtype)"));
+  }
+  return *out;
+}
 
 Status CanonicalTransposeFlags(OpKey& key) {
   for (const auto& [canonical, a, b] : {std::tuple{"transpose_a", "adj_x1", "transA"},
@@ -182,6 +210,7 @@ Result<MatmulShape> MatmulShapeFromOpKey(const OpKey& key) {
   s.in_dtype = dt;
   TF_ASSIGN_OR_RETURN(s.transpose_a, AttrFlag(key, {"transpose_a"}));
   TF_ASSIGN_OR_RETURN(s.transpose_b, AttrFlag(key, {"transpose_b"}));
+  TF_RETURN_IF_ERROR(ReadOutBytes(key, s));
   s.a_nz = a.format == "FRACTAL_NZ";
   s.b_nz = b.format == "FRACTAL_NZ";
   s.m = s.transpose_a ? a.shape[1] : a.shape[0];

@@ -50,10 +50,10 @@ std::optional<MatmulShape> CubeGemm(const OpKey& key) {
 // would split the knowledge base's key of the same op.
 const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
   static const std::map<std::string, std::vector<std::string>> known = {
-      {"MatMul", {"transpose_a", "transpose_b"}},
-      {"BatchMatMul", {"adj_x1", "adj_x2", "transpose_a", "transpose_b"}},
-      {"Gemm", {"alpha", "beta", "transA", "transB", "transpose_a", "transpose_b"}},
-      {"Conv2D", {"data_format", "dilations", "groups", "pads", "strides"}},
+      {"MatMul", {"out_dtype", "transpose_a", "transpose_b"}},
+      {"BatchMatMul", {"adj_x1", "adj_x2", "out_dtype", "transpose_a", "transpose_b"}},
+      {"Gemm", {"alpha", "beta", "out_dtype", "transA", "transB", "transpose_a", "transpose_b"}},
+      {"Conv2D", {"data_format", "dilations", "groups", "out_dtype", "pads", "strides"}},
       {"FusedMatMul", {"epilogue", "transpose_a", "transpose_b"}},
       {"FusedBatchMatMul", {"adj_x1", "adj_x2", "epilogue", "transpose_a", "transpose_b"}},
       {"FusedConv2D", {"data_format", "dilations", "epilogue", "groups", "pads", "strides"}},
@@ -97,6 +97,13 @@ Result<OpKey> CanonicalOpKey(const OpKey& key) {
   const std::string gemm_or_conv = IsFusedCubeOpType(out.op_type) ? FusedCubeInnerOpType(out.op_type) : out.op_type;
   if (IsCubeGemmOpType(gemm_or_conv)) TF_RETURN_IF_ERROR(CanonicalTransposeFlags(out));
   if (gemm_or_conv == "Conv2D") TF_RETURN_IF_ERROR(CanonicalConv2dAttrs(out));
+  if (auto it = out.attrs.find("out_dtype"); it != out.attrs.end() && !out.inputs.empty()) {
+    // A cube op's output dtype by name, and left out when it is the inputs' (the default).
+    auto in = ParseDType(out.inputs[0].dtype);
+    auto dt = ParseDType(it->second);
+    if (dt.ok()) it->second = std::string(DTypeName(*dt));
+    if (in.ok() && dt.ok() && *dt == CubeDefaultOutDType(*in)) out.attrs.erase(it);
+  }
   if (auto it = out.attrs.find("dst_type"); it != out.attrs.end()) {
     if (auto dt = ParseDType(it->second); dt.ok()) it->second = std::string(DTypeName(*dt));
   }
@@ -123,14 +130,15 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
   }
   // An op whose operands cannot be in device memory at once is not an op this SoC runs
   // (NPU_MODEL.md: a capacity is a reason, never a silent number). Cube ops also write
-  // their fp32 GEMM output.
+  // their GEMM output (a fused op its fp32 accumulator, to a workspace).
   // The output is added only once the inputs fit: then the GEMM's int64 sizes, parsed
   // from those inputs, cannot have overflowed.
   const double memory = static_cast<double>(soc.memory_size);
   double bytes = InputBytes(key);
   if (memory > 0 && bytes <= memory) {
     if (std::optional<MatmulShape> g = CubeGemm(key)) {
-      bytes += static_cast<double>(g->m) * static_cast<double>(g->n) * static_cast<double>(g->batch) * 4;
+      bytes += static_cast<double>(g->m) * static_cast<double>(g->n) * static_cast<double>(g->batch) *
+               static_cast<double>(g->out_bytes);
     }
   }
   if (memory > 0 && bytes > memory) {
@@ -189,13 +197,13 @@ double CubeUsefulFlops(const OpKey& key) {
 namespace {
 
 // Launch + roofline of a GEMM whose A side holds `a_bytes` per batch (a conv's input
-// feature map rather than its im2col matrix). The cube's output is fp32 (matmul_space.h).
+// feature map rather than its im2col matrix), writing g.out_bytes per output element.
 double GemmFloorUs(const MatmulShape& g, double a_bytes, const SocSpec& soc) {
-  constexpr double kOutBytes = 4;
+  const double out_bytes = static_cast<double>(g.out_bytes);
   const double in = DTypeBytes(g.in_dtype);
   const double batch = static_cast<double>(g.batch);
   const double k = static_cast<double>(g.k), n = static_cast<double>(g.n);
-  const double bytes = batch * (a_bytes + k * n * in + static_cast<double>(g.m) * n * kOutBytes) +
+  const double bytes = batch * (a_bytes + k * n * in + static_cast<double>(g.m) * n * out_bytes) +
                        batch * n * static_cast<double>(g.bias_bytes);
   // The cube does cube_k_size fp16 (2-byte) elements of K per cycle, twice as many int8 ones.
   const double peak = soc.CubePeakFlops() * 2.0 / in;

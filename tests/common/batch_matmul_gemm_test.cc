@@ -14,8 +14,8 @@
 namespace tunefleet {
 namespace {
 
-OpKey Key(const char* op, std::vector<std::vector<int64_t>> shapes) {
-  return test_support::TestKey(op, test_support::Inputs(std::move(shapes)));
+OpKey Key(const char* op, std::vector<std::vector<int64_t>> shapes, std::map<std::string, std::string> attrs = {}) {
+  return test_support::TestKey(op, test_support::Inputs(std::move(shapes)), std::move(attrs));
 }
 
 class BatchMatmulGemmTest : public ::testing::Test {
@@ -104,10 +104,11 @@ TEST_F(BatchMatmulGemmTest, OpsWhoseTensorsExceedHbmAreRefusedWithTheirSize) {
     const char* says;
   };
   const Case too_big[] = {
-      // Inputs of 2 x 2^33 fp16 elements: 32 GiB each, plus a 1 TiB fp32 output.
+      // Inputs of 2 x 2^33 fp16 elements: 32 GiB each, plus a 128 GiB fp16 output.
       {Key("MatMul", {{int64_t{1} << 33, 1}, {1, int64_t{1} << 33}}), "more than Ascend910B2's 64 GiB of HBM"},
-      // Small inputs, a 149 GiB output: K = 1.
-      {Key("MatMul", {{200000, 1}, {1, 200000}}), "need 149 GiB"},
+      // Small inputs, a 74.5 GiB fp16 output: K = 1; 149 GiB written as fp32.
+      {Key("MatMul", {{200000, 1}, {1, 200000}}), "need 74.5 GiB"},
+      {Key("MatMul", {{200000, 1}, {1, 200000}}, {{"out_dtype", "float32"}}), "need 149 GiB"},
       {Key("BatchMatMul", {{int64_t{1} << 40, 128, 64}, {64, 128}}), "split the op or check its shape"},
       {Key("MatMul", {{int64_t{1} << 62, int64_t{1} << 62}, {int64_t{1} << 62, 16}}), "HBM (memory_size)"},
       {Key("Add", {{int64_t{1} << 36}, {int64_t{1} << 36}}), "more than Ascend910B2's 64 GiB"},
@@ -119,7 +120,7 @@ TEST_F(BatchMatmulGemmTest, OpsWhoseTensorsExceedHbmAreRefusedWithTheirSize) {
     EXPECT_NE(p.status().message().find(c.says), std::string::npos)
         << "want '" << c.says << "' in: " << p.status().message();
   }
-  // 24 GiB of inputs and a 32 GiB output fit in 64 GiB.
+  // 24 GiB of inputs and a 16 GiB output fit in 64 GiB.
   auto fits = MakeTuningProblem(Key("MatMul", {{int64_t{1} << 17, int64_t{1} << 16}, {int64_t{1} << 16, int64_t{1} << 16}}), soc());
   EXPECT_TRUE(fits.ok()) << fits.status().ToString();
 }

@@ -234,7 +234,7 @@ TEST(OpAttributes, AMisspelledOrForeignAttributeIsRefusedWithTheKnownOnes) {
     ASSERT_FALSE(p.ok()) << typo << " was silently ignored";
     EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(p.status().message().find(std::string("Conv2D has no attribute '") + typo +
-                                        "' (known: data_format, dilations, groups, pads, strides)"),
+                                        "' (known: data_format, dilations, groups, out_dtype, pads, strides)"),
               std::string::npos)
         << p.status().message();
   }

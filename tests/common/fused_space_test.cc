@@ -89,7 +89,8 @@ TEST_F(FusedSpace, TheEpilogueShapeFollowsTheCubeOp) {
   ASSERT_TRUE(inner.ok());
   EXPECT_EQ(inner->op_type, "MatMul");
   EXPECT_EQ(inner->inputs.size(), 2u);
-  EXPECT_TRUE(inner->attrs.empty());
+  EXPECT_EQ(inner->attrs, (std::map<std::string, std::string>{{"out_dtype", "float32"}}))
+      << "the cube part writes the fp32 accumulator the epilogue reads";
 }
 
 TEST_F(FusedSpace, BadFusedKeysAreRejectedWithTheFieldToFix) {

@@ -116,6 +116,11 @@ TEST(CanonicalOpKey, SpellingsOfTheSameOpShareOneKeyAndOthersDoNot) {
   EXPECT_EQ(CanonicalOf(WithAttrs(mm, {{"transpose_a", "yes"}})),
             "error: MatMul attrs.transpose_a='yes' is not a flag: use true/false or 1/0");
   EXPECT_EQ(CanonicalOf(WithAttrs(mm, {{"adj_x1", "1"}})).rfind("error: MatMul has no attribute 'adj_x1'", 0), 0u);
+  // The output dtype: by name, and left out when it is the inputs' (what a MatMul writes
+  // unless told); fp32 out is another op.
+  EXPECT_EQ(CanonicalOf(WithAttrs(mm, {{"out_dtype", "fp16"}})), plain);
+  EXPECT_EQ(CanonicalOf(WithAttrs(mm, {{"out_dtype", "fp32"}})), CanonicalOf(WithAttrs(mm, {{"out_dtype", "float32"}})));
+  EXPECT_NE(CanonicalOf(WithAttrs(mm, {{"out_dtype", "float32"}})), plain);
 
   const OpKey conv = ConvKey();
   const std::string conv_plain = CanonicalOf(conv);

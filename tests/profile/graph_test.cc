@@ -31,6 +31,30 @@ TEST(GraphModel, AcceptsAWellFormedGraphAndMapsNodesToOpKeys) {
   EXPECT_EQ(key.inputs[1].shape, (std::vector<int64_t>{1024, 1024}));
 }
 
+// A cube node writes the dtype it declares: an fp32 output becomes out_dtype on its op
+// key (the inputs' fp16 needs none), and an attr that contradicts it is refused.
+TEST(GraphModel, ACubeNodeWritesTheDtypeItsOutputDeclares) {
+  auto j = TwoOpGraph();
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_FALSE(NodeOpKey(*g, g->nodes[0]).attrs.contains("out_dtype"));
+  j["nodes"][0]["outputs"][0]["dtype"] = "float32";
+  j["nodes"][1]["outputs"][0]["dtype"] = "float32";  // the Relu after it reads fp32
+  g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(NodeOpKey(*g, g->nodes[0]).attrs.at("out_dtype"), "float32");
+  Status valid = ValidateGraphOps(*g, testing::Soc910B2());
+  EXPECT_TRUE(valid.ok()) << valid.ToString();
+  j["nodes"][0]["attrs"] = {{"out_dtype", "float16"}};
+  g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  Status s = ValidateGraphOps(*g, testing::Soc910B2());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("node 'mm' (MatMul): attrs.out_dtype is float16 but output 'h' is declared float32"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(GraphModel, AnInputNoTensorProducesNamesTheNodeAndTheTensor) {
   auto j = TwoOpGraph();
   j["nodes"][1]["inputs"] = {"hidden"};

@@ -91,9 +91,14 @@ TEST_F(Conv2dModel, NoConfigOfAResNet50ConvBeatsTheRoofline) {
 TEST_F(Conv2dModel, CompulsoryBytesAreInputWeightAndOutputOnceAndFlopsTheConvs) {
   Conv2dShape s = Conv2dShapeFromOpKey(ConvKey(32, 64, 56, 64, 3, 1, 1)).value();
   KernelEstimate e = Estimate(s, Plain());
-  const double x = 32.0 * 64 * 56 * 56 * 2, w = 64.0 * 64 * 9 * 2, y = 32.0 * 64 * 56 * 56 * 4;
-  EXPECT_DOUBLE_EQ(e.compulsory_bytes, x + w + y);
+  const double x = 32.0 * 64 * 56 * 56 * 2, w = 64.0 * 64 * 9 * 2, y = 32.0 * 64 * 56 * 56 * 2;
+  EXPECT_DOUBLE_EQ(e.compulsory_bytes, x + w + y) << "an fp16 conv writes fp16";
   EXPECT_DOUBLE_EQ(e.flops, 2.0 * 32 * 56 * 56 * 64 * 64 * 9);
+  OpKey fp32_out = ConvKey(32, 64, 56, 64, 3, 1, 1);
+  fp32_out.attrs["out_dtype"] = "float32";
+  KernelEstimate wide = Estimate(Conv2dShapeFromOpKey(fp32_out).value(), Plain());
+  EXPECT_DOUBLE_EQ(wide.compulsory_bytes, x + w + 2 * y);
+  EXPECT_GT(wide.BusyUs(Pipe::kFixpipe), e.BusyUs(Pipe::kFixpipe)) << "FIXPIPE writes twice the bytes";
 }
 
 TEST_F(Conv2dModel, SimulateRejectsEachOverflowingBufferByName) {

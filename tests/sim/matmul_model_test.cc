@@ -267,6 +267,28 @@ TEST_F(MatmulModel, BestTilingOfALargeFp16GemmReaches70To90PercentOfPeak) {
   EXPECT_GT(def->latency_us, best);
 }
 
+// FIXPIPE converts the accumulator to the op's output dtype: an fp16 MatMul (CANN's
+// default for fp16 inputs) writes half the bytes of one with out_dtype float32, which
+// the calibration kernel (NPU_MODEL.md) is.
+TEST_F(MatmulModel, AnFp16OutputIsHalfTheBytesAndFixpipeTimeOfAnFp32One) {
+  OpKey key = MatmulKey(4096, 3072, 768);
+  const MatmulShape half = *MatmulShapeFromOpKey(key);
+  key.attrs["out_dtype"] = "float32";
+  const MatmulShape full = *MatmulShapeFromOpKey(key);
+  EXPECT_EQ(half.out_bytes, 2);
+  EXPECT_EQ(full.out_bytes, 4);
+  const MatmulTiling t = MatmulDefaultTiling(half, soc());
+  const KernelEstimate a = Estimate(half, t), b = Estimate(full, t);
+  EXPECT_DOUBLE_EQ(b.compulsory_bytes - a.compulsory_bytes, 4096.0 * 3072 * 2);
+  EXPECT_DOUBLE_EQ(b.hbm_bytes - a.hbm_bytes, 4096.0 * 3072 * 2);
+  EXPECT_NEAR(a.BusyUs(Pipe::kFixpipe) / b.BusyUs(Pipe::kFixpipe), 0.5, 0.05);
+  EXPECT_LT(a.latency_us, b.latency_us);
+  key.attrs["out_dtype"] = "int8";
+  auto bad = MatmulShapeFromOpKey(key);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("use float16, bfloat16 or float32"), std::string::npos) << bad.status().message();
+}
+
 TEST_F(MatmulModel, SmallerBaseKIsMoreMemoryBound) {
   MatmulShape s = Shape(4096, 4096, 4096);
   MatmulTiling compute = PtoIsaTiling();

@@ -77,6 +77,7 @@ Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProbl
   e.flops += dw.flops;
   if (prepared.op == sim::PreparedProblem::Op::kFusedCube) {
     TF_ASSIGN_OR_RETURN(OpKey inner_key, FusedCubeInnerKey(key));
+    inner_key.attrs.erase("out_dtype");  // the unfused op as a graph runs it, writing its inputs' dtype
     TF_ASSIGN_OR_RETURN(TuningProblem inner, MakeTuningProblem(inner_key, soc));
     TF_ASSIGN_OR_RETURN(sim::KernelEstimate cube, sim::Simulate(inner, inner.default_config, soc));
     e.duration_us += kBackwardFactor * std::max(0.0, forward.duration_us - cube.duration_us);

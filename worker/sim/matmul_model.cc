@@ -16,8 +16,6 @@ namespace {
 // (NPU_MODEL.md "Calibration"): it puts the pto-isa GEMM's load-bound fall between
 // M=N=K=6144 (A + one B panel = 79 MB, all hits) and 7680 (122 MB, misses).
 constexpr double kL2UsableFraction = 0.5;
-// The cube accumulates and FIXPIPE writes fp32 (NPU_MODEL.md "Calibration": fp32 out).
-constexpr int64_t kOutBytes = 4;
 // Width of a FRACTAL_NZ column strip (C0): 16 fp16 or 32 int8 elements.
 constexpr int64_t kC0Bytes = 32;
 
@@ -133,6 +131,8 @@ Status CheckCubeTiling(const MatmulShape& shape, const MatmulTiling& t) {
 KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, const CubeASide* a_side,
                             const SocSpec& soc, CubePlan* plan) {
   const int64_t in_bytes = DTypeBytes(shape.in_dtype);
+  // FIXPIPE converts the accumulator to the op's output dtype on the way out.
+  const int64_t out_bytes = shape.out_bytes;
   const double in = static_cast<double>(in_bytes);
   const double m = static_cast<double>(shape.m);
   const double n = static_cast<double>(shape.n);
@@ -175,7 +175,7 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
              : !shape.a_nz && Misaligned((shape.transpose_a ? shape.m : shape.k) * in_bytes, soc);
   const bool b_misaligned =
       !shape.b_nz && Misaligned((shape.transpose_b ? shape.k : shape.n) * in_bytes, soc);
-  const bool c_misaligned = Misaligned(shape.n * kOutBytes, soc);
+  const bool c_misaligned = Misaligned(shape.n * out_bytes, soc);
 
   // The four block kinds: interior / last row of blocks x interior / last column.
   const int64_t block_rows = t.step_m * t.base_m;
@@ -236,7 +236,7 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
         b.raw_reads += bias;
       }
       b.first_chunk_eq = a_eq * a_first_share + b_eq * b_first_share;
-      b.fix_eq = TransferEq(rows * cols * kOutBytes, rows * static_cast<double>(b.tiles_n),
+      b.fix_eq = TransferEq(rows * cols * out_bytes, rows * static_cast<double>(b.tiles_n),
                             c_misaligned, soc);
       total_raw_reads += static_cast<double>(b.count) * b.raw_reads;
     }
@@ -260,13 +260,13 @@ KernelEstimate EstimateCube(const MatmulShape& shape, const MatmulTiling& t, con
   PanelWalk walk;
   walk.a_total = a_side ? a_side->total : m * k * in;
   walk.b_total = k * n * in;
-  walk.c_total = m * n * kOutBytes;
+  walk.c_total = m * n * out_bytes;
   walk.a_panel =
       a_side ? a_side->panel : static_cast<double>(std::min(shape.m, block_rows)) * k * in;
   walk.b_panel = k * static_cast<double>(std::min(shape.n, block_cols)) * in;
   walk.c_block =
       static_cast<double>(std::min(shape.m, block_rows) * std::min(shape.n, block_cols)) *
-      kOutBytes;
+      out_bytes;
   walk.blocks_m = blocks_m;
   walk.blocks_n = blocks_n;
   const double miss_reads =

@@ -24,8 +24,9 @@ struct Conv2dShape {
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t groups = 1;
-  DType in_dtype = DType::kFloat16;  // x and weight; accumulation and output in fp32
+  DType in_dtype = DType::kFloat16;  // x and weight; accumulation in fp32 (int8: int32)
   int64_t bias_bytes = 0;            // bytes per element of the bias; 0 = no bias
+  int64_t out_bytes = 4;             // per output element (CubeOutBytes; matmul_space.h)
   int64_t out_h = 0, out_w = 0;      // derived by Conv2dShapeFromOpKey
 
   int64_t GroupInChannels() const { return in_channels / groups; }

@@ -74,7 +74,8 @@ struct FusedCubeShape {
 };
 
 // The op key of the cube part alone (op type without "Fused", first two inputs, attrs
-// without `epilogue`): what the unfused cube op would be.
+// without `epilogue`, out_dtype float32): the unfused cube op writing the fp32
+// accumulator the epilogue reads (int8: its int32 one), as the fused kernel's cube does.
 Result<OpKey> FusedCubeInnerKey(const OpKey& key);
 // kInvalidArgument naming the input or attribute to fix: an unknown epilogue op, the
 // wrong number of operand inputs, an operand that does not broadcast to the output.

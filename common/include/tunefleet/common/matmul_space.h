@@ -18,10 +18,15 @@ namespace tunefleet {
 struct MatmulShape {
   int64_t batch = 1;
   int64_t m = 0, n = 0, k = 0;
-  DType in_dtype = DType::kFloat16;  // inputs; accumulation and output in fp32
+  DType in_dtype = DType::kFloat16;  // inputs; accumulation in fp32 (int8: int32)
   bool transpose_a = false, transpose_b = false;
   bool a_nz = false, b_nz = false;   // FRACTAL_NZ in GM (long bursts) vs ND
   int64_t bias_bytes = 0;  // Gemm's C as a bias row [N]: bytes per element; 0 = none
+  // Bytes per output element FIXPIPE writes (it converts from the accumulator on the
+  // way): from an op key, its out_dtype (CubeOutBytes); a shape built in code writes the
+  // 4-byte accumulator, as the calibration kernel (NPU_MODEL.md) and a fused op's
+  // epilogue workspace do.
+  int64_t out_bytes = 4;
 };
 
 struct MatmulTiling {
@@ -45,6 +50,14 @@ Result<MatmulShape> MatmulShapeFromOpKey(const OpKey& key);
 // or attribute to fix.
 bool IsCubeGemmOpType(std::string_view op_type);
 Result<MatmulShape> CubeGemmShapeFromOpKey(const OpKey& key);
+
+// What a cube op (MatMul, BatchMatMul, Gemm, Conv2D) writes: attr out_dtype (float16,
+// bfloat16 or float32), by default its inputs' dtype, as CANN's MatMul does; int8
+// inputs write int32 unless out_dtype is float16 (dequantised by FIXPIPE).
+// kInvalidArgument naming the value to fix.
+Result<DType> CubeOutDType(const OpKey& key, DType in);
+DType CubeDefaultOutDType(DType in);  // kInt8 stands for int32 there
+int64_t CubeOutBytes(DType in, DType out);
 
 // Rewrites the transpose flags of a cube GEMM's key in one spelling, so spellings of the
 // same op share one op key: transpose_a / transpose_b (also for adj_x1 / adj_x2 and
