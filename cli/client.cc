@@ -106,6 +106,23 @@ Result<SubmitOutcome> Client::Submit(const SubmitSpec& spec) {
   return out;
 }
 
+Result<CancelOutcome> Client::Cancel(uint64_t submission_id) {
+  wire::Outgoing msg;
+  msg.Body().initCancel().setSubmissionId(submission_id);
+  TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
+  CancelOutcome out;
+  TF_RETURN_IF_ERROR(wire::Guard("cancel reply", [&]() -> tunefleet::Status {
+    if (in->Which() != schema::Envelope::Body::CANCEL_REPLY) return Internal("coordinator answered cancel with another message kind");
+    auto r = in->Envelope().getBody().getCancelReply();
+    out.submission_id = r.getSubmissionId();
+    out.cancelled = r.getCancelled();
+    out.shared = r.getShared();
+    out.finished = r.getFinished();
+    return tunefleet::Status::Ok();
+  }));
+  return out;
+}
+
 Result<StatusView> Client::GetStatus(uint64_t submission_id) {
   wire::Outgoing msg;
   msg.Body().initStatus().setSubmissionId(submission_id);

@@ -45,6 +45,14 @@ struct SubmitOutcome {
   std::vector<bool> from_cache;
 };
 
+// What a cancel did to the submission's tasks (client.capnp CancelReply).
+struct CancelOutcome {
+  uint64_t submission_id = 0;
+  uint32_t cancelled = 0;  // stopped now
+  uint32_t shared = 0;     // another submission also waits on them: still running
+  uint32_t finished = 0;   // had already finished
+};
+
 using NamedConfig = std::vector<std::pair<std::string, int64_t>>;
 
 struct TaskView {
@@ -91,6 +99,8 @@ class Client {
   // Errors: the coordinator's own (kInvalidArgument with what to fix), or kUnavailable.
   Result<SubmitOutcome> Submit(const SubmitSpec& spec);
   Result<StatusView> GetStatus(uint64_t submission_id);
+  // kNotFound for an unknown submission.
+  Result<CancelOutcome> Cancel(uint64_t submission_id);
   // One entry per key, nullopt where the knowledge base has none.
   // With nearest, a miss is answered from the closest tuned shape (approximate = true).
   Result<std::vector<std::optional<KbView>>> Lookup(const std::vector<OpKey>& keys, bool nearest = false);

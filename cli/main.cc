@@ -419,6 +419,14 @@ int main(int argc, char** argv) {
   status->add_flag("--wait", status_wait, "wait until every task has finished");
   status->add_flag("--json", status_json, "print JSON");
 
+  uint64_t cancel_id = 0;
+  bool cancel_json = false;
+  auto* cancel = app.add_subcommand(
+      "cancel", "stop a submission's tasks (those another submission also waits on keep running); nothing of them "
+                "goes into the knowledge base");
+  cancel->add_option("SUBMISSION", cancel_id, "submission id printed by submit")->required()->check(Count(1));
+  cancel->add_flag("--json", cancel_json, "print JSON");
+
   std::string lookup_file, lookup_soc;
   bool lookup_json = false, lookup_nearest = false;
   auto* lookup = app.add_subcommand("lookup", "look ops up in the knowledge base (exit 3 when any is missing)");
@@ -432,7 +440,7 @@ int main(int argc, char** argv) {
                            ->check(CLI::ExistingDirectory);
 
   std::string curve_dir;
-  for (auto* cmd : {submit, status, lookup}) {
+  for (auto* cmd : {submit, status, cancel, lookup}) {
     auto* ep = cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
     if (cmd == lookup) ep->excludes(lookup_local);
     cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")
@@ -497,6 +505,23 @@ int main(int argc, char** argv) {
     if (!st.ok()) return Fail(st.status());
     if (!st->has_value()) return Interrupted(sub->submission_id);
     return PrintOutcome(ops, **st, sub->from_cache, submit_flags.json, catalog);
+  }
+  if (cancel->parsed()) {
+    auto done = c.Cancel(cancel_id);
+    if (!done.ok()) return Fail(done.status());
+    if (cancel_json) {
+      fmt::print("{}\n", nlohmann::json{{"submission_id", done->submission_id},
+                                        {"cancelled", done->cancelled},
+                                        {"shared", done->shared},
+                                        {"finished", done->finished}}
+                             .dump());
+    } else {
+      fmt::print("submission {}: {} task(s) cancelled", done->submission_id, done->cancelled);
+      if (done->shared > 0) fmt::print(", {} kept running for another submission that waits on them", done->shared);
+      if (done->finished > 0) fmt::print(", {} had already finished", done->finished);
+      fmt::print("\n");
+    }
+    return kExitOk;
   }
   if (status->parsed()) {
     std::optional<client::StatusView> st;

@@ -37,9 +37,14 @@ std::string TaskText(const std::string& name, const client::TaskView& t, bool fr
     }
     return s + fmt::format("  no config succeeded yet ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs);
   }
+  const bool cancelled = t.state == "cancelled";
   if (!t.has_best) {
+    if (cancelled) return s + fmt::format("  cancelled before a config succeeded ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs);
     return s + fmt::format("  no config succeeded ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs);
   }
+  // A cancelled search's best is what it had found, not the op's: it is not in the
+  // knowledge base.
+  if (cancelled) s += "  cancelled: the best so far, not in the knowledge base\n";
   s += fmt::format("  best config        {}\n", DescribeConfig(t.best_config));
   s += fmt::format("  best latency       {:.3f} us\n", t.best_latency_us);
   std::string def = DefaultConfigText(t.key, catalog);

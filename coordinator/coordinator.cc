@@ -196,6 +196,9 @@ class Coordinator::Impl {
   // decide whether its patience is spent.
   bool WaitsOnItsJobsOut(const Task& task) const;
   void MaybeFinish(Task& task);
+  // A finished task's state (and knowledge-base entry, if any) persisted; its search
+  // state and queued work released.
+  void Retire(Task& task, const std::optional<KbEntry>& entry);
   void Requeue(Lease lease, const std::string& why);
   // The job `job_id` at `attempt` if `identity` holds it now or held it before it was
   // requeued; nullptr for anyone else (results from them are dropped).
@@ -223,6 +226,10 @@ class Coordinator::Impl {
   void OnClientMessage(std::vector<zmq::message_t>& frames);
   Status HandleSubmit(schema::SubmitRequest::Reader req, schema::Envelope::Body::Builder reply);
   Status HandleStatus(schema::StatusRequest::Reader req, schema::Envelope::Body::Builder reply);
+  Status HandleCancel(schema::CancelRequest::Reader req, schema::Envelope::Body::Builder reply);
+  // Stops a running task for good: persisted as cancelled, nothing written to the
+  // knowledge base; its jobs out report into the void.
+  void CancelTask(Task& task);
   Status HandleLookup(schema::LookupRequest::Reader req, schema::Envelope::Body::Builder reply);
   void FillTaskStatus(const Task& task, schema::TaskStatus::Builder b);
   void SendToWorker(const std::string& identity, wire::Outgoing& msg);
@@ -544,13 +551,18 @@ void Coordinator::Impl::MaybeFinish(Task& task) {
     e.timestamp_ms = clock_.UnixMillis();
     entry = std::move(e);
   }
-  auto wrote = store_.FinishTask(task.rec, entry);
-  if (!wrote.ok()) fmt::print(stderr, "coordinator: cannot persist finished task: {}\n", wrote.status().ToString());
-  metrics_.task_best_improvement.Remove(&metrics_.task_best_improvement.Add({{"task", std::to_string(task.rec.task_id)}}));
+  Retire(task, entry);
   metrics_.kb_entries.Set(static_cast<double>(store_.KbSizeEstimate()));
   Log(fmt::format("task {} {}: {} evaluations, best {} at {:.3f} us", task.rec.task_id,
                   TaskStateName(task.rec.state), task.rec.evaluated, task.rec.best_index,
                   task.rec.best_latency_us));
+}
+
+void Coordinator::Impl::Retire(Task& task, const std::optional<KbEntry>& entry) {
+  auto wrote = store_.FinishTask(task.rec, entry);
+  if (!wrote.ok()) fmt::print(stderr, "coordinator: cannot persist finished task: {}\n", wrote.status().ToString());
+  metrics_.task_best_improvement.Remove(&metrics_.task_best_improvement.Add({{"task", std::to_string(task.rec.task_id)}}));
+  task.waiting.clear();
   task.strategy.reset();
   task.planned.clear();
   task.recorded.clear();
@@ -954,6 +966,7 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
         auto task_it = tasks_.find(job->task_id);
         Task* task = task_it == tasks_.end() ? nullptr : &task_it->second;
         if (task && task->rec.state == TaskState::kRunning) RecordResults(*task, *job, r);
+        else if (task && task->rec.state == TaskState::kCancelled) metrics_.results_cancelled.Increment(r.getResults().size());
         else metrics_.duplicate_results.Increment(r.getResults().size());
         if (current) {
           lease_it->second.deadline = clock_.Now() + protocol::kLeaseFloor;
@@ -995,6 +1008,7 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
       }
       case schema::Envelope::Body::SUBMIT:
       case schema::Envelope::Body::STATUS:
+      case schema::Envelope::Body::CANCEL:
       case schema::Envelope::Body::LOOKUP: {
         // A client pointed at the worker endpoint: answer, so it does not wait out its
         // timeout wondering whether the coordinator runs.
@@ -1002,8 +1016,8 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
         msg.Envelope().setRequestId((*in)->Envelope().getRequestId());
         auto err = msg.Body().initError();
         err.setCode(schema::StatusCode::INVALID_ARGUMENT);
-        err.setMessage("this is the coordinator's worker endpoint: submit, status and lookup go to its client "
-                       "endpoint (--client-bind, default port 5555)");
+        err.setMessage("this is the coordinator's worker endpoint: submit, status, cancel and lookup go to its "
+                       "client endpoint (--client-bind, default port 5555)");
         SendToWorker(identity, msg);
         return Status::Ok();
       }
@@ -1033,15 +1047,17 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
       if (reader && body.which() != schema::Envelope::Body::LOOKUP) {
         kind = body.which() == schema::Envelope::Body::SUBMIT   ? "submit"
                : body.which() == schema::Envelope::Body::STATUS ? "status"
+               : body.which() == schema::Envelope::Body::CANCEL ? "cancel"
                                                                 : "invalid";
         return PermissionDenied("this client's CURVE key is a reader's (readers.public): it may look configs up "
-                                "but not submit or ask for status; list it in clients.public for that");
+                                "but not submit, cancel or ask for status; list it in clients.public for that");
       }
       switch (body.which()) {
         case schema::Envelope::Body::SUBMIT: kind = "submit"; return HandleSubmit(body.getSubmit(), reply.Body());
         case schema::Envelope::Body::STATUS: kind = "status"; return HandleStatus(body.getStatus(), reply.Body());
         case schema::Envelope::Body::LOOKUP: kind = "lookup"; return HandleLookup(body.getLookup(), reply.Body());
-        default: return InvalidArgument("unexpected message kind on the client socket (send submit, status or lookup)");
+        case schema::Envelope::Body::CANCEL: kind = "cancel"; return HandleCancel(body.getCancel(), reply.Body());
+        default: return InvalidArgument("unexpected message kind on the client socket (send submit, status, cancel or lookup)");
       }
     });
   }();
@@ -1294,6 +1310,54 @@ Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
   }
   out.setDone(done);
   return Status::Ok();
+}
+
+Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
+                                       schema::Envelope::Body::Builder reply) {
+  auto it = submissions_.find(req.getSubmissionId());
+  if (it == submissions_.end()) {
+    return NotFound("no submission " + std::to_string(req.getSubmissionId()) +
+                    " (ids are printed by `tunefleet submit`)");
+  }
+  const SubmissionRecord& sub = it->second;
+  // A task another submission also waits on (the same op with the same search settings
+  // shares one task) keeps running for it.
+  auto shared = [&](uint64_t task_id) {
+    for (const auto& [id, other] : submissions_) {
+      if (id != sub.submission_id &&
+          std::find(other.task_ids.begin(), other.task_ids.end(), task_id) != other.task_ids.end()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  // The submission's shared budget is spent on nothing more.
+  if (auto sched = schedules_.find(sub.submission_id); sched != schedules_.end()) sched->second.finished = true;
+  uint32_t cancelled = 0, kept = 0, finished = 0;
+  for (uint64_t task_id : std::set<uint64_t>(sub.task_ids.begin(), sub.task_ids.end())) {
+    auto t = tasks_.find(task_id);
+    if (t == tasks_.end() || IsFinished(t->second.rec.state)) {
+      ++finished;
+    } else if (shared(task_id)) {
+      ++kept;
+    } else {
+      CancelTask(t->second);
+      ++cancelled;
+    }
+  }
+  Log(fmt::format("submission {} cancelled: {} tasks stopped, {} shared kept running, {} already finished",
+                  sub.submission_id, cancelled, kept, finished));
+  auto out = reply.initCancelReply();
+  out.setSubmissionId(sub.submission_id);
+  out.setCancelled(cancelled);
+  out.setShared(kept);
+  out.setFinished(finished);
+  return Status::Ok();
+}
+
+void Coordinator::Impl::CancelTask(Task& task) {
+  task.rec.state = TaskState::kCancelled;
+  Retire(task, std::nullopt);
 }
 
 Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,

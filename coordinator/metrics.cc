@@ -23,6 +23,7 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       results_not_leased(rejected_results.Add({{"reason", "not_leased"}})),
       results_not_in_job(rejected_results.Add({{"reason", "not_in_job"}})),
       invalid_latencies(rejected_results.Add({{"reason", "invalid_latency"}})),
+      results_cancelled(rejected_results.Add({{"reason", "cancelled"}})),
       curve_refused(BuildCounter().Name("tunefleet_curve_refused_total").Help("CURVE handshakes refused: a peer whose public key is not listed (0 without CURVE)").Register(r).Add({})),
       worker_registrations(BuildCounter().Name("tunefleet_worker_registrations_total").Help("Workers registering (WorkerReady), first time or again after a coordinator restart or a missed heartbeat").Register(r).Add({})),
       workers_connected(BuildGauge().Name("tunefleet_workers_connected").Help("Registered, live workers").Register(r).Add({})),

@@ -31,6 +31,7 @@ struct CoordinatorMetrics {
   prometheus::Counter& results_not_leased;  // from a peer that never held the job
   prometheus::Counter& results_not_in_job;  // a config the job did not ask for
   prometheus::Counter& invalid_latencies;   // ok with a latency <= 0 or not finite: recorded failed
+  prometheus::Counter& results_cancelled;   // for a task cancelled while its job was out
   prometheus::Counter& curve_refused;  // handshakes the ZAP handler refused (a key not listed)
   prometheus::Counter& worker_registrations;  // WorkerReady messages: more than workers started means flapping
   prometheus::Gauge& workers_connected;

@@ -58,6 +58,20 @@ struct TaskStatus {
   name @12 :Text;              # the op's name in this submission ("" when none was given)
 }
 
+# Stops the submission's unfinished tasks that no other submission also waits on: no
+# further jobs, late results dropped, nothing written to the knowledge base (a stopped
+# search's best is not the op's best). Their state becomes cancelled, also after a restart.
+struct CancelRequest {
+  submissionId @0 :UInt64;
+}
+
+struct CancelReply {
+  submissionId @0 :UInt64;
+  cancelled @1 :UInt32;        # tasks stopped by this request
+  shared @2 :UInt32;           # tasks another submission also waits on: they keep running
+  finished @3 :UInt32;         # tasks that had already finished (done, failed or cancelled)
+}
+
 struct StatusReply {
   submissionId @0 :UInt64;
   tasks @1 :List(TaskStatus);

@@ -25,5 +25,7 @@ struct Envelope {
     lookup @11 :Client.LookupRequest;
     lookupReply @12 :Client.LookupReply;
     error @13 :Client.ErrorReply;
+    cancel @14 :Client.CancelRequest;
+    cancelReply @15 :Client.CancelReply;
   }
 }

@@ -22,13 +22,29 @@ grep -qF "give --coordinator its worker endpoint" "$OUT/worker.err" || fail "wor
 timeout 20 "$TF" status 1 --coordinator "$WK" > /dev/null 2> "$OUT/client.err"
 rc=$?
 [ $rc -eq 2 ] || fail "a client at the worker endpoint exited $rc, not 2: $(cat "$OUT/client.err")"
-grep -qF "this is the coordinator's worker endpoint: submit, status and lookup go to its client endpoint" \
+grep -qF "this is the coordinator's worker endpoint: submit, status, cancel and lookup go to its client endpoint" \
   "$OUT/client.err" || fail "client: $(cat "$OUT/client.err")"
 # A refused request is in the coordinator's log without -v (it was silent), so an
 # operator sees why a user's command failed.
 "$TF" status 99 --coordinator "$CL" > /dev/null 2>&1 && fail "status of a submission that does not exist succeeded"
 for _ in $(seq 20); do grep -q "refused a status request" "$OUT/coord.err" && break; sleep 0.1; done
 grep -q "coordinator: refused a status request: NOT_FOUND" "$OUT/coord.err" || fail "the refused request is not logged: $(cat "$OUT/coord.err")"
+# `cancel` stops a submission no worker has served yet; an unknown id is bad input.
+sub=$("$TF" submit "$OPS" --coordinator "$CL" --budget 50 --force | sed -n 's/^submission //p')
+[ -n "$sub" ] || fail "submit printed no submission id"
+"$TF" cancel "$sub" --coordinator "$CL" > "$OUT/cancel.out" 2>&1 || fail "cancel exited $?: $(cat "$OUT/cancel.out")"
+grep -qE "^submission $sub: [1-9][0-9]* task\(s\) cancelled$" "$OUT/cancel.out" || fail "cancel: $(cat "$OUT/cancel.out")"
+"$TF" status "$sub" --coordinator "$CL" --json > "$OUT/cancelled.json"
+rc=$?
+[ $rc -eq 4 ] || fail "status of a cancelled submission exited $rc, not 4 (ended without a config)"
+grep -q '"state": *"cancelled"' "$OUT/cancelled.json" || fail "status after cancel: $(cat "$OUT/cancelled.json")"
+grep -q '"state": *"\(queued\|running\)"' "$OUT/cancelled.json" && fail "a task survived the cancel: $(cat "$OUT/cancelled.json")"
+"$TF" status "$sub" --coordinator "$CL" > "$OUT/cancelled.txt"
+grep -q "cancelled before a config succeeded (0 evaluated, 0 failed)" "$OUT/cancelled.txt" || fail "status text: $(cat "$OUT/cancelled.txt")"
+"$TF" cancel 999 --coordinator "$CL" > /dev/null 2> "$OUT/cancel.err"
+rc=$?
+[ $rc -eq 2 ] || fail "cancel of an unknown submission exited $rc, not 2"
+grep -qF "no submission 999" "$OUT/cancel.err" || fail "cancel 999: $(cat "$OUT/cancel.err")"
 # The coordinator keeps serving clients.
 "$TF" lookup "$OPS" --coordinator "$CL" > /dev/null || fail "the coordinator did not answer a lookup after the misdirected worker"
 echo "misuse: ok"

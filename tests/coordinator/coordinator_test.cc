@@ -471,6 +471,81 @@ TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
   EXPECT_EQ(st->tasks[0].task_id, st->tasks[2].task_id);
 }
 
+// Cancel stops the tasks only its submission waits on: no job of them goes out again, a
+// result of one already out is dropped, nothing reaches the knowledge base, and a restart
+// keeps them cancelled. A task another submission shares runs on to its end.
+TEST_F(CoordinatorTest, CancelStopsTheSubmissionsOwnTasksAndLeavesSharedOnesRunning) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec mine = RandomSearch(12, 1);
+  mine.ops = {SmallMatmul(32), SmallMatmul(48)};
+  auto a = client.Submit(mine);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  client::SubmitSpec theirs = RandomSearch(12, 1);
+  theirs.ops = {SmallMatmul(48)};
+  auto b = client.Submit(theirs);
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(b->task_ids[0], a->task_ids[1]) << "the 48-row MatMul is one task for both";
+  const uint64_t own = a->task_ids[0], shared = a->task_ids[1];
+
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w", 2);
+  std::vector<ReceivedJob> out;
+  for (int i = 0; i < 2; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    out.push_back(*job);
+  }
+  auto cancelled = client.Cancel(a->submission_id);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  EXPECT_EQ(cancelled->cancelled, 1u);
+  EXPECT_EQ(cancelled->shared, 1u);
+  EXPECT_EQ(cancelled->finished, 0u);
+  auto st = client.GetStatus(a->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->tasks[0].state, "cancelled");
+  EXPECT_EQ(st->tasks[1].state, "running");
+  const uint64_t own_evaluated = st->tasks[0].evaluated;
+
+  // The jobs out report (the cancelled task's result is dropped); every job after that
+  // is the shared task's, until its budget is spent.
+  for (const ReceivedJob& job : out) w.Answer(job, 50);
+  int later = 0;
+  while (auto job = w.NextJob(1s)) {
+    EXPECT_EQ(job->task_id, shared) << "a job of the cancelled task went out";
+    w.Answer(*job, 40);
+    ASSERT_LT(++later, 100);
+  }
+  st = client.GetStatus(a->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->tasks[0].state, "cancelled");
+  EXPECT_EQ(st->tasks[0].evaluated, own_evaluated) << "a result after the cancel was recorded";
+  double own_out = 0;
+  for (const ReceivedJob& job : out) own_out += job.task_id == own ? static_cast<double>(job.configs.size()) : 0;
+  ASSERT_GT(own_out, 0) << "tasks take turns: one of the two jobs out is the cancelled task's";
+  EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_rejected_results_total", "reason", "cancelled"), own_out);
+  EXPECT_EQ(st->tasks[1].state, "done");
+  EXPECT_EQ(st->tasks[1].evaluated, 12u);
+  EXPECT_TRUE(st->done);
+  auto found = client.Lookup({SmallMatmul(32), SmallMatmul(48)});
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE((*found)[0].has_value()) << "a cancelled search's best went into the knowledge base";
+  EXPECT_TRUE((*found)[1].has_value());
+
+  auto again = client.Cancel(a->submission_id);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->cancelled, 0u);
+  EXPECT_EQ(again->finished, 2u);
+  auto unknown = client.Cancel(999);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+
+  Restart();
+  client::Client after(ctx_, options_.client_endpoint);
+  st = after.GetStatus(a->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->tasks[0].task_id, own);
+  EXPECT_EQ(st->tasks[0].state, "cancelled") << "the cancel was not persisted";
+}
+
 TEST_F(CoordinatorTest, ATaskIsQueuedUntilAWorkerTakesItsFirstJob) {
   client::Client client(ctx_, options_.client_endpoint);
   auto sub = client.Submit(RandomSearch(3, 1));
