@@ -240,6 +240,16 @@ std::vector<OpKey> VectorSweepKeys() {
       Key("ReduceMean", {{333, 1001}}),
       Key("Transpose", {{384, 128, 64}}),
       Key("Transpose", {{5, 77, 130}}),
+      // Partial last waves, where the busiest cores' last tiles run at a larger HBM
+      // share: split rows over one or two passes, and element-wise tails.
+      Key("Softmax", {{50, 200000}}),
+      Key("Softmax", {{97, 200000}}),
+      Key("Softmax", {{49, 200000}}, {}, "float32"),
+      Key("Softmax", {{50, 70000}}),
+      Key("LayerNorm", {{50, 70000}, {70000}, {70000}}),
+      Key("ReduceSum", {{50, 300000}}),
+      Key("Gelu", {{3000001}}),
+      Key("Cast", {{3000001}}, {{"dst_type", "float32"}}),
   };
 }
 

@@ -10,6 +10,7 @@
 #include "worker/sim/cube_recurrence.h"
 #include "worker/sim/fused_model.h"
 #include "worker/sim/vector_model_impl.h"
+#include "worker/sim/vector_recurrence.h"
 
 namespace tunefleet::sim {
 namespace {
@@ -85,71 +86,6 @@ double SimulateCubeCore(const CubePlan& p, const std::vector<Run>& runs, Recorde
 }
 
 // ---- Vector ops ----
-
-// One vector core's tiles: SCALAR issues, MTE2 loads into input buffer (t mod
-// bufferNum), VECTOR computes into output buffer (t mod bufferNum), MTE3 writes back.
-// With bufferNum 1 a tile starts after the previous one left (the serial sum). Each
-// transfer is stretched by the core's HBM share (in the stage costs); when MTE2 and
-// MTE3 stream at once they split that share, so a tile's write-back also waits until
-// the share has delivered the bytes of every tile so far. A core that runs per_core
-// items runs its last one alone with the other such cores, at the larger share of
-// `p.last`.
-double SimulateVectorCore(const VectorPlan& p, int64_t items, Recorder& rec) {
-  const bool busiest = items == p.per_core;
-  const double t0 = p.prologue;
-  rec.Add(Pipe::kMte2, 0, p.prologue, -1, "MTE2 gamma/beta");
-  double scalar_free = t0, mte2_free = t0, vec_free = t0, mte3_free = t0;
-  double hbm_done = t0;  // when the core's HBM share has delivered every tile so far
-  double vec_end[2] = {t0, t0}, mte3_end[2] = {t0, t0};  // of tiles t-2 (index t%2) and t-1
-  double prev_end = t0;
-  int64_t tile = 0;
-  auto run_tile = [&](const VectorTilePlan& k) {
-    const int slot = static_cast<int>(tile % 2);
-    double s = scalar_free;
-    if (!p.ping_pong) s = std::max(s, prev_end);
-    const double s_end = s + k.scalar;
-    rec.Add(Pipe::kScalar, s, s_end, tile, "issue");
-    scalar_free = s_end;
-
-    double end = s_end;
-    if (k.mte2 > 0) {
-      const double start = std::max({s_end, mte2_free, p.ping_pong ? vec_end[slot] : 0.0});
-      // The core's HBM share is a fluid budget: it starts serving the tile's bytes
-      // (both directions) once the load's first byte is due, after the previous tile's.
-      hbm_done = std::max(hbm_done, start + k.mte2_latency) + k.read_hbm_cycles + k.write_hbm_cycles;
-      end = start + k.mte2;
-      rec.Add(Pipe::kMte2, start, end, tile, "MTE2 GM->UB");
-      mte2_free = end;
-    }
-    if (k.vec > 0) {
-      const double start = std::max({end, vec_free, p.ping_pong ? mte3_end[slot] : 0.0});
-      end = start + k.vec;
-      rec.Add(Pipe::kVector, start, end, tile, "vec");
-      vec_free = end;
-    }
-    vec_end[slot] = end;
-    if (k.mte3 > 0) {
-      const double start = std::max(end, mte3_free);
-      end = std::max(start + k.mte3, hbm_done);
-      rec.Add(Pipe::kMte3, start, end, tile, "MTE3 UB->GM");
-      mte3_free = end;
-    }
-    mte3_end[slot] = end;
-    prev_end = end;
-    ++tile;
-  };
-  if (p.split_rows) {
-    // Each pass runs over all the core's rows (their statistics are a few scalars that
-    // stay in UB), the statistics pass first.
-    const int64_t n = items * p.chunks_per_row;
-    for (int k = 0; k < p.n_kinds; ++k) {
-      for (int64_t c = 0; c < n; ++c) run_tile(busiest && c >= n - p.last_tiles ? p.last[k] : p.kinds[k]);
-    }
-  } else {
-    for (int64_t i = 0; i < items; ++i) run_tile(busiest && i >= items - p.last_tiles ? p.last[0] : p.kinds[0]);
-  }
-  return std::max({scalar_free, mte2_free, vec_free, mte3_free, prev_end});
-}
 
 // ---- Common ----
 
@@ -238,7 +174,7 @@ Result<EventSimResult> SimulateEvents(const PreparedProblem& prepared, const Con
       for (int64_t c = 0; c < plan.cores; ++c) ids[c < full ? 0 : 1].push_back(c);
       return Finish(plan.estimate, plan.hbm_floor_us, soc, options, std::move(ids),
                     [&](size_t g, Recorder& rec) {
-                      return SimulateVectorCore(plan, plan.per_core - static_cast<int64_t>(g), rec);
+                      return WalkVectorCore(plan, plan.per_core - static_cast<int64_t>(g), rec);
                     });
     }
     case PreparedProblem::Op::kFusedCube:  // fused_model.cc: the cube's timeline plus the epilogue

@@ -1,6 +1,7 @@
 #include "worker/sim/vector_model.h"
 
 #include "worker/sim/vector_model_impl.h"
+#include "worker/sim/vector_recurrence.h"
 
 #include <algorithm>
 #include <array>
@@ -175,7 +176,9 @@ Result<KernelEstimate> EstimateVector(const VectorShape& s, const VectorTiling& 
 }
 
 Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorTiling& t,
-                                             const SocSpec& soc, VectorPlan* plan) {
+                                             const SocSpec& soc, VectorPlan* plan_out) {
+  VectorPlan local;
+  VectorPlan* plan = plan_out ? plan_out : &local;
   if (t.used_cores <= 0 || (t.buffer_num != 1 && t.buffer_num != 2)) {
     return InvalidArgument("vector tiling needs usedCores > 0 and bufferNum 1 or 2");
   }
@@ -339,8 +342,10 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
   const double tau = static_cast<double>(cores) / hbm_bytes_per_cycle;
   const double tau_last = static_cast<double>(full) / hbm_bytes_per_cycle;
   const bool split = s.family == VectorFamily::kRowwise && blk.split_rows;
-  // Tiles of each kind in the busiest core's last item (a split row: its chunks).
-  const int64_t last_tiles = full < cores ? (split ? CeilDiv(s.cols, blk.chunk_cols) : 1) : 0;
+  // The busiest cores' tiles that run after the others are done: their last item's
+  // (a split row: its chunks in every pass), which in time are the last of the last
+  // kind -- the others started that pass one row earlier.
+  const int64_t last_tiles = full < cores ? (split ? n_kinds * CeilDiv(s.cols, blk.chunk_cols) : 1) : 0;
   const double lat = soc.gm_latency_cycles;
   const bool ping_pong = t.buffer_num == 2;
 
@@ -351,7 +356,7 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
     const double pro = lat + TransferEq(prologue_l2_bytes, 2, false, soc) / soc.mte2_bytes_per_cycle;
     cycles += pro;
     est.BusyUs(Pipe::kMte2) += pro;
-    if (plan) plan->prologue = pro;
+    plan->prologue = pro;
   }
   bool first = true;
   // Kind k's tiles on the busiest core at a given HBM share (cycles per byte).
@@ -377,41 +382,23 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
     stages(k, tau, all);
     stages(k, tau_last, last);
     all.count = k.count;
-    last.count = last_tiles;
-    const double n_all = static_cast<double>(k.count - last_tiles), n_last = static_cast<double>(last_tiles);
+    const int64_t kind_last = i == n_kinds - 1 ? std::min(last_tiles, k.count) : 0;
+    last.count = kind_last;
+    const double n_all = static_cast<double>(k.count - kind_last), n_last = static_cast<double>(kind_last);
     // Without ping-pong buffers a tile's stages run back to back; with them that is the
     // pipeline's fill and drain, once, and the steady state is the slowest stage
     // (NPU_MODEL.md "Pipes and timing") unless the core's HBM share, split by MTE2 and
     // MTE3 streaming together, is slower still.
     const double serial = all.scalar + all.mte2 + all.vec + all.mte3;
-    const double serial_last = last.scalar + last.mte2 + last.vec + last.mte3;
+    const double serial_last = last.scalar + last.mte2 + last.vec + last.mte3;  // 0 tiles unless the last kind
     if (ping_pong) {
       // The pipes' bound, and the HBM share's: from the first load's first byte the
       // share must deliver every tile's bytes (MTE2 and MTE3 split it when they overlap);
       // the last write ends no earlier.
       const double steady = std::max({all.scalar, all.mte2, all.vec, all.mte3});
       const double steady_last = std::max({last.scalar, last.mte2, last.vec, last.mte3});
-      // The pipes' longest path through the tiles and stages (a flow shop): over n
-      // equal tiles from stage i to stage j it is their stages once plus n - 1 times the
-      // slowest of them; with a last-wave tile the path crosses over at some stage j.
-      double pipes_from_first = serial - steady + n_all * steady;
-      if (n_last > 0) {
-        const std::array<double, 4> a{all.scalar, all.mte2, all.vec, all.mte3};
-        const std::array<double, 4> l{last.scalar, last.mte2, last.vec, last.mte3};
-        auto path = [](const std::array<double, 4>& x, size_t from, size_t to, double n) {
-          double sum = 0, slowest = 0;
-          for (size_t st = from; st <= to; ++st) {
-            sum += x[st];
-            slowest = std::max(slowest, x[st]);
-          }
-          return sum + (n - 1) * slowest;
-        };
-        pipes_from_first = 0;
-        for (size_t j = 0; j < 4; ++j) {
-          pipes_from_first = std::max(pipes_from_first, path(a, 0, j, n_all) + path(l, j, 3, n_last));
-        }
-      }
-      const double pipes = first ? pipes_from_first : n_all * steady + n_last * steady_last;
+      // (With a partial last wave the walk below replaces this sum.)
+      const double pipes = (first ? serial - steady : 0) + n_all * steady + n_last * steady_last;
       const double hbm = (first ? all.scalar + all.mte2_latency : 0) +
                          n_all * (all.read_hbm_cycles + all.write_hbm_cycles) +
                          n_last * (last.read_hbm_cycles + last.write_hbm_cycles);
@@ -420,10 +407,8 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
       cycles += n_all * serial + n_last * serial_last;
     }
     first = false;
-    if (plan) {
-      plan->kinds[i] = all;
-      plan->last[i] = last;
-    }
+    plan->kinds[i] = all;
+    plan->last[i] = last;
     est.BusyUs(Pipe::kScalar) += n_all * all.scalar + n_last * last.scalar;
     est.BusyUs(Pipe::kMte2) += n_all * all.mte2 + n_last * last.mte2;
     est.BusyUs(Pipe::kVector) += n_all * all.vec + n_last * last.vec;
@@ -433,16 +418,23 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
 
   // Whatever the pipes say, HBM has to move every byte it serves.
   const double hbm_floor_us = hbm_bytes / (soc.hbm_bandwidth_gbps * 1e3 * soc.hbm_stream_efficiency);
-  if (plan) {
-    plan->cores = cores;
-    plan->tiles = blk.tiles;
-    plan->per_core = per_core;
-    plan->ping_pong = ping_pong;
-    plan->split_rows = split;
-    plan->chunks_per_row = plan->split_rows ? CeilDiv(s.cols, blk.chunk_cols) : 1;
-    plan->n_kinds = n_kinds;
-    plan->last_tiles = last_tiles;
-    plan->hbm_floor_us = hbm_floor_us;
+  plan->cores = cores;
+  plan->tiles = blk.tiles;
+  plan->per_core = per_core;
+  plan->ping_pong = ping_pong;
+  plan->split_rows = split;
+  plan->chunks_per_row = plan->split_rows ? CeilDiv(s.cols, blk.chunk_cols) : 1;
+  plan->n_kinds = n_kinds;
+  plan->last_tiles = n_kinds > 0 ? plan->last[n_kinds - 1].count : 0;
+  plan->hbm_floor_us = hbm_floor_us;
+
+  if (plan->last_tiles > 0) {
+    // A partial last wave: the busiest cores' last tiles run at a larger share, and how
+    // the HBM backlog of the earlier ones carries into them is the recurrence's, not the
+    // closed form's (which missed it by up to 13%). Walked tile by tile, on both kinds
+    // of core, as the event simulation does: O(tiles per core).
+    NoVectorRecorder none;
+    cycles = std::max(WalkVectorCore(*plan, per_core, none), WalkVectorCore(*plan, per_core - 1, none));
   }
   est.duration_us = std::max(cycles / cycles_per_us, hbm_floor_us);
   est.launch_us = soc.kernel_launch_us;
@@ -456,7 +448,7 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
   est.flops = element_ops;
   est.compute_roof_flops = static_cast<double>(soc.vector_core_cnt) * 2.0 * soc.vec_calc_size /
                            static_cast<double>(c_b) * cycles_per_us * 1e6;
-  if (plan) plan->estimate = est;
+  plan->estimate = est;
   return est;
 }
 

@@ -31,8 +31,8 @@ struct VectorPlan {
   int64_t chunks_per_row = 1;
   int n_kinds = 0;
   VectorTilePlan kinds[2];  // count: all of the kind's tiles on the busiest core
-  VectorTilePlan last[2];   // the same kinds in the busiest cores' last item
-  int64_t last_tiles = 0;   // tiles of each kind in that item; 0 when all cores run per_core
+  VectorTilePlan last[2];   // the same kinds' tiles that run after the other cores are done
+  int64_t last_tiles = 0;   // such tiles, all at the end of the last kind; 0 when all cores run per_core
   double prologue = 0;      // gamma/beta load before the loop (MTE2)
   double hbm_floor_us = 0;
   KernelEstimate estimate;  // the fast path's result
