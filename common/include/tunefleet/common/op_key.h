@@ -18,7 +18,9 @@ namespace tunefleet {
 
 // Version of the simulator's timing model; part of every op key, so a model change
 // never serves stale tuning results.
-inline constexpr uint32_t kSimModelVersion = 5;  // 5: HBM shared by the active cores in a vector op's last wave
+// 5: a vector op's HBM share follows the cores active in its last wave; 6: cube ops
+// write their output dtype (out_dtype), not always fp32.
+inline constexpr uint32_t kSimModelVersion = 6;
 
 enum class DType { kFloat16, kBFloat16, kFloat32, kInt8 };
 Result<DType> ParseDType(std::string_view name);
