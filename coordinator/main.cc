@@ -18,6 +18,10 @@
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
 
+namespace {
+constexpr long kMinLoopStallLimitMs = 200;
+}  // namespace
+
 int main(int argc, char** argv) {
   tunefleet::BlockTerminationSignals();
   using namespace tunefleet;
@@ -52,10 +56,25 @@ int main(int argc, char** argv) {
                  "exit (code 5) when the scheduling loop has not turned for this long, so the supervisor restarts it; "
                  "0 disables")
       ->capture_default_str()
-      ->check(CLI::Range(0, 3600000));
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            const long ms = std::strtol(value.c_str(), nullptr, 10);
+            // The idle loop turns every 20 ms (a poll's timeout); a limit near that would
+            // end a coordinator that is only waiting.
+            if (ms == 0 || (ms >= kMinLoopStallLimitMs && ms <= 3600000)) return "";
+            return "give 0 (off) or " + std::to_string(kMinLoopStallLimitMs) +
+                   " to 3600000 ms: the idle loop turns every 20 ms, so a smaller limit would end a coordinator "
+                   "that is only waiting";
+          },
+          "0 or 200..3600000"));
   app.add_flag("--no-sync", no_sync, "do not fsync state changes (faster, loses the last changes on a crash)");
   app.add_flag("-v,--verbose", options.verbose, "log scheduling decisions to stderr");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help is a ParseError with exit code 0; anything else is bad input (exit 2).
+    return app.exit(e) == 0 ? 0 : kExitBadInput;
+  }
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
 
   // CURVE fails closed: a key folder asked for but unusable stops the coordinator.
@@ -120,10 +139,9 @@ int main(int argc, char** argv) {
   TerminationWatcher watcher([&] { (*coord)->Stop(); });
   // The loop turns at least every 20 ms when well; a liveness probe only sees the HTTP
   // server, so a stuck loop ends the process here instead (loop_watchdog.h).
-  std::shared_ptr<coordinator::LoopWatchdog> watchdog;
-  if (loop_stall_limit_ms > 0) {
-    const coordinator::Coordinator& c = **coord;
-    watchdog = std::make_shared<coordinator::LoopWatchdog>(
+  // Its gauge is served also when the limit is 0 (off).
+  const coordinator::Coordinator& c = **coord;
+  auto watchdog = std::make_shared<coordinator::LoopWatchdog>(
         clock, [&c] { return c.LastTurn(); }, std::chrono::milliseconds(loop_stall_limit_ms),
         [loop_stall_limit_ms](Clock::Duration since) {
           fmt::print(stderr,
@@ -134,12 +152,11 @@ int main(int argc, char** argv) {
           std::fflush(stderr);
           std::_Exit(kExitLoopStalled);
         });
-    if (exposer) {
-      exposer->RegisterCollectable(watchdog, "/healthz");
-      exposer->RegisterCollectable(watchdog);
-    }
-    watchdog->Start();
+  if (exposer) {
+    exposer->RegisterCollectable(watchdog, "/healthz");
+    exposer->RegisterCollectable(watchdog);
   }
+  if (loop_stall_limit_ms > 0) watchdog->Start();
   if (exposer) exposer->RegisterCollectable(ready, "/readyz");
   // One machine-readable line: tests and scripts read the resolved endpoints from it.
   fmt::print("tunefleet-coordinator ready client={} worker={} metrics={} data={} curve={}\n",

@@ -50,7 +50,12 @@ int main(int argc, char** argv) {
                  "CURVE key folder (server.public, worker.public, worker.secret) of a coordinator that runs CURVE; "
                  "default from TUNEFLEET_CURVE_ENABLED / TUNEFLEET_CURVE_DIR");
   app.add_flag("-v,--verbose", options.verbose, "log jobs to stderr");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help is a ParseError with exit code 0; anything else is bad input (exit 2).
+    return app.exit(e) == 0 ? 0 : kExitBadInput;
+  }
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
   options.min_eval_time = std::chrono::microseconds(min_eval_us);
 

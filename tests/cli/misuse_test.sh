@@ -45,6 +45,12 @@ grep -q "cancelled before a config succeeded (0 evaluated, 0 failed)" "$OUT/canc
 rc=$?
 [ $rc -eq 2 ] || fail "cancel of an unknown submission exited $rc, not 2"
 grep -qF "no submission 999" "$OUT/cancel.err" || fail "cancel 999: $(cat "$OUT/cancel.err")"
+# A stall limit an idle loop (one turn per 20 ms) would trip is refused, as bad input.
+"$BUILD/coordinator/tunefleet-coordinator" --loop-stall-limit-ms 20 --metrics-port -1 --data-dir "$OUT/never" \
+  > /dev/null 2> "$OUT/limit.err"
+rc=$?
+[ $rc -eq 2 ] || fail "--loop-stall-limit-ms 20 exited $rc, not 2: $(cat "$OUT/limit.err")"
+grep -qF "give 0 (off) or 200 to 3600000 ms" "$OUT/limit.err" || fail "limit: $(cat "$OUT/limit.err")"
 # The coordinator keeps serving clients.
 "$TF" lookup "$OPS" --coordinator "$CL" > /dev/null || fail "the coordinator did not answer a lookup after the misdirected worker"
 echo "misuse: ok"

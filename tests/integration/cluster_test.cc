@@ -325,7 +325,9 @@ TEST_F(ClusterTest, AStalledSchedulingLoopEndsTheCoordinatorWithExit5AndARestart
   EXPECT_FALSE(r.ok()) << "the coordinator answered a submission it should have been stopped in";
   EXPECT_EQ(cluster.WaitCoordinatorExit(60s), kExitLoopStalled);
 
-  ASSERT_TRUE(cluster.StartCoordinator());
+  // Off (0), the watchdog still serves its gauge, so the dashboard panel has data.
+  ASSERT_TRUE(cluster.StartCoordinator("tcp://127.0.0.1:*", "tcp://127.0.0.1:*", {"--loop-stall-limit-ms", "0"}));
+  EXPECT_GE(testing::MetricValue(testing::HttpGet(cluster.metrics_port(), "/healthz"), "tunefleet_loop_seconds_since_turn"), 0.0);
   client::Client again(ctx_, cluster.client_endpoint());
   spec.ops = {Matmul(64, 64, 64)};
   spec.budget = 4;
