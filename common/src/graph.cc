@@ -269,18 +269,37 @@ Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) {
       continue;
     }
     const OpKey key = NodeOpKey(graph, node);
+    const NamedTensor& out = node.outputs[0];
+    if (IsCubeGemmOpType(node.op_type) || node.op_type == "Conv2D") {
+      // Before the op's own checks: an out_dtype they refuse came from this declaration.
+      auto in = key.inputs.empty() ? Result<DType>(InvalidArgument("no input")) : ParseDType(key.inputs[0].dtype);
+      auto declared = ParseDType(out.desc.dtype);
+      if (in.ok() && declared.ok() && !node.attrs.contains("out_dtype") && !CubeOutDType(key, *in).ok()) {
+        return InvalidArgument(fmt::format(
+            "node '{}' ({}): output '{}' is declared {}, which the cube does not write: declare {}", node.name,
+            node.op_type, out.name, out.desc.dtype,
+            *in == DType::kInt8 ? "float16 or float32 (dequantised by FIXPIPE)" : "float16, bfloat16 or float32"));
+      }
+      if (in.ok() && declared.ok() && *in == DType::kInt8 && *declared == DType::kInt8) {
+        return InvalidArgument(fmt::format(
+            "node '{}' ({}): output '{}' is declared int8, but an int8 {} writes int32, which a graph cannot declare: "
+            "declare float16 or float32 (dequantised by FIXPIPE)",
+            node.name, node.op_type, out.name, node.op_type));
+      }
+    }
     auto problem = MakeTuningProblem(key, soc);
     if (!problem.ok()) return problem.status().WithContext("node '" + node.name + "' (" + node.op_type + ")");
     // The declared output sizes the D2H copies, the consumers' reads and peak memory: one
     // that is not what the op writes would make every one of them silently wrong.
-    if ((IsCubeGemmOpType(node.op_type) || node.op_type == "Conv2D") && node.attrs.contains("out_dtype")) {
-      auto in = ParseDType(key.inputs[0].dtype);
-      auto out = ParseDType(node.outputs[0].desc.dtype);
-      if (in.ok() && out.ok() && CubeOutDType(key, *in).ok() && *CubeOutDType(key, *in) != *out) {
-        return InvalidArgument(fmt::format("node '{}' ({}): attrs.out_dtype is {} but output '{}' is declared {}; "
-                                           "make them agree or leave the attr out",
-                                           node.name, node.op_type, node.attrs.at("out_dtype"), node.outputs[0].name,
-                                           node.outputs[0].desc.dtype));
+    // So does its dtype: a declaration that is not what the op writes would size them too.
+    if (auto written = WrittenDType(key); written.ok() && written->has_value()) {
+      auto declared = ParseDType(out.desc.dtype);
+      if (declared.ok() && *declared != **written) {
+        return InvalidArgument(fmt::format(
+            "node '{}' ({}): output '{}' is declared {}, but the op writes {}{}", node.name, node.op_type, out.name,
+            out.desc.dtype, DTypeName(**written),
+            node.attrs.contains("out_dtype") ? "; make attrs.out_dtype and the declaration agree, or leave the attr out"
+                                             : "; fix the declaration"));
       }
     }
     const std::optional<int64_t> writes = OutputElements(key);

@@ -102,7 +102,9 @@ Result<OpKey> CanonicalOpKey(const OpKey& key) {
     auto in = ParseDType(out.inputs[0].dtype);
     auto dt = ParseDType(it->second);
     if (dt.ok()) it->second = std::string(DTypeName(*dt));
-    if (in.ok() && dt.ok() && *dt == CubeDefaultOutDType(*in)) out.attrs.erase(it);
+    // (int8 inputs write int32 by default, which no out_dtype names: an int8 there is
+    // refused by the shape, not taken for the default.)
+    if (in.ok() && dt.ok() && *in != DType::kInt8 && *dt == CubeDefaultOutDType(*in)) out.attrs.erase(it);
   }
   if (auto it = out.attrs.find("dst_type"); it != out.attrs.end()) {
     if (auto dt = ParseDType(it->second); dt.ok()) it->second = std::string(DTypeName(*dt));
@@ -120,8 +122,11 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
       auto dt = ParseDType(name);
       return dt.ok() && *dt == DType::kBFloat16;
     };
-    const auto cast = key.attrs.find("dst_type");
-    bool uses = cast != key.attrs.end() && bf16(cast->second);
+    bool uses = false;
+    for (const char* attr : {"dst_type", "out_dtype"}) {
+      const auto it = key.attrs.find(attr);
+      uses = uses || (it != key.attrs.end() && bf16(it->second));
+    }
     for (const TensorDesc& in : key.inputs) uses = uses || bf16(in.dtype);
     if (uses) {
       return InvalidArgument(soc.name + " has no bfloat16 (its Intrinsic_mmad lists none): use float16 there, or a "
@@ -248,6 +253,26 @@ std::optional<int64_t> OutputElements(const OpKey& key) {
     case VectorFamily::kTranspose: return v->batch * v->rows * v->cols;
   }
   return std::nullopt;
+}
+
+Result<std::optional<DType>> WrittenDType(const OpKey& key) {
+  if (IsFusedCubeOpType(key.op_type)) {
+    TF_ASSIGN_OR_RETURN(FusedCubeShape s, FusedCubeShapeFromOpKey(key));
+    return std::optional<DType>(s.out_dtype);
+  }
+  if (IsCubeGemmOpType(key.op_type) || key.op_type == "Conv2D") {
+    if (key.inputs.empty()) return std::optional<DType>();
+    TF_ASSIGN_OR_RETURN(const DType in, ParseDType(key.inputs[0].dtype));
+    TF_ASSIGN_OR_RETURN(const DType out, CubeOutDType(key, in));
+    if (in == DType::kInt8 && out == DType::kInt8) return std::optional<DType>();  // int32: no dtype name
+    return std::optional<DType>(out);
+  }
+  if (key.op_type == kFusedElementwiseOp || IsVectorOpType(key.op_type)) {
+    TF_ASSIGN_OR_RETURN(VectorShape v, key.op_type == kFusedElementwiseOp ? FusedElementwiseShapeFromOpKey(key)
+                                                                          : VectorShapeFromOpKey(key));
+    return std::optional<DType>(v.out_dtype);
+  }
+  return std::optional<DType>();
 }
 
 std::vector<std::string> TunableOpTypes() {

@@ -121,6 +121,16 @@ TEST(CanonicalOpKey, SpellingsOfTheSameOpShareOneKeyAndOthersDoNot) {
   EXPECT_EQ(CanonicalOf(WithAttrs(mm, {{"out_dtype", "fp16"}})), plain);
   EXPECT_EQ(CanonicalOf(WithAttrs(mm, {{"out_dtype", "fp32"}})), CanonicalOf(WithAttrs(mm, {{"out_dtype", "float32"}})));
   EXPECT_NE(CanonicalOf(WithAttrs(mm, {{"out_dtype", "float32"}})), plain);
+  // An int8 GEMM writes int32 by default, which no out_dtype names: int8 there is refused,
+  // not taken for the default.
+  OpKey i8 = mm;
+  i8.inputs[0].dtype = i8.inputs[1].dtype = "int8";
+  EXPECT_NE(CanonicalOf(WithAttrs(i8, {{"out_dtype", "int8"}})), CanonicalOf(i8));
+  SocCatalog catalog = SocCatalog::Builtin();
+  auto refused = MakeTuningProblem(WithAttrs(i8, {{"out_dtype", "int8"}}), **catalog.Find("Ascend910B2"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("use float16 or float32, or leave it out for int32"), std::string::npos)
+      << refused.status().message();
 
   const OpKey conv = ConvKey();
   const std::string conv_plain = CanonicalOf(conv);

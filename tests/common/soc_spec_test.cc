@@ -71,6 +71,15 @@ TEST(SocCatalog, TheFirstGenerationRefusesBfloat16Ops) {
   cast.inputs = {{{1024, 1024}, "float32", "ND"}};
   cast.attrs = {{"dst_type", "bfloat16"}};
   EXPECT_FALSE(MakeTuningProblem(cast, **c.Find("Ascend910")).ok());
+  // Nor may an fp16 GEMM write bfloat16 there.
+  OpKey mm;
+  mm.soc = "Ascend910";
+  mm.op_type = "MatMul";
+  mm.inputs = {{{64, 64}, "float16", "ND"}, {{64, 64}, "float16", "ND"}};
+  mm.attrs = {{"out_dtype", "bfloat16"}};
+  auto bf16_out = MakeTuningProblem(mm, **c.Find("Ascend910"));
+  ASSERT_FALSE(bf16_out.ok());
+  EXPECT_NE(bf16_out.status().message().find("Ascend910 has no bfloat16"), std::string::npos) << bf16_out.status().message();
 }
 
 TEST(SocCatalog, UnknownSocListsKnownOnes) {

@@ -50,9 +50,48 @@ TEST(GraphModel, ACubeNodeWritesTheDtypeItsOutputDeclares) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   Status s = ValidateGraphOps(*g, testing::Soc910B2());
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("node 'mm' (MatMul): attrs.out_dtype is float16 but output 'h' is declared float32"),
+  EXPECT_NE(s.message().find("node 'mm' (MatMul): output 'h' is declared float32, but the op writes float16; make "
+                             "attrs.out_dtype and the declaration agree"),
             std::string::npos)
       << s.message();
+}
+
+// A declared output dtype sizes the D2H copy, the consumers' reads and peak memory, so
+// one the op does not write is refused, naming the tensor: what the cube cannot write,
+// an int8 GEMM's int32, a fused op's epilogue output, a vector op's own.
+TEST(GraphModel, ADeclaredOutputDtypeTheOpDoesNotWriteIsRefused) {
+  auto message = [](nlohmann::json j) {
+    auto g = GraphFromJson(j);
+    if (!g.ok()) return "parse: " + g.status().message();
+    Status s = ValidateGraphOps(*g, testing::Soc910B2());
+    return s.ok() ? std::string("accepted") : s.message();
+  };
+  auto j = TwoOpGraph();
+  j["nodes"][0]["outputs"][0]["dtype"] = "int8";
+  j["nodes"][1]["outputs"][0]["dtype"] = "int8";
+  EXPECT_EQ(message(j), "node 'mm' (MatMul): output 'h' is declared int8, which the cube does not write: declare "
+                        "float16, bfloat16 or float32");
+  j = TwoOpGraph();
+  j["inputs"][0]["dtype"] = "int8";
+  j["weights"][0]["dtype"] = "int8";
+  j["nodes"][0]["outputs"][0]["dtype"] = "int8";
+  j["nodes"][1]["outputs"][0]["dtype"] = "int8";
+  EXPECT_NE(message(j).find("an int8 MatMul writes int32, which a graph cannot declare"), std::string::npos) << message(j);
+  j["nodes"][0]["outputs"][0]["dtype"] = "float16";
+  j["nodes"][1]["outputs"][0]["dtype"] = "float16";
+  EXPECT_EQ(message(j), "accepted") << "int8 dequantised to float16";
+  j = TwoOpGraph();
+  j["nodes"][1]["outputs"][0]["dtype"] = "float32";
+  EXPECT_EQ(message(j), "node 'act' (Relu): output 'y' is declared float32, but the op writes float16; fix the declaration");
+  j = TwoOpGraph();
+  j["weights"].push_back(Tensor("b", {1024}));
+  j["nodes"][0]["op"] = "FusedMatMul";
+  j["nodes"][0]["inputs"] = {"x", "w", "b"};
+  j["nodes"][0]["attrs"] = {{"epilogue", "BiasAdd"}};
+  EXPECT_EQ(message(j), "accepted");
+  j["nodes"][0]["outputs"][0]["dtype"] = "float32";
+  j["nodes"][1]["outputs"][0]["dtype"] = "float32";
+  EXPECT_EQ(message(j), "node 'mm' (FusedMatMul): output 'h' is declared float32, but the op writes float16; fix the declaration");
 }
 
 TEST(GraphModel, AnInputNoTensorProducesNamesTheNodeAndTheTensor) {

@@ -53,7 +53,7 @@ Result<MatmulShape> CubeGemmShapeFromOpKey(const OpKey& key);
 
 // What a cube op (MatMul, BatchMatMul, Gemm, Conv2D) writes: attr out_dtype (float16,
 // bfloat16 or float32), by default its inputs' dtype, as CANN's MatMul does; int8
-// inputs write int32 unless out_dtype is float16 (dequantised by FIXPIPE).
+// inputs write int32 unless out_dtype is float16 or float32 (dequantised by FIXPIPE).
 // kInvalidArgument naming the value to fix.
 Result<DType> CubeOutDType(const OpKey& key, DType in);
 DType CubeDefaultOutDType(DType in);  // kInt8 stands for int32 there

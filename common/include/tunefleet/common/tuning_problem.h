@@ -43,7 +43,7 @@ double CubeUsefulFlops(const OpKey& key);
 // A lower bound on the op's latency on `soc` in us, from its key and the SoC spec alone:
 // the kernel launch plus the roofline, max(CubeUsefulFlops / the cube's peak for the input
 // dtype, compulsory bytes / HBM bandwidth), compulsory bytes being the inputs read once and
-// the fp32 output written once. The same bound as the simulator's launch_us +
+// the output written once in the dtype the op writes. The same bound as the simulator's launch_us +
 // RooflineUs(estimate) (worker/sim/simulator.h); no config beats it. 0 where CubeUsefulFlops
 // is 0 and for fused cube ops (their epilogue's operands are not counted here).
 double CubeLatencyFloorUs(const OpKey& key, const SocSpec& soc);
@@ -52,6 +52,10 @@ double CubeLatencyFloorUs(const OpKey& key, const SocSpec& soc);
 // conv's N*Cout*Ho*Wo), an element-wise op's output, a row-wise op's rows*cols (rows for
 // a reduction), a transpose's input count. nullopt for a key that is not a valid op.
 std::optional<int64_t> OutputElements(const OpKey& key);
+// The dtype the op writes (a cube op its out_dtype, a fused op its epilogue's output, a
+// vector op its own); nullopt for an int8 cube op's int32 (no dtype name has it) and
+// for ops the simulator has no model of. The key's error when it does not parse.
+Result<std::optional<DType>> WrittenDType(const OpKey& key);
 
 // Op types MakeTuningProblem accepts.
 std::vector<std::string> TunableOpTypes();
