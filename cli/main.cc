@@ -166,6 +166,9 @@ Result<std::optional<client::StatusView>> WaitUntilInterrupted(client::Client& c
 
 // done; running once any task has had a job; else queued (no worker for its SoC yet).
 std::string SubmissionState(const client::StatusView& st) {
+  for (const auto& t : st.tasks) {
+    if (t.state == "cancelled") return "cancelled";  // what it found is not in the knowledge base
+  }
   if (st.done) return "done";
   for (const auto& t : st.tasks) {
     if (t.state != "queued") return "running";
@@ -184,7 +187,9 @@ int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
                                                           : "op" + std::to_string(i);
     bool cached = i < from_cache.size() && from_cache[i];
     // A task still running has not failed (yet): `status` of a running submission is 0.
-    all_ok &= st.tasks[i].has_best || st.tasks[i].state == "running" || st.tasks[i].state == "queued";
+    // A cancelled one ended without a config in the knowledge base, whatever it found.
+    all_ok &= st.tasks[i].state != "cancelled" &&
+              (st.tasks[i].has_best || st.tasks[i].state == "running" || st.tasks[i].state == "queued");
     if (json) out.push_back(TaskJson(name, st.tasks[i], cached));
     else fmt::print("{}", TaskText(name, st.tasks[i], cached, catalog));
   }
@@ -535,7 +540,7 @@ int main(int argc, char** argv) {
       if (!got.ok()) return Fail(got.status());
       st = std::move(got).value();
     }
-    if (!status_json && !st->done) {
+    if (!status_json && (!st->done || SubmissionState(*st) == "cancelled")) {
       const std::string state = SubmissionState(*st);
       fmt::print("submission {}: {}\n", st->submission_id,
                  state == "queued" ? "queued (no worker serving its SoC has taken a job yet)" : state);

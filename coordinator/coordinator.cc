@@ -227,6 +227,8 @@ class Coordinator::Impl {
   Status HandleSubmit(schema::SubmitRequest::Reader req, schema::Envelope::Body::Builder reply);
   Status HandleStatus(schema::StatusRequest::Reader req, schema::Envelope::Body::Builder reply);
   Status HandleCancel(schema::CancelRequest::Reader req, schema::Envelope::Body::Builder reply);
+  // kNotFound naming the id for a submission this coordinator never accepted.
+  Result<const SubmissionRecord*> FindSubmission(uint64_t id) const;
   // Stops a running task for good: persisted as cancelled, nothing written to the
   // knowledge base; its jobs out report into the void.
   void CancelTask(Task& task);
@@ -840,7 +842,7 @@ void Coordinator::Impl::CheckLiveness() {
 }
 
 void Coordinator::Impl::UpdateTaskGauges() {
-  double queued = 0, running = 0, done = 0, failed = 0;
+  double queued = 0, running = 0, done = 0, failed = 0, cancelled = 0;
   for (const auto& [id, t] : tasks_) {
     switch (t.rec.state) {
       case TaskState::kQueued: ++queued; break;
@@ -848,6 +850,7 @@ void Coordinator::Impl::UpdateTaskGauges() {
       // backlog an operator sizes the worker pool by.
       case TaskState::kRunning: ++(IsWaiting(t) ? queued : running); break;
       case TaskState::kDone: ++done; break;
+      case TaskState::kCancelled: ++cancelled; break;
       default: ++failed; break;
     }
   }
@@ -855,6 +858,7 @@ void Coordinator::Impl::UpdateTaskGauges() {
   metrics_.tasks_running.Set(running);
   metrics_.tasks_done.Set(done);
   metrics_.tasks_failed.Set(failed);
+  metrics_.tasks_cancelled.Set(cancelled);
 }
 
 size_t Coordinator::Impl::WarmStart(Task& task, size_t max_seeds) {
@@ -1289,14 +1293,18 @@ void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Bui
   wire::FillConfig(b.initBestConfig(static_cast<unsigned>(best.size())), problem->space, best);
 }
 
+Result<const SubmissionRecord*> Coordinator::Impl::FindSubmission(uint64_t id) const {
+  auto it = submissions_.find(id);
+  if (it == submissions_.end()) {
+    return NotFound("no submission " + std::to_string(id) + " (submit first; ids are printed by `tunefleet submit`)");
+  }
+  return &it->second;
+}
+
 Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
                                        schema::Envelope::Body::Builder reply) {
-  auto it = submissions_.find(req.getSubmissionId());
-  if (it == submissions_.end()) {
-    return NotFound("no submission " + std::to_string(req.getSubmissionId()) +
-                    " (submit first; ids are printed by `tunefleet submit`)");
-  }
-  const SubmissionRecord& sub = it->second;
+  TF_ASSIGN_OR_RETURN(const SubmissionRecord* found, FindSubmission(req.getSubmissionId()));
+  const SubmissionRecord& sub = *found;
   auto out = reply.initStatusReply();
   out.setSubmissionId(sub.submission_id);
   auto list = out.initTasks(static_cast<unsigned>(sub.task_ids.size()));
@@ -1314,17 +1322,13 @@ Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
 
 Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
                                        schema::Envelope::Body::Builder reply) {
-  auto it = submissions_.find(req.getSubmissionId());
-  if (it == submissions_.end()) {
-    return NotFound("no submission " + std::to_string(req.getSubmissionId()) +
-                    " (ids are printed by `tunefleet submit`)");
-  }
-  const SubmissionRecord& sub = it->second;
-  // A task another submission also waits on (the same op with the same search settings
-  // shares one task) keeps running for it.
+  TF_ASSIGN_OR_RETURN(const SubmissionRecord* found, FindSubmission(req.getSubmissionId()));
+  SubmissionRecord& sub = submissions_.at(found->submission_id);
+  // A task another submission still waits on (the same op with the same search settings
+  // shares one task) keeps running for it; a cancelled one waits on nothing.
   auto shared = [&](uint64_t task_id) {
     for (const auto& [id, other] : submissions_) {
-      if (id != sub.submission_id &&
+      if (id != sub.submission_id && !other.cancelled &&
           std::find(other.task_ids.begin(), other.task_ids.end(), task_id) != other.task_ids.end()) {
         return true;
       }
@@ -1344,6 +1348,11 @@ Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
       CancelTask(t->second);
       ++cancelled;
     }
+  }
+  // After its tasks: a crash in between leaves a submission whose cancel a repeat finishes.
+  if (!sub.cancelled) {
+    sub.cancelled = true;
+    TF_RETURN_IF_ERROR(store_.PutSubmission(sub, {}));
   }
   Log(fmt::format("submission {} cancelled: {} tasks stopped, {} shared kept running, {} already finished",
                   sub.submission_id, cancelled, kept, finished));

@@ -12,6 +12,7 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       tasks_running(tasks.Add({{"state", "running"}})),
       tasks_done(tasks.Add({{"state", "done"}})),
       tasks_failed(tasks.Add({{"state", "failed"}})),
+      tasks_cancelled(tasks.Add({{"state", "cancelled"}})),
       submissions(BuildCounter().Name("tunefleet_submissions_total").Help("Accepted submissions").Register(r).Add({})),
       jobs_dispatched(BuildCounter().Name("tunefleet_jobs_dispatched_total").Help("Jobs sent to worker slots").Register(r).Add({})),
       jobs_completed(BuildCounter().Name("tunefleet_jobs_completed_total").Help("Jobs whose final result arrived").Register(r).Add({})),

@@ -20,6 +20,7 @@ struct CoordinatorMetrics {
   prometheus::Gauge& tasks_running;
   prometheus::Gauge& tasks_done;
   prometheus::Gauge& tasks_failed;
+  prometheus::Gauge& tasks_cancelled;
   prometheus::Counter& submissions;
   prometheus::Counter& jobs_dispatched;
   prometheus::Counter& jobs_completed;

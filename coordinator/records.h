@@ -65,6 +65,7 @@ struct SubmissionRecord {
   std::vector<uint64_t> scheduled_task_ids;
   std::vector<double> scheduled_weights;
   std::vector<std::string> names;  // per submitted op, as named by the submitter; empty = none
+  bool cancelled = false;          // by `tunefleet cancel`: waits on none of its tasks any more
 };
 
 struct StoredResult {

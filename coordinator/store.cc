@@ -210,6 +210,7 @@ std::string EncodeSubmission(const SubmissionRecord& sub) {
   for (unsigned i = 0; i < sub.scheduled_weights.size(); ++i) weights.set(i, sub.scheduled_weights[i]);
   auto names = r.initNames(static_cast<unsigned>(sub.names.size()));
   for (unsigned i = 0; i < sub.names.size(); ++i) names.set(i, sub.names[i]);
+  r.setCancelled(sub.cancelled);
   return ToBytes(b);
 }
 
@@ -455,6 +456,7 @@ Result<std::vector<SubmissionRecord>> Store::LoadSubmissions() const {
           for (uint64_t id : r.getScheduledTaskIds()) sub.scheduled_task_ids.push_back(id);
           for (double w : r.getScheduledWeights()) sub.scheduled_weights.push_back(w);
           for (auto n : r.getNames()) sub.names.emplace_back(n.cStr());
+          sub.cancelled = r.getCancelled();
           if (sub.scheduled_weights.size() != sub.scheduled_task_ids.size()) {
             return FailedPrecondition("stored submission has mismatched scheduled tasks and weights");
           }

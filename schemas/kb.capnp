@@ -57,6 +57,7 @@ struct SubmissionRecord {
   scheduledTaskIds @5 :List(UInt64);   # the tasks sharing totalBudget
   scheduledWeights @6 :List(Float64);  # their weights, same order
   names @7 :List(Text);        # per submitted op, as the submitter named it (may be empty)
+  cancelled @8 :Bool;          # by `tunefleet cancel`: it waits on none of its tasks any more
 }
 
 # Column family `results`, key = big-endian task id + big-endian config index.

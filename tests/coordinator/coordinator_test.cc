@@ -538,12 +538,35 @@ TEST_F(CoordinatorTest, CancelStopsTheSubmissionsOwnTasksAndLeavesSharedOnesRunn
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
 
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "cancelled"), 1.0);
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "failed"), 0.0) << "a cancel is not a failure";
+
   Restart();
   client::Client after(ctx_, options_.client_endpoint);
   st = after.GetStatus(a->submission_id);
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->tasks[0].task_id, own);
   EXPECT_EQ(st->tasks[0].state, "cancelled") << "the cancel was not persisted";
+
+  // Two identical submissions share a task: cancelling one keeps it for the other, and
+  // cancelling the other too stops it -- also across a restart in between, since a
+  // cancelled submission waits on nothing.
+  client::SubmitSpec twice = RandomSearch(50, 1);
+  twice.ops = {SmallMatmul(64)};
+  auto c = after.Submit(twice);
+  auto d = after.Submit(twice);
+  ASSERT_TRUE(c.ok() && d.ok());
+  ASSERT_EQ(c->task_ids, d->task_ids);
+  auto first_cancel = after.Cancel(c->submission_id);
+  ASSERT_TRUE(first_cancel.ok());
+  EXPECT_EQ(first_cancel->shared, 1u);
+  Restart();
+  client::Client last(ctx_, options_.client_endpoint);
+  auto second_cancel = last.Cancel(d->submission_id);
+  ASSERT_TRUE(second_cancel.ok());
+  EXPECT_EQ(second_cancel->cancelled, 1u) << "nothing waits on the task any more";
+  EXPECT_EQ(second_cancel->shared, 0u);
+  EXPECT_EQ(last.GetStatus(c->submission_id)->tasks[0].state, "cancelled");
 }
 
 TEST_F(CoordinatorTest, ATaskIsQueuedUntilAWorkerTakesItsFirstJob) {
