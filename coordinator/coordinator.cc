@@ -101,6 +101,9 @@ struct Task {
   // scheduler, not the task's own budget, decides how much it gets.
   uint64_t scheduled_by = 0;
   size_t schedule_index = 0;
+  // A finished task's best config by name: what status reports once the task's search
+  // space is released (filled when it finishes, or on the first status after a restart).
+  mutable std::vector<std::pair<std::string, int64_t>> best_named;
 
   uint64_t limit() const {
     return rec.budget == 0 || scheduled_by ? std::numeric_limits<uint64_t>::max() : rec.budget;
@@ -121,6 +124,14 @@ struct Schedule {
 // jobs per task overall.
 uint64_t ScheduledJobSize(uint64_t total_budget, size_t tasks) {
   return std::max<uint64_t>(1, total_budget / (8 * std::max<size_t>(tasks, 1)));
+}
+
+// A config by parameter name, as the knowledge base and status report it.
+std::vector<std::pair<std::string, int64_t>> NamedConfig(const SearchSpace& space, ConfigIndex index) {
+  const Config config = space.Decode(index);
+  std::vector<std::pair<std::string, int64_t>> named;
+  for (size_t i = 0; i < config.size(); ++i) named.emplace_back(space.params()[i].name, config[i]);
+  return named;
 }
 
 Result<TaskScheduler::Policy> ParseSchedulerName(const std::string& name) {
@@ -542,8 +553,7 @@ void Coordinator::Impl::MaybeFinish(Task& task) {
     KbEntry e;
     e.key = task.rec.key;
     e.best_index = task.rec.best_index;
-    Config best = task.problem->space.Decode(task.rec.best_index);
-    for (size_t i = 0; i < best.size(); ++i) e.best_config.emplace_back(task.problem->space.params()[i].name, best[i]);
+    e.best_config = NamedConfig(task.problem->space, task.rec.best_index);
     e.best_latency_us = task.rec.best_latency_us;
     e.baseline_latency_us = task.rec.baseline_latency_us;
     e.improvement = task.rec.baseline_latency_us > 0 ? task.rec.baseline_latency_us / task.rec.best_latency_us : 0;
@@ -564,10 +574,17 @@ void Coordinator::Impl::Retire(Task& task, const std::optional<KbEntry>& entry) 
   auto wrote = store_.FinishTask(task.rec, entry);
   if (!wrote.ok()) fmt::print(stderr, "coordinator: cannot persist finished task: {}\n", wrote.status().ToString());
   metrics_.task_best_improvement.Remove(&metrics_.task_best_improvement.Add({{"task", std::to_string(task.rec.task_id)}}));
-  task.waiting.clear();
+  // A finished task stays for status until restart: keep only its record and best config
+  // by name (about 10 KB less per task, which over months of submissions was the
+  // coordinator's memory).
+  if (task.rec.has_best && task.problem && task.rec.best_index < task.problem->space.size()) {
+    task.best_named = NamedConfig(task.problem->space, task.rec.best_index);
+  }
+  task.waiting = {};
   task.strategy.reset();
-  task.planned.clear();
-  task.recorded.clear();
+  task.planned = IndexSet();
+  task.recorded = IndexSet();
+  task.problem.reset();
   UpdateTaskGauges();
 }
 
@@ -1279,18 +1296,24 @@ void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Bui
   b.setBaselineLatencyUs(task.rec.baseline_latency_us);
   wire::FillOpKey(b.initOpKey(), task.rec.key);
   if (!task.rec.has_best) return;
-  // The best config by name: decode through the op's space (cheap to rebuild).
-  std::optional<TuningProblem> rebuilt;
-  const TuningProblem* problem = task.problem ? &*task.problem : nullptr;
-  if (!problem) {
-    auto p = ProblemFor(task.rec.key);
-    if (!p.ok()) return;
-    rebuilt.emplace(std::move(p).value());
-    problem = &*rebuilt;
+  // The best config by name: through the op's space while the task runs; a finished
+  // task keeps it by name (a task finished before a restart gets it on its first status).
+  if (task.problem) {
+    if (task.rec.best_index >= task.problem->space.size()) return;
+    Config best = task.problem->space.Decode(task.rec.best_index);
+    wire::FillConfig(b.initBestConfig(static_cast<unsigned>(best.size())), task.problem->space, best);
+    return;
   }
-  if (task.rec.best_index >= problem->space.size()) return;
-  Config best = problem->space.Decode(task.rec.best_index);
-  wire::FillConfig(b.initBestConfig(static_cast<unsigned>(best.size())), problem->space, best);
+  if (task.best_named.empty()) {
+    auto p = ProblemFor(task.rec.key);
+    if (!p.ok() || task.rec.best_index >= p->space.size()) return;
+    task.best_named = NamedConfig(p->space, task.rec.best_index);
+  }
+  auto list = b.initBestConfig(static_cast<unsigned>(task.best_named.size()));
+  for (unsigned i = 0; i < task.best_named.size(); ++i) {
+    list[i].setName(task.best_named[i].first);
+    list[i].setValue(task.best_named[i].second);
+  }
 }
 
 Result<const SubmissionRecord*> Coordinator::Impl::FindSubmission(uint64_t id) const {

@@ -569,6 +569,42 @@ TEST_F(CoordinatorTest, CancelStopsTheSubmissionsOwnTasksAndLeavesSharedOnesRunn
   EXPECT_EQ(last.GetStatus(c->submission_id)->tasks[0].state, "cancelled");
 }
 
+// A finished task releases its search state but status still names its best config, as
+// decoded from the op's space -- right after it finished and after a restart.
+TEST_F(CoordinatorTest, AFinishedTasksStatusNamesItsBestConfigAlsoAfterARestart) {
+  client::Client client(ctx_, options_.client_endpoint);
+  auto sub = client.Submit(RandomSearch(4, 1));
+  ASSERT_TRUE(sub.ok());
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  for (int i = 0; i < 4; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    w.Answer(*job, 100 - 10 * i);
+  }
+  std::this_thread::sleep_for(300ms);
+  auto problem = MakeTuningProblem(SmallMatmul(), **catalog_.Find("Ascend910B2"));
+  ASSERT_TRUE(problem.ok());
+  auto expect_named = [&](const client::StatusView& st) {
+    ASSERT_EQ(st.tasks.size(), 1u);
+    ASSERT_TRUE(st.tasks[0].has_best);
+    const Config best = problem->space.Decode(st.tasks[0].best_index);
+    ASSERT_EQ(st.tasks[0].best_config.size(), best.size());
+    for (size_t i = 0; i < best.size(); ++i) {
+      EXPECT_EQ(st.tasks[0].best_config[i].first, problem->space.params()[i].name);
+      EXPECT_EQ(st.tasks[0].best_config[i].second, best[i]);
+    }
+  };
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->tasks[0].state, "done");
+  expect_named(*st);
+  Restart();
+  client::Client after(ctx_, options_.client_endpoint);
+  st = after.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  expect_named(*st);
+}
+
 TEST_F(CoordinatorTest, ATaskIsQueuedUntilAWorkerTakesItsFirstJob) {
   client::Client client(ctx_, options_.client_endpoint);
   auto sub = client.Submit(RandomSearch(3, 1));
