@@ -29,7 +29,8 @@ class LoopWatchdog final : public prometheus::Collectable {
   using LastTurn = std::function<Clock::TimePoint()>;
   using OnStall = std::function<void(Clock::Duration since_turn)>;
 
-  // Borrows clock; last_turn must be callable from any thread. limit > 0.
+  // Borrows clock; last_turn must be callable from any thread. With a limit of 0 (off)
+  // only its gauge is used: Start() needs limit > 0.
   LoopWatchdog(const Clock& clock, LastTurn last_turn, Clock::Duration limit, OnStall on_stall);
   ~LoopWatchdog() override;  // stops the thread
   LoopWatchdog(const LoopWatchdog&) = delete;
