@@ -241,7 +241,7 @@ class Coordinator::Impl {
   // kNotFound naming the id for a submission this coordinator never accepted.
   Result<const SubmissionRecord*> FindSubmission(uint64_t id) const;
   // Stops a running task for good: persisted as cancelled, nothing written to the
-  // knowledge base; its jobs out report into the void.
+  // knowledge base; the workers holding its jobs are told to stop them.
   void CancelTask(Task& task);
   Status HandleLookup(schema::LookupRequest::Reader req, schema::Envelope::Body::Builder reply);
   void FillTaskStatus(const Task& task, schema::TaskStatus::Builder b);
@@ -1389,6 +1389,17 @@ Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
 
 void Coordinator::Impl::CancelTask(Task& task) {
   task.rec.state = TaskState::kCancelled;
+  // The workers holding its jobs stop them (their final chunks return the credits), so
+  // their slots serve other work now rather than after a whole job.
+  std::set<std::string> holders;
+  for (const auto& [job_id, lease] : leases_) {
+    if (lease.task_id == task.rec.task_id) holders.insert(lease.worker);
+  }
+  for (const std::string& identity : holders) {
+    wire::Outgoing msg;
+    msg.Body().initStopTask().setTaskId(task.rec.task_id);
+    SendToWorker(identity, msg);
+  }
   Retire(task, std::nullopt);
 }
 

@@ -27,5 +27,6 @@ struct Envelope {
     error @13 :Client.ErrorReply;
     cancel @14 :Client.CancelRequest;
     cancelReply @15 :Client.CancelReply;
+    stopTask @16 :Worker.StopTask;
   }
 }

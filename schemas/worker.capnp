@@ -52,6 +52,13 @@ struct JobResult {
   jobError @5 :Text;           # the whole job could not run (e.g. unknown SoC)
 }
 
+# The coordinator no longer wants a task's results (`tunefleet cancel`): a worker stops
+# its jobs of that task, queued or running, and sends what it measured as their final
+# chunk, so their credits come back.
+struct StopTask {
+  taskId @0 :UInt64;
+}
+
 struct Disconnect {
   reason @0 :Text;
 }

@@ -1,9 +1,11 @@
 #include "worker/worker.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <fmt/core.h>
@@ -56,6 +58,20 @@ struct Worker::Impl {
   std::condition_variable cv;
   std::deque<Job> queue;  // GUARDED_BY(mu); bounded by the credits we granted
   bool closing = false;   // GUARDED_BY(mu)
+  std::set<uint64_t> stopped_tasks;          // GUARDED_BY(mu): the coordinator sent StopTask
+  std::atomic<uint64_t> stops_received{0};   // bumped with each: a slot rechecks only then
+
+  void StopTask(uint64_t task_id) {
+    {
+      std::lock_guard lock(mu);
+      stopped_tasks.insert(task_id);
+    }
+    stops_received.fetch_add(1);
+  }
+  bool Stopped(uint64_t task_id) {
+    std::lock_guard lock(mu);
+    return stopped_tasks.contains(task_id);
+  }
   std::string results_endpoint;
 
   void SlotMain(int slot) {
@@ -104,6 +120,17 @@ struct Worker::Impl {
                  slot, job.job_id, job.attempt, job.key.Display());
     }
     std::vector<Evaluation> chunk;
+    // A StopTask for this job's task ends it early: what was measured goes out final.
+    uint64_t stops_seen = stops_received.load();
+    bool task_stopped = Stopped(job.task_id);
+    auto go_on = [&] {
+      if (worker.stop_.load()) return false;
+      if (const uint64_t now = stops_received.load(); now != stops_seen) {
+        stops_seen = now;
+        task_stopped = Stopped(job.task_id);
+      }
+      return !task_stopped;
+    };
     const auto pace = worker.options_.min_eval_time;
     auto next_due = std::chrono::steady_clock::now();
     auto evaluate = [&](ConfigIndex index, bool skip_rejected) {
@@ -122,10 +149,10 @@ struct Worker::Impl {
       }
     };
     if (job.is_range) {
-      for (ConfigIndex i = job.begin; i < job.end && !worker.stop_.load(); ++i) evaluate(i, true);
+      for (ConfigIndex i = job.begin; i < job.end && go_on(); ++i) evaluate(i, true);
     } else {
       for (ConfigIndex i : job.indices) {
-        if (worker.stop_.load()) break;
+        if (!go_on()) break;
         evaluate(i, false);
       }
     }
@@ -237,6 +264,9 @@ Status Worker::Run() {
             }
             case schema::Envelope::Body::HEARTBEAT:
               registering_since.reset();
+              return Status::Ok();
+            case schema::Envelope::Body::STOP_TASK:
+              impl.StopTask(body.getStopTask().getTaskId());
               return Status::Ok();
             case schema::Envelope::Body::DISCONNECT: {
               // The coordinator does not know us (it restarted or declared us dead). Only

@@ -83,6 +83,9 @@ class ScriptedWorker {
       if (!frames) continue;
       auto in = wire::Decode(frames->back().data(), frames->back().size()).value();
       if (in->Which() == schema::Envelope::Body::HEARTBEAT) ++heartbeats_;
+      if (in->Which() == schema::Envelope::Body::STOP_TASK) {
+        stopped_.push_back(in->Envelope().getBody().getStopTask().getTaskId());
+      }
       if (in->Which() != schema::Envelope::Body::JOB_ASSIGNMENT) continue;
       auto a = in->Envelope().getBody().getJobAssignment();
       ReceivedJob job{a.getTaskId(), a.getJobId(), a.getAttempt(), {}};
@@ -93,6 +96,9 @@ class ScriptedWorker {
     }
     return std::nullopt;
   }
+
+  // Tasks the coordinator told this worker to stop, as NextJob saw them.
+  const std::vector<uint64_t>& stopped() const { return stopped_; }
 
   // Every config of the job at the same latency: nothing ever improves on the first.
   void AnswerFlat(const ReceivedJob& job, double latency_us) { Answer(job, latency_us, false); }
@@ -132,6 +138,7 @@ class ScriptedWorker {
  private:
   zmq::socket_t socket_;
   int heartbeats_ = 0;
+  std::vector<uint64_t> stopped_;
 };
 
 double CounterValue(prometheus::Registry& registry, const std::string& name) {
@@ -521,6 +528,7 @@ TEST_F(CoordinatorTest, CancelStopsTheSubmissionsOwnTasksAndLeavesSharedOnesRunn
   double own_out = 0;
   for (const ReceivedJob& job : out) own_out += job.task_id == own ? static_cast<double>(job.configs.size()) : 0;
   ASSERT_GT(own_out, 0) << "tasks take turns: one of the two jobs out is the cancelled task's";
+  EXPECT_EQ(w.stopped(), std::vector<uint64_t>{own}) << "the worker holding its job was told to stop that task";
   EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_rejected_results_total", "reason", "cancelled"), own_out);
   EXPECT_EQ(st->tasks[1].state, "done");
   EXPECT_EQ(st->tasks[1].evaluated, 12u);

@@ -335,6 +335,48 @@ TEST_F(ClusterTest, AStalledSchedulingLoopEndsTheCoordinatorWithExit5AndARestart
   EXPECT_TRUE(ok.ok()) << ok.status().ToString();
 }
 
+// A cancel reaches the worker: its job of the cancelled task stops at once and sends
+// what it measured as the final chunk, so the slot serves the next submission rather
+// than measuring the rest of a job nobody wants (200 configs at 20 ms each here).
+TEST_F(ClusterTest, CancellingStopsTheJobARealWorkerIsRunning) {
+  Cluster cluster(data_dir());
+  ASSERT_TRUE(cluster.StartCoordinator());
+  cluster.StartWorker(1, 20000);
+  client::Client c(ctx_, cluster.client_endpoint());
+  client::SubmitSpec slow;
+  slow.ops = {Matmul(256, 256, 128)};
+  slow.strategy = "random";
+  slow.budget = 400;
+  slow.job_size = 200;
+  auto a = c.Submit(slow);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  // Its baseline job (one config) first, then a 200-config job.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (c.GetStatus(a->submission_id)->tasks[0].planned < 201 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_GE(c.GetStatus(a->submission_id)->tasks[0].planned, 201u) << "the 200-config job never went out";
+  std::this_thread::sleep_for(300ms);
+  auto cancelled = c.Cancel(a->submission_id);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  ASSERT_EQ(cancelled->cancelled, 1u);
+
+  // The next submission is served by the same slot once the stopped job reported.
+  client::SubmitSpec quick;
+  quick.ops = {Matmul(64, 64, 64)};
+  quick.strategy = "random";
+  quick.budget = 2;
+  auto b = c.Submit(quick);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(cluster.WaitDone(c, b->submission_id, 60s).tasks[0].state, "done");
+  const std::string metrics = testing::HttpGet(cluster.metrics_port(), "/metrics");
+  const double dropped = testing::MetricValue(metrics, "tunefleet_rejected_results_total{reason=\"cancelled\"}");
+  const uint64_t before = c.GetStatus(a->submission_id)->tasks[0].evaluated;
+  EXPECT_LT(static_cast<double>(before) + std::max(dropped, 0.0), 201.0)
+      << "the worker measured the whole job of a cancelled task (" << before << " recorded, " << dropped
+      << " dropped)";
+}
+
 TEST_F(ClusterTest, BadSubmissionGetsAnErrorThatSaysWhatToFixAndTheCoordinatorKeepsServing) {
   Cluster cluster(data_dir());
   ASSERT_TRUE(cluster.StartCoordinator());
