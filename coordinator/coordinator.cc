@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/core.h>
 
@@ -1349,15 +1350,11 @@ Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
   SubmissionRecord& sub = submissions_.at(found->submission_id);
   // A task another submission still waits on (the same op with the same search settings
   // shares one task) keeps running for it; a cancelled one waits on nothing.
-  auto shared = [&](uint64_t task_id) {
-    for (const auto& [id, other] : submissions_) {
-      if (id != sub.submission_id && !other.cancelled &&
-          std::find(other.task_ids.begin(), other.task_ids.end(), task_id) != other.task_ids.end()) {
-        return true;
-      }
-    }
-    return false;
-  };
+  // One pass over the others' task ids, not one per task (this runs on the loop thread).
+  std::unordered_set<uint64_t> waited_on;
+  for (const auto& [id, other] : submissions_) {
+    if (id != sub.submission_id && !other.cancelled) waited_on.insert(other.task_ids.begin(), other.task_ids.end());
+  }
   // The submission's shared budget is spent on nothing more.
   if (auto sched = schedules_.find(sub.submission_id); sched != schedules_.end()) sched->second.finished = true;
   uint32_t cancelled = 0, kept = 0, finished = 0;
@@ -1365,7 +1362,7 @@ Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
     auto t = tasks_.find(task_id);
     if (t == tasks_.end() || IsFinished(t->second.rec.state)) {
       ++finished;
-    } else if (shared(task_id)) {
+    } else if (waited_on.contains(task_id)) {
       ++kept;
     } else {
       CancelTask(t->second);

@@ -388,23 +388,21 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
     // Without ping-pong buffers a tile's stages run back to back; with them that is the
     // pipeline's fill and drain, once, and the steady state is the slowest stage
     // (NPU_MODEL.md "Pipes and timing") unless the core's HBM share, split by MTE2 and
-    // MTE3 streaming together, is slower still.
+    // MTE3 streaming together, is slower still. With a partial last wave the walk below
+    // replaces this count, so it takes every tile at the full-wave share.
+    const double n = static_cast<double>(k.count);
     const double serial = all.scalar + all.mte2 + all.vec + all.mte3;
-    const double serial_last = last.scalar + last.mte2 + last.vec + last.mte3;  // 0 tiles unless the last kind
     if (ping_pong) {
       // The pipes' bound, and the HBM share's: from the first load's first byte the
       // share must deliver every tile's bytes (MTE2 and MTE3 split it when they overlap);
       // the last write ends no earlier.
       const double steady = std::max({all.scalar, all.mte2, all.vec, all.mte3});
-      const double steady_last = std::max({last.scalar, last.mte2, last.vec, last.mte3});
-      // (With a partial last wave the walk below replaces this sum.)
-      const double pipes = (first ? serial - steady : 0) + n_all * steady + n_last * steady_last;
-      const double hbm = (first ? all.scalar + all.mte2_latency : 0) +
-                         n_all * (all.read_hbm_cycles + all.write_hbm_cycles) +
-                         n_last * (last.read_hbm_cycles + last.write_hbm_cycles);
+      const double pipes = (first ? serial - steady : 0) + n * steady;
+      const double hbm =
+          (first ? all.scalar + all.mte2_latency : 0) + n * (all.read_hbm_cycles + all.write_hbm_cycles);
       cycles += std::max(pipes, hbm);
     } else {
-      cycles += n_all * serial + n_last * serial_last;
+      cycles += n * serial;
     }
     first = false;
     plan->kinds[i] = all;
