@@ -170,22 +170,59 @@ Result<std::vector<std::optional<KbView>>> Client::Lookup(const std::vector<OpKe
         out.emplace_back();
         continue;
       }
-      auto r = e.getRecord();
       KbView v;
-      TF_ASSIGN_OR_RETURN(v.key, wire::ReadOpKey(r.getOpKey()));
-      v.best_index = r.getBestConfigIndex();
-      v.best_config = ReadConfig(r.getBestConfig());
-      v.best_latency_us = r.getBestLatencyUs();
-      v.baseline_latency_us = r.getBaselineLatencyUs();
-      v.improvement = r.getImprovement();
-      v.strategy = r.getStrategy();
-      v.evaluations = r.getEvaluations();
-      v.job_id = r.getJobId();
-      v.timestamp_ms = r.getTimestampUnixMs();
+      TF_ASSIGN_OR_RETURN(static_cast<KbEntry&>(v), wire::ReadKbRecord(e.getRecord()));
       v.approximate = e.getApproximate();
       v.distance = e.getDistance();
       out.push_back(std::move(v));
     }
+    return tunefleet::Status::Ok();
+  }));
+  return out;
+}
+
+Result<KbPage> Client::ExportKb(const std::string& after, uint32_t limit) {
+  wire::Outgoing msg;
+  auto req = msg.Body().initKbExport();
+  req.setAfter(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(after.data()), after.size()));
+  req.setLimit(limit);
+  TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
+  KbPage page;
+  TF_RETURN_IF_ERROR(wire::Guard("export reply", [&]() -> tunefleet::Status {
+    if (in->Which() != schema::Envelope::Body::KB_EXPORT_REPLY) {
+      return Internal("coordinator answered export with another message kind");
+    }
+    auto r = in->Envelope().getBody().getKbExportReply();
+    for (auto rec : r.getRecords()) {
+      TF_ASSIGN_OR_RETURN(KbEntry e, wire::ReadKbRecord(rec));
+      page.entries.push_back(std::move(e));
+    }
+    auto next = r.getNext();
+    page.next.assign(reinterpret_cast<const char*>(next.begin()), next.size());
+    page.done = r.getDone();
+    return tunefleet::Status::Ok();
+  }));
+  return page;
+}
+
+Result<KbImportView> Client::ImportKb(const std::vector<KbEntry>& entries, bool dry_run, bool skip_refused) {
+  wire::Outgoing msg;
+  auto req = msg.Body().initKbImport();
+  req.setDryRun(dry_run);
+  req.setSkipRefused(skip_refused);
+  auto list = req.initRecords(static_cast<unsigned>(entries.size()));
+  for (unsigned i = 0; i < entries.size(); ++i) wire::FillKbRecord(list[i], entries[i]);
+  TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
+  KbImportView out;
+  TF_RETURN_IF_ERROR(wire::Guard("import reply", [&]() -> tunefleet::Status {
+    if (in->Which() != schema::Envelope::Body::KB_IMPORT_REPLY) {
+      return Internal("coordinator answered import with another message kind");
+    }
+    auto r = in->Envelope().getBody().getKbImportReply();
+    out.added = r.getAdded();
+    out.replaced = r.getReplaced();
+    out.kept = r.getKept();
+    for (auto f : r.getRefused()) out.refused.emplace_back(f.getIndex(), f.getReason());
     return tunefleet::Status::Ok();
   }));
   return out;

@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "tunefleet/common/curve.h"
+#include "tunefleet/common/kb_entry.h"
 #include "tunefleet/common/op_key.h"
 #include "tunefleet/common/search_space.h"
 #include "tunefleet/common/status.h"
@@ -74,17 +75,23 @@ struct StatusView {
   std::vector<TaskView> tasks;
 };
 
-struct KbView {
-  OpKey key;
-  ConfigIndex best_index = 0;
-  NamedConfig best_config;
-  double best_latency_us = 0, baseline_latency_us = 0, improvement = 0;
-  std::string strategy;
-  uint64_t evaluations = 0;
-  uint64_t job_id = 0;
-  int64_t timestamp_ms = 0;
+// A lookup's answer: the entry, and whether it is of the nearest tuned shape.
+struct KbView : KbEntry {
   bool approximate = false;  // the nearest tuned shape's entry, not this key's
   double distance = 0;
+};
+
+// One page of `cache export`.
+struct KbPage {
+  std::vector<KbEntry> entries;
+  std::string next;  // pass as `after` for the following page
+  bool done = false; // nothing follows
+};
+
+// What an import request did (client.capnp KbImportReply).
+struct KbImportView {
+  uint32_t added = 0, replaced = 0, kept = 0;
+  std::vector<std::pair<uint32_t, std::string>> refused;  // (position in the request, why)
 };
 
 class Client {
@@ -104,6 +111,11 @@ class Client {
   // One entry per key, nullopt where the knowledge base has none.
   // With nearest, a miss is answered from the closest tuned shape (approximate = true).
   Result<std::vector<std::optional<KbView>>> Lookup(const std::vector<OpKey>& keys, bool nearest = false);
+  // The knowledge base's entries after `after` (empty: from the first), at most `limit`
+  // (0: the coordinator's default).
+  Result<KbPage> ExportKb(const std::string& after, uint32_t limit = 0);
+  // Merges entries (at most protocol::kKbImportMax) into the knowledge base.
+  Result<KbImportView> ImportKb(const std::vector<KbEntry>& entries, bool dry_run, bool skip_refused);
 
  private:
   zmq::context_t& ctx_;

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
 
+#include "cli/cache_cmd.h"
 #include "cli/client.h"
 #include "cli/embedded_coordinator.h"
 #include "cli/ops_file.h"
@@ -43,14 +44,6 @@
 
 namespace tunefleet::cli {
 namespace {
-
-constexpr int kExitOk = 0, kExitMiss = 3, kExitTaskFailed = 4;  // and status.h's kExitFailure, kExitBadInput
-constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
-
-int Fail(const Status& s) {
-  fmt::print(stderr, "tunefleet: {}\n", s.ToString());
-  return ExitCodeFor(s);
-}
 
 // A --wait given up on SIGINT/SIGTERM: the coordinator keeps the submission running.
 int Interrupted(uint64_t submission) {
@@ -343,10 +336,11 @@ int RunLocalLookup(const std::string& data_dir, const std::string& file, const s
       found.emplace_back();
       continue;
     }
-    const coordinator::KbEntry& e = *a.entry;
-    found.push_back(client::KbView{e.key, e.best_index, e.best_config, e.best_latency_us, e.baseline_latency_us,
-                                   e.improvement, e.strategy, e.evaluations, e.job_id, e.timestamp_ms,
-                                   a.approximate, a.distance});
+    client::KbView v;
+    static_cast<KbEntry&>(v) = *a.entry;
+    v.approximate = a.approximate;
+    v.distance = a.distance;
+    found.push_back(std::move(v));
   }
   return PrintLookup(*ops, found, json);
 }
@@ -444,10 +438,16 @@ int main(int argc, char** argv) {
                                           "look up in this knowledge-base folder (what `tune` wrote) instead of asking a coordinator")
                            ->check(CLI::ExistingDirectory);
 
+  CacheCommands cache_commands;
+  AddCacheCommands(app, cache_commands);
+
   std::string curve_dir;
-  for (auto* cmd : {submit, status, cancel, lookup}) {
+  std::vector<CLI::App*> coordinator_cmds{submit, status, cancel, lookup};
+  for (CLI::App* cmd : CoordinatorCommands(cache_commands)) coordinator_cmds.push_back(cmd);
+  for (auto* cmd : coordinator_cmds) {
     auto* ep = cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
     if (cmd == lookup) ep->excludes(lookup_local);
+    if (auto* local = cmd->get_option_no_throw("--data-dir"); local != nullptr && cmd != lookup) ep->excludes(local);
     cmd->add_option("--timeout-ms", timeout_ms, "how long to wait for each reply")
         ->capture_default_str()
         ->check(CLI::Range(1, 3'600'000));
@@ -476,6 +476,8 @@ int main(int argc, char** argv) {
   if (lookup->parsed() && !lookup_data_dir.empty()) {
     return RunLocalLookup(lookup_data_dir, lookup_file, lookup_soc, lookup_nearest, lookup_json, catalog);
   }
+
+  if (CacheIsLocal(cache_commands)) return RunCacheCommand(cache_commands, catalog, nullptr);
 
   if (keypair->parsed()) {
     Status s = WriteKeyPair(keypair_dir, keypair_name);
@@ -551,5 +553,6 @@ int main(int argc, char** argv) {
     return PrintOutcome(none, *st, cached, status_json, catalog);
   }
   if (lookup->parsed()) return RunLookup(c, lookup_file, lookup_soc, lookup_nearest, lookup_json);
+  if (CacheParsed(cache_commands)) return RunCacheCommand(cache_commands, catalog, &c);
   return kExitBadInput;
 }

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/report.h"
 #include "tunefleet/common/graph.h"
 #include "worker/profile/analysis.h"
 #include "worker/profile/graph_run.h"
@@ -16,13 +17,6 @@
 
 namespace tunefleet::cli {
 namespace {
-
-constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2;
-
-int Fail(const Status& s) {
-  fmt::print(stderr, "tunefleet: {}\n", s.ToString());
-  return s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound ? kExitBadInput : kExitFailure;
-}
 
 std::vector<std::pair<std::string, double>> TopOps(const profile::RunProfile& run, size_t n) {
   std::map<std::string, double> by_name;

@@ -6,6 +6,11 @@
 
 namespace tunefleet::cli {
 
+int Fail(const Status& s) {
+  fmt::print(stderr, "tunefleet: {}\n", s.ToString());
+  return ExitCodeFor(s);
+}
+
 std::string DescribeConfig(const client::NamedConfig& config) {
   std::string s;
   for (const auto& [name, value] : config) s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);

@@ -1,4 +1,4 @@
-// How the CLI shows tuning outcomes: the text block a person reads and the JSON a
+// How the CLI shows tuning outcomes and failures: the text block a person reads and the JSON a
 // script reads, for a task's status or a knowledge-base entry. The default tiling is
 // recomputed here from common/ (the coordinator reports only its latency).
 #pragma once
@@ -11,6 +11,13 @@
 #include "tunefleet/common/soc_spec.h"
 
 namespace tunefleet::cli {
+
+// The CLI's exit codes, beside status.h's kExitFailure (1) and kExitBadInput (2).
+inline constexpr int kExitOk = 0, kExitMiss = 3, kExitTaskFailed = 4;
+inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report it
+
+// Prints "tunefleet: <status>" on stderr; returns ExitCodeFor(s).
+int Fail(const Status& s);
 
 std::string DescribeConfig(const client::NamedConfig& config);
 // The default tiling of key by name, or "" when it cannot be built.

@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 
 #include "coordinator/index_set.h"
+#include "coordinator/kb_transfer.h"
 #include "coordinator/lookup.h"
 #include "coordinator/metrics.h"
 #include "coordinator/nearest.h"
@@ -239,6 +240,8 @@ class Coordinator::Impl {
   Status HandleSubmit(schema::SubmitRequest::Reader req, schema::Envelope::Body::Builder reply);
   Status HandleStatus(schema::StatusRequest::Reader req, schema::Envelope::Body::Builder reply);
   Status HandleCancel(schema::CancelRequest::Reader req, schema::Envelope::Body::Builder reply);
+  Status HandleKbExport(schema::KbExportRequest::Reader req, schema::Envelope::Body::Builder reply);
+  Status HandleKbImport(schema::KbImportRequest::Reader req, schema::Envelope::Body::Builder reply);
   // kNotFound naming the id for a submission this coordinator never accepted.
   Result<const SubmissionRecord*> FindSubmission(uint64_t id) const;
   // Stops a running task for good: persisted as cancelled, nothing written to the
@@ -1031,6 +1034,8 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
       case schema::Envelope::Body::SUBMIT:
       case schema::Envelope::Body::STATUS:
       case schema::Envelope::Body::CANCEL:
+      case schema::Envelope::Body::KB_EXPORT:
+      case schema::Envelope::Body::KB_IMPORT:
       case schema::Envelope::Body::LOOKUP: {
         // A client pointed at the worker endpoint: answer, so it does not wait out its
         // timeout wondering whether the coordinator runs.
@@ -1066,20 +1071,32 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
     const bool reader = options_.curve && curve::PeerRole(payload) == curve::kReaderRole;
     return wire::Guard("client request", [&]() -> Status {
       auto body = in->Envelope().getBody();
-      if (reader && body.which() != schema::Envelope::Body::LOOKUP) {
-        kind = body.which() == schema::Envelope::Body::SUBMIT   ? "submit"
-               : body.which() == schema::Envelope::Body::STATUS ? "status"
-               : body.which() == schema::Envelope::Body::CANCEL ? "cancel"
-                                                                : "invalid";
+      const auto which = body.which();
+      if (reader && which != schema::Envelope::Body::LOOKUP && which != schema::Envelope::Body::KB_EXPORT) {
+        kind = which == schema::Envelope::Body::SUBMIT      ? "submit"
+               : which == schema::Envelope::Body::STATUS    ? "status"
+               : which == schema::Envelope::Body::CANCEL    ? "cancel"
+               : which == schema::Envelope::Body::KB_IMPORT ? "kb_import"
+                                                            : "invalid";
         return PermissionDenied("this client's CURVE key is a reader's (readers.public): it may look configs up "
-                                "but not submit, cancel or ask for status; list it in clients.public for that");
+                                "and export them but not submit, cancel, import or ask for status; list it in "
+                                "clients.public for that");
       }
       switch (body.which()) {
         case schema::Envelope::Body::SUBMIT: kind = "submit"; return HandleSubmit(body.getSubmit(), reply.Body());
         case schema::Envelope::Body::STATUS: kind = "status"; return HandleStatus(body.getStatus(), reply.Body());
         case schema::Envelope::Body::LOOKUP: kind = "lookup"; return HandleLookup(body.getLookup(), reply.Body());
         case schema::Envelope::Body::CANCEL: kind = "cancel"; return HandleCancel(body.getCancel(), reply.Body());
-        default: return InvalidArgument("unexpected message kind on the client socket (send submit, status, cancel or lookup)");
+        case schema::Envelope::Body::KB_EXPORT:
+          kind = "kb_export";
+          return HandleKbExport(body.getKbExport(), reply.Body());
+        case schema::Envelope::Body::KB_IMPORT:
+          kind = "kb_import";
+          return HandleKbImport(body.getKbImport(), reply.Body());
+        default:
+          return InvalidArgument(
+              "unexpected message kind on the client socket (send submit, status, cancel, lookup, kb_export or "
+              "kb_import)");
       }
     });
   }();
@@ -1420,24 +1437,69 @@ Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
     if (!found[i].entry) continue;
     list[i].setApproximate(found[i].approximate);
     list[i].setDistance(found[i].distance);
-    const KbEntry& e = *found[i].entry;
-    auto r = list[i].initRecord();
-    wire::FillOpKey(r.initOpKey(), e.key);
-    r.setBestConfigIndex(e.best_index);
-    auto cfg = r.initBestConfig(static_cast<unsigned>(e.best_config.size()));
-    for (unsigned c = 0; c < e.best_config.size(); ++c) {
-      cfg[c].setName(e.best_config[c].first);
-      cfg[c].setValue(e.best_config[c].second);
-    }
-    r.setBestLatencyUs(e.best_latency_us);
-    r.setBaselineLatencyUs(e.baseline_latency_us);
-    r.setImprovement(e.improvement);
-    r.setStrategy(e.strategy);
-    r.setEvaluations(e.evaluations);
-    r.setJobId(e.job_id);
-    r.setTimestampUnixMs(e.timestamp_ms);
-    r.setSoc(e.key.soc);
-    r.setModelVersion(e.key.model_version);
+    wire::FillKbRecord(list[i].initRecord(), *found[i].entry);
+  }
+  return Status::Ok();
+}
+
+Status Coordinator::Impl::HandleKbExport(schema::KbExportRequest::Reader req,
+                                         schema::Envelope::Body::Builder reply) {
+  const uint32_t limit = req.getLimit() == 0 ? protocol::kKbPageDefault : std::min(req.getLimit(), protocol::kKbPageMax);
+  auto after = req.getAfter();
+  TF_ASSIGN_OR_RETURN(std::vector<KbEntry> page,
+                      store_.KbPage(std::string(reinterpret_cast<const char*>(after.begin()), after.size()), limit + 1));
+  const bool done = page.size() <= limit;
+  if (!done) page.pop_back();
+  auto r = reply.initKbExportReply();
+  auto list = r.initRecords(static_cast<unsigned>(page.size()));
+  for (unsigned i = 0; i < page.size(); ++i) wire::FillKbRecord(list[i], page[i]);
+  r.setDone(done);
+  if (!page.empty()) {
+    const std::string next = HashOpKey(page.back().key).Bytes();
+    r.setNext(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(next.data()), next.size()));
+  }
+  return Status::Ok();
+}
+
+Status Coordinator::Impl::HandleKbImport(schema::KbImportRequest::Reader req,
+                                         schema::Envelope::Body::Builder reply) {
+  auto records = req.getRecords();
+  if (records.size() > protocol::kKbImportMax) {
+    return InvalidArgument(fmt::format("an import request holds at most {} entries, not {}; send them in parts",
+                                       protocol::kKbImportMax, records.size()));
+  }
+  std::vector<KbEntry> entries;
+  entries.reserve(records.size());
+  for (auto r : records) {
+    auto e = wire::ReadKbRecord(r);
+    if (!e.ok()) return e.status().WithContext("entry " + std::to_string(entries.size()));
+    entries.push_back(std::move(e).value());
+  }
+  TF_ASSIGN_OR_RETURN(
+      ImportOutcome outcome,
+      ImportKb(store_, std::move(entries),
+               [this](const OpKey& key) -> Result<std::optional<ImportCheck>> {
+                 if (key.soc == kReplaySoc) {
+                   TF_ASSIGN_OR_RETURN(TuningProblem problem, ProblemFor(key));
+                   return std::optional<ImportCheck>(ImportCheck{std::move(problem), 0});
+                 }
+                 TF_ASSIGN_OR_RETURN(const SocSpec* soc, catalog_.Find(key.soc));
+                 TF_ASSIGN_OR_RETURN(ImportCheck check, SimulatedImportCheck(key, *soc));
+                 return std::optional<ImportCheck>(std::move(check));
+               },
+               req.getDryRun(), req.getSkipRefused()));
+  if (!req.getDryRun() && outcome.added + outcome.replaced > 0) {
+    metrics_.kb_entries.Set(static_cast<double>(store_.KbSizeEstimate()));
+    Log(fmt::format("imported {} new and {} faster knowledge-base entries", outcome.added, outcome.replaced));
+  }
+  auto r = reply.initKbImportReply();
+  r.setAdded(outcome.added);
+  r.setReplaced(outcome.replaced);
+  r.setKept(outcome.kept);
+  auto refused = r.initRefused(static_cast<unsigned>(outcome.refused.size()));
+  for (unsigned i = 0; i < outcome.refused.size(); ++i) {
+    refused[i].setIndex(static_cast<uint32_t>(outcome.refused[i].index));
+    refused[i].setReason(outcome.refused[i].reason);
   }
   return Status::Ok();
 }

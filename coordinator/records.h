@@ -1,4 +1,5 @@
-// Plain values the coordinator persists: knowledge-base entries, task specs and
+// Plain values the coordinator persists: knowledge-base entries (KbEntry, shared with
+// the CLI in tunefleet/common/kb_entry.h), task specs and
 // outcomes, submissions and per-config results. Store (store.h) encodes them as the
 // Cap'n Proto records of schemas/kb.capnp; nothing else knows the encoding.
 #pragma once
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "tunefleet/common/kb_entry.h"
 #include "tunefleet/common/op_key.h"
 #include "tunefleet/common/search_space.h"
 
@@ -17,18 +19,7 @@ enum class TaskState : uint8_t { kQueued = 0, kRunning = 1, kDone = 2, kFailed =
 const char* TaskStateName(TaskState s);
 inline bool IsFinished(TaskState s) { return s == TaskState::kDone || s == TaskState::kFailed || s == TaskState::kCancelled; }
 
-struct KbEntry {
-  OpKey key;
-  ConfigIndex best_index = 0;
-  std::vector<std::pair<std::string, int64_t>> best_config;
-  double best_latency_us = 0;
-  double baseline_latency_us = 0;
-  double improvement = 0;  // baseline / best
-  std::string strategy;
-  uint64_t evaluations = 0;
-  uint64_t job_id = 0;
-  int64_t timestamp_ms = 0;
-};
+using tunefleet::KbEntry;  // tunefleet/common/kb_entry.h
 
 struct TaskRecord {
   uint64_t task_id = 0;

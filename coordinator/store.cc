@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 #include "tunefleet/common/wire.h"
 #include "tunefleet/schemas/kb.capnp.h"
@@ -96,39 +97,14 @@ Status FromBytes(const std::string& bytes, Fn&& fn) {
 
 std::string EncodeKb(const KbEntry& e) {
   capnp::MallocMessageBuilder b;
-  auto r = b.initRoot<schema::KbRecord>();
-  wire::FillOpKey(r.initOpKey(), e.key);
-  r.setBestConfigIndex(e.best_index);
-  auto cfg = r.initBestConfig(static_cast<unsigned>(e.best_config.size()));
-  for (unsigned i = 0; i < e.best_config.size(); ++i) {
-    cfg[i].setName(e.best_config[i].first);
-    cfg[i].setValue(e.best_config[i].second);
-  }
-  r.setBestLatencyUs(e.best_latency_us);
-  r.setBaselineLatencyUs(e.baseline_latency_us);
-  r.setImprovement(e.improvement);
-  r.setStrategy(e.strategy);
-  r.setEvaluations(e.evaluations);
-  r.setJobId(e.job_id);
-  r.setTimestampUnixMs(e.timestamp_ms);
-  r.setSoc(e.key.soc);
-  r.setModelVersion(e.key.model_version);
+  wire::FillKbRecord(b.initRoot<schema::KbRecord>(), e);
   return ToBytes(b);
 }
 
 Result<KbEntry> DecodeKb(const std::string& bytes) {
   KbEntry e;
   Status s = FromBytes<schema::KbRecord>(bytes, [&](schema::KbRecord::Reader r) -> Status {
-    TF_ASSIGN_OR_RETURN(e.key, wire::ReadOpKey(r.getOpKey()));
-    e.best_index = r.getBestConfigIndex();
-    for (auto p : r.getBestConfig()) e.best_config.emplace_back(p.getName(), p.getValue());
-    e.best_latency_us = r.getBestLatencyUs();
-    e.baseline_latency_us = r.getBaselineLatencyUs();
-    e.improvement = r.getImprovement();
-    e.strategy = r.getStrategy();
-    e.evaluations = r.getEvaluations();
-    e.job_id = r.getJobId();
-    e.timestamp_ms = r.getTimestampUnixMs();
+    TF_ASSIGN_OR_RETURN(e, wire::ReadKbRecord(r));
     return Status::Ok();
   });
   if (!s.ok()) return s;
@@ -317,6 +293,48 @@ Status Store::ForEachKb(const std::function<void(const KbEntry&)>& fn) const {
     fn(e);
   }
   return FromRocks(it->status(), "scan knowledge base");
+}
+
+Result<std::vector<KbEntry>> Store::KbPage(const std::string& after, size_t limit) const {
+  std::vector<KbEntry> out;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->kb));
+  if (after.empty()) {
+    it->SeekToFirst();
+  } else {
+    it->Seek(after);
+    if (it->Valid() && it->key() == rocksdb::Slice(after)) it->Next();
+  }
+  for (; it->Valid() && out.size() < limit; it->Next()) {
+    TF_ASSIGN_OR_RETURN(KbEntry e, DecodeKb(it->value().ToString()));
+    out.push_back(std::move(e));
+  }
+  TF_RETURN_IF_ERROR(FromRocks(it->status(), "scan knowledge base"));
+  return out;
+}
+
+Result<std::vector<Store::Merge>> Store::MergeKb(const std::vector<KbEntry>& entries, bool dry_run) {
+  std::vector<Merge> outcome;
+  outcome.reserve(entries.size());
+  // The best latency per key so far: the stored one, then this batch's.
+  std::map<std::string, double> best;
+  rocksdb::WriteBatch batch;
+  for (const KbEntry& e : entries) {
+    const std::string key = HashOpKey(e.key).Bytes();
+    auto it = best.find(key);
+    if (it == best.end()) {
+      TF_ASSIGN_OR_RETURN(std::optional<KbEntry> old, GetKb(HashOpKey(e.key)));
+      it = old ? best.emplace(key, old->best_latency_us).first : best.end();
+    }
+    if (it != best.end() && !(e.best_latency_us < it->second)) {
+      outcome.push_back(Merge::kKept);
+      continue;
+    }
+    outcome.push_back(it == best.end() ? Merge::kAdded : Merge::kReplaced);
+    best[key] = e.best_latency_us;
+    batch.Put(impl_->kb, key, EncodeKb(e));
+  }
+  if (!dry_run && batch.Count() > 0) TF_RETURN_IF_ERROR(impl_->Write(batch, "merge knowledge base"));
+  return outcome;
 }
 
 uint64_t Store::KbSizeEstimate() const {

@@ -42,6 +42,15 @@ class Store {
   DbStats Stats() const;
   // Calls fn for every knowledge-base entry (a full scan: for nearest-shape queries).
   Status ForEachKb(const std::function<void(const KbEntry&)>& fn) const;
+  // Up to `limit` entries in key order, starting after the entry whose key is `after`
+  // (HashOpKey(...).Bytes(); empty = from the first): one page of `cache export`.
+  Result<std::vector<KbEntry>> KbPage(const std::string& after, size_t limit) const;
+  // What MergeKb did with one entry.
+  enum class Merge : uint8_t { kAdded, kReplaced, kKept };
+  // Writes each entry whose key has no entry yet or a slower one (the rule FinishTask
+  // follows), in one synced batch; a key twice in `entries` keeps the faster of the two.
+  // One outcome per entry, in order. `dry_run` says what would happen, writing nothing.
+  Result<std::vector<Merge>> MergeKb(const std::vector<KbEntry>& entries, bool dry_run = false);
 
   // Allocates the next id of a named counter ("submission", "job-epoch"), durably.
   Result<uint64_t> NextId(const std::string& counter);

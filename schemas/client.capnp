@@ -98,3 +98,36 @@ struct ErrorReply {
   code @0 :Common.StatusCode;
   message @1 :Text;
 }
+
+# `tunefleet cache export`: one page of the knowledge base, in key order. Readers may ask.
+struct KbExportRequest {
+  after @0 :Data;              # `next` of the previous page; empty = from the first entry
+  limit @1 :UInt32;            # entries per page; 0 = 500; at most 1000
+}
+
+struct KbExportReply {
+  records @0 :List(Kb.KbRecord);
+  next @1 :Data;               # `after` for the next page
+  done @2 :Bool;               # no entry follows this page
+}
+
+# `tunefleet cache import`: entries merged into the knowledge base, the faster one per
+# key winning. Each is checked first (model version, key, config in the op's space); with
+# a refusal and no skipRefused nothing of the request is written.
+struct KbImportRequest {
+  records @0 :List(Kb.KbRecord);  # at most 1000
+  dryRun @1 :Bool;             # count what would happen; write nothing
+  skipRefused @2 :Bool;        # merge the entries that pass even when some are refused
+}
+
+struct KbRefusal {
+  index @0 :UInt32;            # position in the request's records
+  reason @1 :Text;
+}
+
+struct KbImportReply {
+  added @0 :UInt32;            # keys that had no entry
+  replaced @1 :UInt32;         # keys whose entry was slower
+  kept @2 :UInt32;             # keys whose entry is as fast or faster: left as it was
+  refused @3 :List(KbRefusal);
+}

@@ -28,5 +28,9 @@ struct Envelope {
     cancel @14 :Client.CancelRequest;
     cancelReply @15 :Client.CancelReply;
     stopTask @16 :Worker.StopTask;
+    kbExport @17 :Client.KbExportRequest;
+    kbExportReply @18 :Client.KbExportReply;
+    kbImport @19 :Client.KbImportRequest;
+    kbImportReply @20 :Client.KbImportReply;
   }
 }

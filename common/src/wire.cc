@@ -91,4 +91,38 @@ void FillConfig(capnp::List<schema::ParamValue>::Builder b, const SearchSpace& s
   }
 }
 
+void FillKbRecord(schema::KbRecord::Builder b, const KbEntry& e) {
+  FillOpKey(b.initOpKey(), e.key);
+  b.setBestConfigIndex(e.best_index);
+  auto cfg = b.initBestConfig(static_cast<unsigned>(e.best_config.size()));
+  for (unsigned i = 0; i < e.best_config.size(); ++i) {
+    cfg[i].setName(e.best_config[i].first);
+    cfg[i].setValue(e.best_config[i].second);
+  }
+  b.setBestLatencyUs(e.best_latency_us);
+  b.setBaselineLatencyUs(e.baseline_latency_us);
+  b.setImprovement(e.improvement);
+  b.setStrategy(e.strategy);
+  b.setEvaluations(e.evaluations);
+  b.setJobId(e.job_id);
+  b.setTimestampUnixMs(e.timestamp_ms);
+  b.setSoc(e.key.soc);
+  b.setModelVersion(e.key.model_version);
+}
+
+Result<KbEntry> ReadKbRecord(schema::KbRecord::Reader r) {
+  KbEntry e;
+  TF_ASSIGN_OR_RETURN(e.key, ReadOpKey(r.getOpKey()));
+  e.best_index = r.getBestConfigIndex();
+  for (auto p : r.getBestConfig()) e.best_config.emplace_back(p.getName(), p.getValue());
+  e.best_latency_us = r.getBestLatencyUs();
+  e.baseline_latency_us = r.getBaselineLatencyUs();
+  e.improvement = r.getImprovement();
+  e.strategy = r.getStrategy();
+  e.evaluations = r.getEvaluations();
+  e.job_id = r.getJobId();
+  e.timestamp_ms = r.getTimestampUnixMs();
+  return e;
+}
+
 }  // namespace tunefleet::wire

@@ -60,6 +60,15 @@ timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --curve-dir "$OUT/reader" > /
 timeout 30 "$TF" submit "$OPS" --budget 30 --coordinator "$CL" --curve-dir "$OUT/reader" 2> "$OUT/err"
 [ $? -eq 2 ] || fail "a reader's submit did not exit 2 (bad input: fix the key lists)"
 grep -q "PERMISSION_DENIED" "$OUT/err" || fail "reader submit: $(cat "$OUT/err")"
+# A reader may export the knowledge base (a bulk lookup), not import into it.
+timeout 30 "$TF" cache export --coordinator "$CL" --curve-dir "$OUT/reader" --out "$OUT/kb.jsonl" 2> "$OUT/err" \
+  || fail "reader export exited $?: $(cat "$OUT/err")"
+[ -s "$OUT/kb.jsonl" ] || fail "the reader's export is empty"
+timeout 30 "$TF" cache import "$OUT/kb.jsonl" --coordinator "$CL" --curve-dir "$OUT/reader" 2> "$OUT/err"
+[ $? -eq 2 ] || fail "a reader's import did not exit 2"
+grep -q "PERMISSION_DENIED" "$OUT/err" || fail "reader import: $(cat "$OUT/err")"
+timeout 30 "$TF" cache import "$OUT/kb.jsonl" --coordinator "$CL" --curve-dir "$K" > /dev/null 2> "$OUT/err" \
+  || fail "a client's import exited $?: $(cat "$OUT/err")"
 timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --curve-dir "$OUT/stranger" --timeout-ms 1500 2> "$OUT/err"
 [ $? -ne 0 ] || fail "an unlisted key was answered"
 grep -q "clients.public or readers.public" "$OUT/err" || fail "unlisted key: $(cat "$OUT/err")"

@@ -454,6 +454,78 @@ TEST_F(CoordinatorTest, TheLookupMetricCountsLookedUpKeysNotSubmissionsAnsweredF
   EXPECT_EQ(LabeledHistogramCount(registry_, "tunefleet_client_request_duration_seconds", "kind", "status"), 1.0);
 }
 
+// `tunefleet cache export | import` through the client socket: pages that cover the
+// knowledge base, an import that replaces only with a faster entry, refusals by position,
+// all or nothing, and a submission of an imported op answered from the knowledge base.
+TEST_F(CoordinatorTest, TheKnowledgeBaseIsExportedInPagesAndImportedEntriesAreCheckedAndMerged) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  for (int64_t m : {32, 48, 64}) {
+    client::SubmitSpec spec = RandomSearch(1, 1);
+    spec.ops = {SmallMatmul(m)};
+    ASSERT_TRUE(client.Submit(spec).ok());
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    w.Answer(*job, 40);
+  }
+  std::this_thread::sleep_for(200ms);
+  std::vector<KbEntry> exported;
+  std::string after;
+  for (int pages = 0;; ++pages) {
+    ASSERT_LT(pages, 5) << "paging does not end";
+    auto page = client.ExportKb(after, /*limit=*/1);
+    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    EXPECT_LE(page->entries.size(), 1u);
+    exported.insert(exported.end(), page->entries.begin(), page->entries.end());
+    if (page->done) break;
+    after = page->next;
+  }
+  ASSERT_EQ(exported.size(), 3u);
+
+  // The first entry 10 us faster, the second slower, the third's index wrong.
+  std::vector<KbEntry> edited = exported;
+  edited[0].best_latency_us -= 10;
+  edited[1].best_latency_us += 10;
+  ++edited[2].best_index;
+  auto refused = client.ImportKb(edited, /*dry_run=*/false, /*skip_refused=*/false);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  ASSERT_EQ(refused->refused.size(), 1u);
+  EXPECT_EQ(refused->refused[0].first, 2u);
+  EXPECT_NE(refused->refused[0].second.find("names another config"), std::string::npos) << refused->refused[0].second;
+  EXPECT_EQ(refused->added + refused->replaced + refused->kept, 0u);
+  auto unchanged = client.Lookup({exported[0].key});
+  ASSERT_TRUE(unchanged.ok());
+  EXPECT_DOUBLE_EQ((*unchanged)[0]->best_latency_us, exported[0].best_latency_us) << "a refusal writes nothing";
+
+  auto dry = client.ImportKb(edited, /*dry_run=*/true, /*skip_refused=*/true);
+  ASSERT_TRUE(dry.ok());
+  EXPECT_EQ(dry->replaced, 1u);
+  EXPECT_EQ(dry->kept, 1u);
+  auto merged = client.ImportKb(edited, /*dry_run=*/false, /*skip_refused=*/true);
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(merged->replaced, 1u);
+  EXPECT_EQ(merged->kept, 1u);
+  auto after_import = client.Lookup({exported[0].key, exported[1].key});
+  ASSERT_TRUE(after_import.ok());
+  EXPECT_DOUBLE_EQ((*after_import)[0]->best_latency_us, exported[0].best_latency_us - 10);
+  EXPECT_DOUBLE_EQ((*after_import)[1]->best_latency_us, exported[1].best_latency_us);
+
+  // An op only an import tuned is answered from the knowledge base.
+  KbEntry fresh = exported[0];
+  fresh.key = SmallMatmul(96);
+  ASSERT_TRUE(client.ImportKb({fresh}, false, false).ok());
+  client::SubmitSpec spec = RandomSearch(1, 1);
+  spec.ops = {SmallMatmul(96)};
+  auto cached = client.Submit(spec);
+  ASSERT_TRUE(cached.ok());
+  EXPECT_TRUE(cached->from_cache.at(0));
+
+  auto too_many = client.ImportKb(std::vector<KbEntry>(protocol::kKbImportMax + 1, exported[0]), false, false);
+  EXPECT_EQ(too_many.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_many.status().message().find("send them in parts"), std::string::npos);
+  EXPECT_EQ(LabeledHistogramCount(registry_, "tunefleet_client_request_duration_seconds", "kind", "kb_import"), 5.0);
+}
+
 TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
   client::SubmitSpec spec = RandomSearch(5, 1);
   spec.ops = {SmallMatmul(32), SmallMatmul(48), SmallMatmul(32)};

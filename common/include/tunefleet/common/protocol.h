@@ -26,6 +26,10 @@ inline constexpr std::chrono::milliseconds kSendTimeout = 1000ms;
 inline constexpr int64_t kMaxMessageBytes = 64ll << 20;
 inline constexpr uint64_t kTraversalLimitWords = (64ull << 20) / 8;
 inline constexpr int kNestingLimit = 32;
+// Knowledge-base entries per `cache export` page (default, most) and per import request.
+inline constexpr uint32_t kKbPageDefault = 500;
+inline constexpr uint32_t kKbPageMax = 1000;
+inline constexpr uint32_t kKbImportMax = 1000;
 // Default configs per job and evaluations per streamed result chunk.
 inline constexpr uint32_t kDefaultJobSize = 512;
 inline constexpr uint32_t kResultChunk = 128;

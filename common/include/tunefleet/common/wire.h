@@ -1,7 +1,8 @@
 // Wire encoding: every socket carries one Cap'n Proto Envelope per message. This is
 // the one place Cap'n Proto errors become Status: Decode() bounds traversal and
 // nesting, checks the protocol version, and turns any throw into kInvalidArgument.
-// Also converts OpKey and config values between tunefleet types and schema builders.
+// Also converts OpKey, KbEntry and config values between tunefleet types and schema
+// builders.
 #pragma once
 
 #include <memory>
@@ -12,10 +13,12 @@
 #include <capnp/serialize.h>
 #include <kj/array.h>
 
+#include "tunefleet/common/kb_entry.h"
 #include "tunefleet/common/op_key.h"
 #include "tunefleet/common/search_space.h"
 #include "tunefleet/common/status.h"
 #include "tunefleet/schemas/envelope.capnp.h"
+#include "tunefleet/schemas/kb.capnp.h"
 
 namespace tunefleet::wire {
 
@@ -66,6 +69,10 @@ Status Guard(const char* context, Fn&& fn) {
 void FillOpKey(schema::OpKey::Builder b, const OpKey& key);
 // kInvalidArgument naming the field when the reader is structurally wrong.
 Result<OpKey> ReadOpKey(schema::OpKey::Reader r);
+
+// The knowledge-base record on the wire and on disk (schemas/kb.capnp KbRecord).
+void FillKbRecord(schema::KbRecord::Builder b, const KbEntry& e);
+Result<KbEntry> ReadKbRecord(schema::KbRecord::Reader r);
 
 void FillConfig(capnp::List<schema::ParamValue>::Builder b, const SearchSpace& space,
                 const Config& config);

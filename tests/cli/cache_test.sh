@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `tunefleet cache export | import | stats` with the real binaries: what a local `tune`
+# wrote moves into a running coordinator's knowledge base and is served from there;
+# exports of both agree; a second import changes nothing; a file with a bad line is
+# refused whole, naming the line; the folder a coordinator holds can be read but not
+# imported into behind its back.
+source "$(dirname "$0")/harness.sh"
+OPS="$SRC/examples/bert_base_layer_ops.json"
+PY=/usr/bin/python3
+
+timeout 300 "$TF" tune "$OPS" --data-dir "$OUT/a" --budget 10 > /dev/null || fail "tune exited $?"
+"$TF" cache export --data-dir "$OUT/a" --out "$OUT/a.jsonl" 2> "$OUT/export.err" || fail "local export exited $?"
+n=$(wc -l < "$OUT/a.jsonl")
+[ "$n" -ge 2 ] || fail "the local export holds $n entries"
+grep -qx "exported $n entries to $OUT/a.jsonl" "$OUT/export.err" || fail "export: $(cat "$OUT/export.err")"
+"$TF" cache stats --data-dir "$OUT/a" --json > "$OUT/stats.json" || fail "local stats exited $?"
+$PY -c "import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s['entries']==$n and s['stale_entries']==0 else 1)" \
+  "$OUT/stats.json" || fail "stats: $(cat "$OUT/stats.json")"
+
+start_coordinator
+"$TF" lookup "$OPS" --coordinator "$CL" > /dev/null
+[ $? -eq 3 ] || fail "a fresh coordinator already knows the ops"
+"$TF" cache import "$OUT/a.jsonl" --coordinator "$CL" > "$OUT/import.out" || fail "import exited $?: $(cat "$OUT/import.out")"
+grep -q "^imported $OUT/a.jsonl: $n added, 0 replaced" "$OUT/import.out" || fail "import: $(cat "$OUT/import.out")"
+"$TF" lookup "$OPS" --coordinator "$CL" > "$OUT/lookup.out" || fail "lookup after the import exited $?: $(cat "$OUT/lookup.out")"
+
+# The coordinator's export holds the same entries (op, config, latency) as the file.
+"$TF" cache export --coordinator "$CL" --out "$OUT/b.jsonl" 2> /dev/null || fail "export from the coordinator exited $?"
+same='import json,sys
+rows=lambda p: sorted((e["op_key_hash"], e["best_config_index"], e["best_latency_us"]) for e in map(json.loads, open(p)))
+sys.exit(0 if rows(sys.argv[1]) == rows(sys.argv[2]) else 1)'
+$PY -c "$same" "$OUT/a.jsonl" "$OUT/b.jsonl" || fail "the exports differ: $(diff "$OUT/a.jsonl" "$OUT/b.jsonl")"
+"$TF" cache import "$OUT/a.jsonl" --coordinator "$CL" --json > "$OUT/again.json" || fail "second import exited $?"
+grep -q "\"kept\":$n" "$OUT/again.json" || fail "a second import changed something: $(cat "$OUT/again.json")"
+
+# One line edited to a config index the op's space does not give its config: nothing of
+# the file is imported, and the message names the line and what is wrong.
+$PY - "$OUT/a.jsonl" "$OUT/bad.jsonl" << 'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+for e in lines:
+    e["best_latency_us"] *= 0.9  # all faster (and above the roofline): a partial import would show
+lines[1]["best_config_index"] += 1
+open(sys.argv[2], "w").write("".join(json.dumps(e) + "\n" for e in lines))
+PY
+"$TF" cache import "$OUT/bad.jsonl" --coordinator "$CL" > /dev/null 2> "$OUT/bad.err"
+rc=$?
+[ $rc -eq 2 ] || fail "an import with a refused line exited $rc, not 2"
+grep -q "bad.jsonl:2: refused: best_config_index .* names another config" "$OUT/bad.err" || fail "bad import: $(cat "$OUT/bad.err")"
+grep -q "nothing imported" "$OUT/bad.err" || fail "bad import: $(cat "$OUT/bad.err")"
+"$TF" cache export --coordinator "$CL" --out "$OUT/c.jsonl" 2> /dev/null
+$PY -c "$same" "$OUT/a.jsonl" "$OUT/c.jsonl" || fail "a refused import changed the knowledge base"
+"$TF" cache import "$OUT/bad.jsonl" --coordinator "$CL" --skip-refused > "$OUT/skip.out" 2> /dev/null \
+  || fail "import --skip-refused exited $?"
+grep -q ": 0 added, $((n - 1)) replaced .*, 1 refused$" "$OUT/skip.out" || fail "skip-refused: $(cat "$OUT/skip.out")"
+
+# The coordinator's folder: readable beside it, not writable behind its back.
+"$TF" cache stats --data-dir "$OUT/kb" > "$OUT/stats.out" || fail "stats beside the coordinator exited $?"
+grep -q "^knowledge base: $n entries" "$OUT/stats.out" || fail "stats: $(cat "$OUT/stats.out")"
+"$TF" cache import "$OUT/a.jsonl" --data-dir "$OUT/kb" > /dev/null 2> "$OUT/locked.err"
+rc=$?
+[ $rc -eq 1 ] || fail "an import into a folder the coordinator holds exited $rc, not 1"
+grep -q "import through it with --coordinator" "$OUT/locked.err" || fail "locked: $(cat "$OUT/locked.err")"
+"$TF" cache import "$OUT/a.jsonl" --data-dir "$OUT/a" --coordinator "$CL" > /dev/null 2>&1
+[ $? -eq 2 ] || fail "--data-dir with --coordinator was accepted"
+echo "cache_cli: ok ($n entries)"
