@@ -65,6 +65,7 @@ struct SubmitFlags {
   uint64_t total_budget = 0;
   std::string scheduler;  // empty: gradient, and not given (it only splits a --total-budget)
   uint32_t job_size = 0;
+  int32_t priority = 0;
   bool json = false;
 };
 
@@ -86,6 +87,11 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
       ->check(Count());
   cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)")->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--force", f.force, "re-tune ops already in the knowledge base");
+  cmd->add_option("--priority", f.priority,
+                  "higher goes first: workers serve a submission only with the slots higher-priority ones cannot use "
+                  "(default 0; negative for background work)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1000, 1000));
   cmd->add_flag("--warm-start", f.warm_start, "first try the best configs of the nearest tuned shapes of each op");
   cmd->add_option("--total-budget", f.total_budget, "one evaluation budget for all ops, split by --scheduler (overrides --budget)")
       ->check(Count());
@@ -108,6 +114,7 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
   spec.seed = f.seed;
   spec.force = f.force;
   spec.job_size = f.job_size;
+  spec.priority = f.priority;
   spec.warm_start = f.warm_start;
   spec.total_budget = f.total_budget;
   spec.scheduler = f.scheduler.empty() ? "gradient" : f.scheduler;

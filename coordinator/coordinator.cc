@@ -221,7 +221,8 @@ class Coordinator::Impl {
   std::optional<JobSpec> NextJob(Task& task, uint64_t cap, bool* fresh);
   void SendJob(const std::string& identity, WorkerEntry& worker, Task& task, JobSpec spec);
   // Serves scheduled submissions first; false when the worker's credit is used up.
-  void DispatchScheduled(const std::string& identity, WorkerEntry& worker);
+  void DispatchScheduled(const std::string& identity, WorkerEntry& worker, int32_t priority);
+  void DispatchUnscheduled(const std::string& identity, WorkerEntry& worker, int32_t priority);
   void FinishSchedule(Schedule& schedule);
   Status RestoreSchedule(const SubmissionRecord& sub);
   void Dispatch();
@@ -742,8 +743,10 @@ void Coordinator::Impl::FinishSchedule(Schedule& schedule) {
   }
 }
 
-void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEntry& worker) {
+void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEntry& worker, int32_t priority) {
   for (auto& [id, schedule] : schedules_) {
+    // A schedule's tasks are its submission's own (never shared), all at its priority.
+    if (schedule.task_ids.empty() || tasks_.at(schedule.task_ids.front()).rec.priority != priority) continue;
     while (worker.credits > 0 && !SliceSpent()) {
       // Work already planned (baselines, warm starts, requeued jobs) goes first, and
       // still goes once the shared budget is spent.
@@ -805,13 +808,27 @@ void Coordinator::Impl::Dispatch() {
 }
 
 void Coordinator::Impl::DispatchOne(const std::string& identity, WorkerEntry& worker) {
-  DispatchScheduled(identity, worker);
+  // Submissions by priority: a level is served only with what the higher ones leave of
+  // this worker's slots (those that cannot use it now -- another SoC, a strategy waiting
+  // on its results, a spent budget -- leave it to the next level, so no slot idles).
+  std::set<int32_t, std::greater<>> levels;
+  for (const auto& [id, t] : tasks_) {
+    if (t.rec.state == TaskState::kRunning) levels.insert(t.rec.priority);
+  }
+  for (int32_t level : levels) {
+    if (worker.credits == 0 || SliceSpent()) break;
+    DispatchScheduled(identity, worker, level);
+    DispatchUnscheduled(identity, worker, level);
+  }
+}
+
+void Coordinator::Impl::DispatchUnscheduled(const std::string& identity, WorkerEntry& worker, int32_t priority) {
   while (worker.credits > 0 && !SliceSpent()) {
     // Round-robin over running tasks with their own budgets, after the last one served.
     Task* chosen = nullptr;
     std::optional<JobSpec> spec;
     auto try_task = [&](Task& task) {
-      if (task.rec.state != TaskState::kRunning || task.scheduled_by) return false;
+      if (task.rec.state != TaskState::kRunning || task.scheduled_by || task.rec.priority != priority) return false;
       if (!worker.socs.contains(task.rec.key.soc)) return false;
       bool fresh = false;
       spec = NextJob(task, std::numeric_limits<uint64_t>::max(), &fresh);
@@ -1173,6 +1190,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     if (t.rec.state == TaskState::kRunning) running_by_key.emplace(t.key_hash, id);
   }
   std::vector<bool> from_cache;
+  std::vector<uint64_t> raised;  // shared running tasks this submission's priority lifts
   std::map<uint64_t, double> weight_of;  // new task id -> summed weight of its ops
   for (size_t op_index = 0; op_index < keys.size(); ++op_index) {
     const OpKey& key = keys[op_index];
@@ -1197,6 +1215,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
       }
     }
     if (running && !req.getForce()) {
+      if (tasks_.at(running).rec.priority < req.getPriority()) raised.push_back(running);
       sub.task_ids.push_back(running);
       in_this_submission[hash] = {running, false};
       from_cache.push_back(false);
@@ -1283,6 +1302,12 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     return put;
   }
   TF_RETURN_IF_ERROR(RestoreSchedule(sub));
+  // A shared task runs at the highest priority of the submissions waiting on it.
+  for (uint64_t id : raised) {
+    Task& task = tasks_.at(id);
+    task.rec.priority = std::max(task.rec.priority, req.getPriority());
+    if (Status s = store_.PutTask(task.rec); !s.ok()) fmt::print(stderr, "coordinator: cannot persist a task's priority: {}\n", s.ToString());
+  }
   metrics_.submissions.Increment();
   UpdateTaskGauges();
   Log(fmt::format("submission {}: {} ops, {} new tasks", sub.submission_id, keys.size(), new_tasks.size()));

@@ -526,6 +526,42 @@ TEST_F(CoordinatorTest, TheKnowledgeBaseIsExportedInPagesAndImportedEntriesAreCh
   EXPECT_EQ(LabeledHistogramCount(registry_, "tunefleet_client_request_duration_seconds", "kind", "kb_import"), 5.0);
 }
 
+// A worker serves the highest priority first, lower ones only with what it leaves; a
+// submission that shares a running task lifts the task to its own priority.
+TEST_F(CoordinatorTest, AHigherPrioritySubmissionIsServedFirstAndLiftsATaskItShares) {
+  client::Client client(ctx_, options_.client_endpoint);
+  auto submit = [&](int64_t m, int32_t priority) {
+    client::SubmitSpec spec = RandomSearch(4, 1);
+    spec.ops = {SmallMatmul(m)};
+    spec.priority = priority;
+    auto sub = client.Submit(spec);
+    EXPECT_TRUE(sub.ok()) << sub.status().ToString();
+    return sub.ok() ? sub->task_ids.at(0) : 0;
+  };
+  const uint64_t background = submit(32, -1);
+  const uint64_t normal = submit(48, 0);
+  const uint64_t urgent = submit(64, 5);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  std::vector<uint64_t> order;
+  // The worker has one slot: nothing more is handed out until a job is answered.
+  std::optional<ReceivedJob> held;
+  auto serve = [&](int jobs) {
+    for (int i = 0; i < jobs; ++i) {
+      if (held) w.Answer(*held, 40);
+      held = w.NextJob();
+      ASSERT_TRUE(held);
+      order.push_back(held->task_id);
+    }
+  };
+  serve(5);
+  EXPECT_EQ(order, (std::vector<uint64_t>{urgent, urgent, urgent, urgent, normal}));
+  // The background task, shared by a submission of priority 9, now goes before `normal`.
+  EXPECT_EQ(submit(32, 9), background) << "the same search is shared, not repeated";
+  order.clear();
+  serve(7);
+  EXPECT_EQ(order, (std::vector<uint64_t>{background, background, background, background, normal, normal, normal}));
+}
+
 TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
   client::SubmitSpec spec = RandomSearch(5, 1);
   spec.ops = {SmallMatmul(32), SmallMatmul(48), SmallMatmul(32)};
