@@ -221,8 +221,9 @@ class Coordinator::Impl {
   std::optional<JobSpec> NextJob(Task& task, uint64_t cap, bool* fresh);
   void SendJob(const std::string& identity, WorkerEntry& worker, Task& task, JobSpec spec);
   // Serves scheduled submissions first; false when the worker's credit is used up.
-  void DispatchScheduled(const std::string& identity, WorkerEntry& worker, int32_t priority);
-  void DispatchUnscheduled(const std::string& identity, WorkerEntry& worker, int32_t priority);
+  bool DispatchScheduledJob(const std::string& identity, WorkerEntry& worker, Schedule& schedule);
+  bool ServeSubmission(const std::string& identity, WorkerEntry& worker, uint64_t submission,
+                       const std::vector<Task*>& tasks);
   void FinishSchedule(Schedule& schedule);
   Status RestoreSchedule(const SubmissionRecord& sub);
   void Dispatch();
@@ -291,7 +292,8 @@ class Coordinator::Impl {
   std::unordered_map<uint64_t, Lease> retired_;  // requeued leases by job id, kRetiredLeases at most
   std::deque<uint64_t> retired_order_;
   uint64_t next_job_id_ = 0;
-  uint64_t dispatch_cursor_ = 0;  // task id after which the next dispatch starts
+  uint64_t dispatch_submission_cursor_ = 0;  // submission served last; the next one goes next
+  std::map<uint64_t, uint64_t> dispatch_task_cursor_;  // per submission served: its task served last
   std::string dispatch_worker_cursor_;  // identity of the worker served last
   TimePoint dispatch_until_;            // end of this turn's dispatch slice
   TimePoint next_heartbeat_;
@@ -743,50 +745,77 @@ void Coordinator::Impl::FinishSchedule(Schedule& schedule) {
   }
 }
 
-void Coordinator::Impl::DispatchScheduled(const std::string& identity, WorkerEntry& worker, int32_t priority) {
-  for (auto& [id, schedule] : schedules_) {
-    // A schedule's tasks are its submission's own (never shared), all at its priority.
-    if (schedule.task_ids.empty() || tasks_.at(schedule.task_ids.front()).rec.priority != priority) continue;
-    while (worker.credits > 0 && !SliceSpent()) {
-      // Work already planned (baselines, warm starts, requeued jobs) goes first, and
-      // still goes once the shared budget is spent.
-      Task* waiting = nullptr;
-      for (uint64_t task_id : schedule.task_ids) {
-        Task& t = tasks_.at(task_id);
-        if (t.rec.state == TaskState::kRunning && !t.waiting.empty() && worker.socs.contains(t.rec.key.soc)) {
-          waiting = &t;
-          break;
-        }
-      }
-      if (waiting) {
-        bool fresh = false;
-        // Empty when late results covered every config of the requeued jobs.
-        if (std::optional<JobSpec> spec = NextJob(*waiting, 0, &fresh)) SendJob(identity, worker, *waiting, std::move(*spec));
-        continue;
-      }
-      if (schedule.finished) break;
-      if (schedule.planned >= schedule.total || schedule.scheduler.AllExhausted()) {
-        FinishSchedule(schedule);
+// One job of the schedule's tasks for this worker; false when it has none for it now.
+bool Coordinator::Impl::DispatchScheduledJob(const std::string& identity, WorkerEntry& worker, Schedule& schedule) {
+  for (;;) {
+    // Work already planned (baselines, warm starts, requeued jobs) goes first, and still
+    // goes once the shared budget is spent.
+    Task* waiting = nullptr;
+    for (uint64_t task_id : schedule.task_ids) {
+      Task& t = tasks_.at(task_id);
+      if (t.rec.state == TaskState::kRunning && !t.waiting.empty() && worker.socs.contains(t.rec.key.soc)) {
+        waiting = &t;
         break;
       }
-      size_t i = schedule.scheduler.Next();
-      Task& task = tasks_.at(schedule.task_ids[i]);
-      if (!worker.socs.contains(task.rec.key.soc)) break;  // another worker will serve it
-      uint64_t per_job = ScheduledJobSize(schedule.total, schedule.task_ids.size());
-      bool fresh = false;
-      std::optional<JobSpec> spec =
-          NextJob(task, std::min(per_job, schedule.total - schedule.planned), &fresh);
-      if (!spec) {
-        // A task waiting on its jobs out is not done: leave it in the split and serve
-        // this worker again next turn (marking it exhausted dropped it for good).
-        if (WaitsOnItsJobsOut(task)) break;
-        schedule.scheduler.MarkExhausted(i);
-        continue;
-      }
-      if (fresh) schedule.planned += spec->configs.size();
-      SendJob(identity, worker, task, std::move(*spec));
     }
+    if (waiting) {
+      bool fresh = false;
+      // Empty when late results covered every config of the requeued jobs (they are
+      // dropped from its queue, so the loop moves on).
+      if (std::optional<JobSpec> spec = NextJob(*waiting, 0, &fresh)) {
+        SendJob(identity, worker, *waiting, std::move(*spec));
+        return true;
+      }
+      continue;
+    }
+    if (schedule.finished) return false;
+    if (schedule.planned >= schedule.total || schedule.scheduler.AllExhausted()) {
+      FinishSchedule(schedule);
+      return false;
+    }
+    size_t i = schedule.scheduler.Next();
+    Task& task = tasks_.at(schedule.task_ids[i]);
+    if (!worker.socs.contains(task.rec.key.soc)) return false;  // another worker will serve it
+    uint64_t per_job = ScheduledJobSize(schedule.total, schedule.task_ids.size());
+    bool fresh = false;
+    std::optional<JobSpec> spec = NextJob(task, std::min(per_job, schedule.total - schedule.planned), &fresh);
+    if (!spec) {
+      // A task waiting on its jobs out is not done: leave it in the split and serve
+      // this worker again next turn (marking it exhausted dropped it for good).
+      if (WaitsOnItsJobsOut(task)) return false;
+      schedule.scheduler.MarkExhausted(i);
+      continue;
+    }
+    if (fresh) schedule.planned += spec->configs.size();
+    SendJob(identity, worker, task, std::move(*spec));
+    return true;
   }
+}
+
+// One job of the submission's running tasks (`tasks`, by id) for this worker: its shared
+// budget's split when it has one, else its tasks round-robin after the one served last.
+// False when none has work for this worker now.
+bool Coordinator::Impl::ServeSubmission(const std::string& identity, WorkerEntry& worker, uint64_t submission,
+                                        const std::vector<Task*>& tasks) {
+  if (auto s = schedules_.find(submission); s != schedules_.end() && DispatchScheduledJob(identity, worker, s->second)) {
+    return true;
+  }
+  uint64_t& cursor = dispatch_task_cursor_[submission];
+  const auto start = std::upper_bound(tasks.begin(), tasks.end(), cursor,
+                                      [](uint64_t id, const Task* t) { return id < t->rec.task_id; });
+  for (size_t n = 0; n < tasks.size(); ++n) {
+    auto it = start + static_cast<std::ptrdiff_t>(n);
+    if (it >= tasks.end()) it -= static_cast<std::ptrdiff_t>(tasks.size());
+    Task& task = **it;
+    if (task.rec.state != TaskState::kRunning || task.scheduled_by || !worker.socs.contains(task.rec.key.soc)) continue;
+    bool fresh = false;
+    std::optional<JobSpec> spec = NextJob(task, std::numeric_limits<uint64_t>::max(), &fresh);
+    if (!spec) continue;
+    cursor = task.rec.task_id;
+    SendJob(identity, worker, task, std::move(*spec));
+    return true;
+  }
+  return false;
 }
 
 void Coordinator::Impl::Dispatch() {
@@ -808,39 +837,30 @@ void Coordinator::Impl::Dispatch() {
 }
 
 void Coordinator::Impl::DispatchOne(const std::string& identity, WorkerEntry& worker) {
-  // Submissions by priority: a level is served only with what the higher ones leave of
-  // this worker's slots (those that cannot use it now -- another SoC, a strategy waiting
-  // on its results, a spent budget -- leave it to the next level, so no slot idles).
-  std::set<int32_t, std::greater<>> levels;
-  for (const auto& [id, t] : tasks_) {
-    if (t.rec.state == TaskState::kRunning) levels.insert(t.rec.priority);
+  // Running tasks by priority, highest first, then by the submission that created them.
+  std::map<int32_t, std::map<uint64_t, std::vector<Task*>>, std::greater<>> levels;
+  for (auto& [id, t] : tasks_) {
+    if (t.rec.state == TaskState::kRunning) levels[t.rec.priority][t.rec.submission_id].push_back(&t);
   }
-  for (int32_t level : levels) {
+  std::erase_if(dispatch_task_cursor_, [&](const auto& entry) {
+    return std::none_of(levels.begin(), levels.end(), [&](const auto& l) { return l.second.contains(entry.first); });
+  });
+  // A level is served only with the slots the higher ones cannot use now (another SoC, a
+  // learning strategy waiting on its results, a spent budget), so no slot idles. Within
+  // it, submissions take turns one job at a time, after the one served last: a 1,000-op
+  // submission does not get 1,000 turns to a 1-op one's one.
+  for (auto& [level, submissions] : levels) {
+    std::set<uint64_t> idle;  // nothing for this worker now
+    while (worker.credits > 0 && !SliceSpent() && idle.size() < submissions.size()) {
+      auto it = submissions.upper_bound(dispatch_submission_cursor_);
+      for (size_t n = 0; n < submissions.size(); ++n, ++it) {
+        if (it == submissions.end()) it = submissions.begin();
+        if (!idle.contains(it->first)) break;
+      }
+      dispatch_submission_cursor_ = it->first;
+      if (!ServeSubmission(identity, worker, it->first, it->second)) idle.insert(it->first);
+    }
     if (worker.credits == 0 || SliceSpent()) break;
-    DispatchScheduled(identity, worker, level);
-    DispatchUnscheduled(identity, worker, level);
-  }
-}
-
-void Coordinator::Impl::DispatchUnscheduled(const std::string& identity, WorkerEntry& worker, int32_t priority) {
-  while (worker.credits > 0 && !SliceSpent()) {
-    // Round-robin over running tasks with their own budgets, after the last one served.
-    Task* chosen = nullptr;
-    std::optional<JobSpec> spec;
-    auto try_task = [&](Task& task) {
-      if (task.rec.state != TaskState::kRunning || task.scheduled_by || task.rec.priority != priority) return false;
-      if (!worker.socs.contains(task.rec.key.soc)) return false;
-      bool fresh = false;
-      spec = NextJob(task, std::numeric_limits<uint64_t>::max(), &fresh);
-      if (!spec) return false;
-      chosen = &task;
-      return true;
-    };
-    for (auto it = tasks_.upper_bound(dispatch_cursor_); it != tasks_.end() && !chosen; ++it) try_task(it->second);
-    for (auto it = tasks_.begin(); it != tasks_.end() && !chosen && it->first <= dispatch_cursor_; ++it) try_task(it->second);
-    if (!chosen) break;
-    dispatch_cursor_ = chosen->rec.task_id;
-    SendJob(identity, worker, *chosen, std::move(*spec));
   }
 }
 

@@ -562,6 +562,31 @@ TEST_F(CoordinatorTest, AHigherPrioritySubmissionIsServedFirstAndLiftsATaskItSha
   EXPECT_EQ(order, (std::vector<uint64_t>{background, background, background, background, normal, normal, normal}));
 }
 
+// Submissions of one priority take turns job by job, each serving its own tasks
+// round-robin: a 3-op submission does not get three turns to a 1-op one's one.
+TEST_F(CoordinatorTest, SubmissionsOfOnePriorityTakeTurnsWhateverTheirSize) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec big = RandomSearch(2, 1);
+  big.ops = {SmallMatmul(32), SmallMatmul(48), SmallMatmul(64)};
+  auto a = client.Submit(big);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  client::SubmitSpec small = RandomSearch(4, 1);
+  small.ops = {SmallMatmul(80)};
+  auto b = client.Submit(small);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  std::vector<uint64_t> order;
+  for (int i = 0; i < 10; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    order.push_back(job->task_id);
+    w.Answer(*job, 40);
+  }
+  const auto& t = a->task_ids;
+  const uint64_t s = b->task_ids.at(0);
+  EXPECT_EQ(order, (std::vector<uint64_t>{t[0], s, t[1], s, t[2], s, t[0], s, t[1], t[2]}));
+}
+
 TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
   client::SubmitSpec spec = RandomSearch(5, 1);
   spec.ops = {SmallMatmul(32), SmallMatmul(48), SmallMatmul(32)};
