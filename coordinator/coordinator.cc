@@ -222,8 +222,8 @@ class Coordinator::Impl {
   void SendJob(const std::string& identity, WorkerEntry& worker, Task& task, JobSpec spec);
   // Serves scheduled submissions first; false when the worker's credit is used up.
   bool DispatchScheduledJob(const std::string& identity, WorkerEntry& worker, Schedule& schedule);
-  bool ServeSubmission(const std::string& identity, WorkerEntry& worker, uint64_t submission,
-                       const std::vector<Task*>& tasks);
+  bool ServeSubmission(const std::string& identity, WorkerEntry& worker, int32_t priority, uint64_t submission,
+                       std::set<uint64_t>& tasks);
   void FinishSchedule(Schedule& schedule);
   Status RestoreSchedule(const SubmissionRecord& sub);
   void Dispatch();
@@ -292,6 +292,10 @@ class Coordinator::Impl {
   std::unordered_map<uint64_t, Lease> retired_;  // requeued leases by job id, kRetiredLeases at most
   std::deque<uint64_t> retired_order_;
   uint64_t next_job_id_ = 0;
+  // Running tasks to dispatch, by priority (highest first), then by the submission that
+  // created them: a task is added when it starts running (ActivateTask) or a submission
+  // lifts its priority, and dropped when dispatch meets it finished (or at another level).
+  std::map<int32_t, std::map<uint64_t, std::set<uint64_t>>, std::greater<>> runnable_;
   uint64_t dispatch_submission_cursor_ = 0;  // submission served last; the next one goes next
   std::map<uint64_t, uint64_t> dispatch_task_cursor_;  // per submission served: its task served last
   std::string dispatch_worker_cursor_;  // identity of the worker served last
@@ -393,6 +397,7 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   }
   TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
   task.rec.state = TaskState::kRunning;
+  runnable_[task.rec.priority][task.rec.submission_id].insert(task.rec.task_id);
   task.rec.evaluated = 0;
   task.rec.failed_configs = 0;
   task.rec.has_best = false;
@@ -792,22 +797,30 @@ bool Coordinator::Impl::DispatchScheduledJob(const std::string& identity, Worker
   }
 }
 
-// One job of the submission's running tasks (`tasks`, by id) for this worker: its shared
-// budget's split when it has one, else its tasks round-robin after the one served last.
-// False when none has work for this worker now.
-bool Coordinator::Impl::ServeSubmission(const std::string& identity, WorkerEntry& worker, uint64_t submission,
-                                        const std::vector<Task*>& tasks) {
-  if (auto s = schedules_.find(submission); s != schedules_.end() && DispatchScheduledJob(identity, worker, s->second)) {
-    return true;
+// One job of the submission's running tasks (`tasks`, ids at `priority`) for this worker:
+// its shared budget's split when it has one, else its tasks round-robin after the one
+// served last. False when none has work for this worker now; then the ids of tasks no
+// longer running at this priority are dropped from `tasks`.
+bool Coordinator::Impl::ServeSubmission(const std::string& identity, WorkerEntry& worker, int32_t priority,
+                                        uint64_t submission, std::set<uint64_t>& tasks) {
+  auto stale = [&](uint64_t id) {
+    auto t = tasks_.find(id);
+    return t == tasks_.end() || t->second.rec.state != TaskState::kRunning || t->second.rec.priority != priority ||
+           t->second.rec.submission_id != submission;
+  };
+  if (auto s = schedules_.find(submission); s != schedules_.end()) {
+    // A total-budget submission's own tasks are all in its split.
+    if (DispatchScheduledJob(identity, worker, s->second)) return true;
+    std::erase_if(tasks, stale);
+    return false;
   }
   uint64_t& cursor = dispatch_task_cursor_[submission];
-  const auto start = std::upper_bound(tasks.begin(), tasks.end(), cursor,
-                                      [](uint64_t id, const Task* t) { return id < t->rec.task_id; });
-  for (size_t n = 0; n < tasks.size(); ++n) {
-    auto it = start + static_cast<std::ptrdiff_t>(n);
-    if (it >= tasks.end()) it -= static_cast<std::ptrdiff_t>(tasks.size());
-    Task& task = **it;
-    if (task.rec.state != TaskState::kRunning || task.scheduled_by || !worker.socs.contains(task.rec.key.soc)) continue;
+  auto it = tasks.upper_bound(cursor);
+  for (size_t n = 0; n < tasks.size(); ++n, ++it) {
+    if (it == tasks.end()) it = tasks.begin();
+    if (stale(*it)) continue;
+    Task& task = tasks_.at(*it);
+    if (task.scheduled_by || !worker.socs.contains(task.rec.key.soc)) continue;
     bool fresh = false;
     std::optional<JobSpec> spec = NextJob(task, std::numeric_limits<uint64_t>::max(), &fresh);
     if (!spec) continue;
@@ -815,6 +828,7 @@ bool Coordinator::Impl::ServeSubmission(const std::string& identity, WorkerEntry
     SendJob(identity, worker, task, std::move(*spec));
     return true;
   }
+  std::erase_if(tasks, stale);
   return false;
 }
 
@@ -837,19 +851,12 @@ void Coordinator::Impl::Dispatch() {
 }
 
 void Coordinator::Impl::DispatchOne(const std::string& identity, WorkerEntry& worker) {
-  // Running tasks by priority, highest first, then by the submission that created them.
-  std::map<int32_t, std::map<uint64_t, std::vector<Task*>>, std::greater<>> levels;
-  for (auto& [id, t] : tasks_) {
-    if (t.rec.state == TaskState::kRunning) levels[t.rec.priority][t.rec.submission_id].push_back(&t);
-  }
-  std::erase_if(dispatch_task_cursor_, [&](const auto& entry) {
-    return std::none_of(levels.begin(), levels.end(), [&](const auto& l) { return l.second.contains(entry.first); });
-  });
   // A level is served only with the slots the higher ones cannot use now (another SoC, a
   // learning strategy waiting on its results, a spent budget), so no slot idles. Within
   // it, submissions take turns one job at a time, after the one served last: a 1,000-op
   // submission does not get 1,000 turns to a 1-op one's one.
-  for (auto& [level, submissions] : levels) {
+  for (auto level = runnable_.begin(); level != runnable_.end() && worker.credits > 0 && !SliceSpent();) {
+    auto& submissions = level->second;
     std::set<uint64_t> idle;  // nothing for this worker now
     while (worker.credits > 0 && !SliceSpent() && idle.size() < submissions.size()) {
       auto it = submissions.upper_bound(dispatch_submission_cursor_);
@@ -858,9 +865,17 @@ void Coordinator::Impl::DispatchOne(const std::string& identity, WorkerEntry& wo
         if (!idle.contains(it->first)) break;
       }
       dispatch_submission_cursor_ = it->first;
-      if (!ServeSubmission(identity, worker, it->first, it->second)) idle.insert(it->first);
+      if (!ServeSubmission(identity, worker, level->first, it->first, it->second)) idle.insert(it->first);
     }
-    if (worker.credits == 0 || SliceSpent()) break;
+    for (auto it = submissions.begin(); it != submissions.end();) {
+      if (!it->second.empty()) {
+        ++it;
+        continue;
+      }
+      dispatch_task_cursor_.erase(it->first);
+      it = submissions.erase(it);
+    }
+    level = submissions.empty() ? runnable_.erase(level) : std::next(level);
   }
 }
 
@@ -1326,6 +1341,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   for (uint64_t id : raised) {
     Task& task = tasks_.at(id);
     task.rec.priority = std::max(task.rec.priority, req.getPriority());
+    runnable_[task.rec.priority][task.rec.submission_id].insert(id);
     if (Status s = store_.PutTask(task.rec); !s.ok()) fmt::print(stderr, "coordinator: cannot persist a task's priority: {}\n", s.ToString());
   }
   metrics_.submissions.Increment();

@@ -71,9 +71,18 @@ std::string OpKey::Display() const {
   std::string s = op_type + "[";
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i) s += ',';
+    // float16 and ND, the common case, go unsaid; anything else is part of what op it is.
+    if (inputs[i].dtype != "float16" || inputs[i].format != "ND") s += inputs[i].dtype + ":";
+    if (inputs[i].format != "ND") s += inputs[i].format + ":";
     s += ShapeString(inputs[i].shape);
   }
-  return s + "]@" + soc;
+  s += "]";
+  if (!attrs.empty()) {
+    s += "{";
+    for (auto it = attrs.begin(); it != attrs.end(); ++it) s += (it == attrs.begin() ? "" : ",") + it->first + "=" + it->second;
+    s += "}";
+  }
+  return s + "@" + soc;
 }
 
 std::string OpKeyHash::Hex() const {

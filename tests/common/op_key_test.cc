@@ -25,6 +25,20 @@ TEST(OpKey, CanonicalFormIsFixed) {
             "attr=transpose_a=0,transpose_b=0;mv=6");
 }
 
+// Two different ops never display alike: dtype, format and attributes show when they
+// are not the common case (the display had shapes only, so a bf16 MatMul and its fp16
+// twin, or a transposed B, looked the same in status and lookup output).
+TEST(OpKey, TheDisplayFormTellsDifferentOpsApart) {
+  OpKey plain = MatmulKey(64, 32, 16);
+  plain.attrs.clear();
+  EXPECT_EQ(plain.Display(), "MatMul[64x16,16x32]@Ascend910B2");
+  EXPECT_EQ(MatmulKey(64, 32, 16).Display(), "MatMul[64x16,16x32]{transpose_a=0,transpose_b=0}@Ascend910B2");
+  OpKey other = plain;
+  other.inputs[0].dtype = "bfloat16";
+  other.inputs[1].format = "NZ";
+  EXPECT_EQ(other.Display(), "MatMul[bfloat16:64x16,float16:NZ:16x32]@Ascend910B2");
+}
+
 TEST(OpKey, HashIsStableAcrossRuns) {
   // Pinned: a change here silently orphans every knowledge-base entry in the fleet.
   EXPECT_EQ(HashOpKey(MatmulKey(1024, 1024, 1024)).Hex(), "57b1c866f5d5a66791d6915f4b4065ca");

@@ -45,7 +45,10 @@ struct OpKey {
 
   // "v1;soc=Ascend910B2;op=MatMul;in=float16:ND:1024x1024,float16:ND:1024x1024;attr=;mv=1"
   std::string Canonical() const;
-  // A short human form: "MatMul[1024x1024,1024x1024]@Ascend910B2".
+  // A short human form: "MatMul[1024x1024,1024x1024]@Ascend910B2"; an input's dtype and
+  // format when not float16 and ND ("bfloat16:64x64", "float16:NZ:..."), the attributes
+  // in braces ("MatMul[...]{out_dtype=float32,transpose_b=1}@..."): two ops that differ
+  // display differently.
   std::string Display() const;
 };
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Dispatch throughput with many running tasks: N distinct MatMul shapes (default 5,000),
+# random search, budget B each (default 8) in jobs of one config, served by one worker of
+# 8 slots whose evaluations cost nothing (--evaluator fixed): what is measured is the
+# coordinator handing out jobs and recording results, jobs per second from submit to done.
+# Give a second coordinator binary to run it side by side (the anchor: the build before a
+# dispatch change), alternating, R rounds each (default 3):
+#   bash bench/dispatch_many.sh [N] [B] [OTHER_COORDINATOR] [R]  (TUNEFLEET_BUILD_DIR picks the build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${TUNEFLEET_BUILD_DIR:-build}
+n=${1:-5000}
+budget=${2:-8}
+other=${3:-}
+rounds=${4:-3}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+{
+  printf '{"soc": "Ascend910B2", "ops": ['
+  for ((i = 0; i < n; i++)); do
+    ((i)) && printf ','
+    printf '{"name": "op%d", "op": "MatMul", "inputs": [{"shape": [%d, 128], "dtype": "float16"}, {"shape": [128, %d], "dtype": "float16"}]}' \
+      "$i" $((16 * (1 + i % 400))) $((16 * (1 + i / 400)))
+  done
+  printf ']}\n'
+} > "$work/ops.json"
+
+# run COORDINATOR_BINARY: prints jobs per second.
+run() {
+  local bin=$1 dir
+  dir=$(mktemp -d -p "$work")
+  "$bin" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' --metrics-port -1 --no-sync \
+    --data-dir "$dir/kb" > "$dir/coordinator.log" 2>&1 &
+  local cpid=$!
+  pids+=("$cpid")
+  for _ in $(seq 100); do grep -q ready "$dir/coordinator.log" && break; sleep 0.1; done
+  local client worker
+  client=$(sed -n 's/.*ready client=\([^ ]*\).*/\1/p' "$dir/coordinator.log")
+  worker=$(sed -n 's/.*worker=\([^ ]*\).*/\1/p' "$dir/coordinator.log")
+  "$build/worker/tunefleet-worker" --coordinator "$worker" --slots 8 --evaluator fixed > /dev/null 2>&1 &
+  local wpid=$!
+  pids+=("$wpid")
+  local start end
+  start=$(date +%s.%N)
+  "$build/cli/tunefleet" submit "$work/ops.json" --coordinator "$client" --budget "$budget" --strategy random \
+    --job-size 1 --timeout-ms 600000 --wait --json > /dev/null
+  end=$(date +%s.%N)
+  kill "$wpid" "$cpid" 2>/dev/null || true
+  wait "$wpid" "$cpid" 2>/dev/null || true
+  awk -v s="$start" -v e="$end" -v j=$((n * budget)) 'BEGIN { printf "%.0f\n", j / (e - s) }'
+}
+
+echo "$n tasks x $budget jobs of one config, 1 worker x 8 slots, fixed evaluator: jobs/s"
+for ((r = 1; r <= rounds; r++)); do
+  this=$(run "$build/coordinator/tunefleet-coordinator")
+  if [[ -n $other ]]; then
+    that=$(run "$other")
+    awk -v a="$this" -v b="$that" -v r="$r" 'BEGIN { printf "round %d: this build %d, other %d, ratio %.2f\n", r, a, b, a / b }'
+  else
+    echo "round $r: $this"
+  fi
+done
