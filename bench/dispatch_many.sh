@@ -2,7 +2,9 @@
 # Dispatch throughput with many running tasks: N distinct MatMul shapes (default 5,000),
 # random search, budget B each (default 8) in jobs of one config, served by one worker of
 # 8 slots whose evaluations cost nothing (--evaluator fixed): what is measured is the
-# coordinator handing out jobs and recording results, jobs per second from submit to done.
+# coordinator handing out jobs and recording results, jobs per second from submit to done;
+# and fairness: how long a 1-op submission (same budget) sent right after the big one
+# waits for its answer.
 # Give a second coordinator binary to run it side by side (the anchor: the build before a
 # dispatch change), alternating, R rounds each (default 3):
 #   bash bench/dispatch_many.sh [N] [B] [OTHER_COORDINATOR] [R]  (TUNEFLEET_BUILD_DIR picks the build)
@@ -47,23 +49,32 @@ run() {
   "$build/worker/tunefleet-worker" --coordinator "$worker" --slots 8 --evaluator fixed > /dev/null 2>&1 &
   local wpid=$!
   pids+=("$wpid")
-  local start end
+  local start small_start small_end end sub
   start=$(date +%s.%N)
-  "$build/cli/tunefleet" submit "$work/ops.json" --coordinator "$client" --budget "$budget" --strategy random \
-    --job-size 1 --timeout-ms 600000 --wait --json > /dev/null
+  sub=$("$build/cli/tunefleet" submit "$work/ops.json" --coordinator "$client" --budget "$budget" --strategy random \
+    --job-size 1 --timeout-ms 600000 | sed -n 's/^submission //p')
+  small_start=$(date +%s.%N)
+  "$build/cli/tunefleet" submit "$work/one.json" --coordinator "$client" --budget "$budget" --strategy random \
+    --job-size 1 --wait --json > /dev/null
+  small_end=$(date +%s.%N)
+  "$build/cli/tunefleet" status "$sub" --coordinator "$client" --wait --json --timeout-ms 600000 > /dev/null
   end=$(date +%s.%N)
   kill "$wpid" "$cpid" 2>/dev/null || true
   wait "$wpid" "$cpid" 2>/dev/null || true
-  awk -v s="$start" -v e="$end" -v j=$((n * budget)) 'BEGIN { printf "%.0f\n", j / (e - s) }'
+  awk -v s="$start" -v e="$end" -v a="$small_start" -v b="$small_end" -v j=$(((n + 1) * budget)) \
+    'BEGIN { printf "%.0f %.2f\n", j / (e - s), b - a }'
 }
+echo '{"soc": "Ascend910B2", "ops": [{"name": "one", "op": "MatMul", "inputs": [{"shape": [8000, 128], "dtype": "float16"}, {"shape": [128, 8000], "dtype": "float16"}]}]}' \
+  > "$work/one.json"
 
-echo "$n tasks x $budget jobs of one config, 1 worker x 8 slots, fixed evaluator: jobs/s"
+echo "$n tasks x $budget jobs of one config, 1 worker x 8 slots, fixed evaluator: jobs/s | seconds a 1-op submission sent after them waits"
 for ((r = 1; r <= rounds; r++)); do
-  this=$(run "$build/coordinator/tunefleet-coordinator")
+  read -r this this_small < <(run "$build/coordinator/tunefleet-coordinator")
   if [[ -n $other ]]; then
-    that=$(run "$other")
-    awk -v a="$this" -v b="$that" -v r="$r" 'BEGIN { printf "round %d: this build %d, other %d, ratio %.2f\n", r, a, b, a / b }'
+    read -r that that_small < <(run "$other")
+    awk -v a="$this" -v b="$that" -v c="$this_small" -v d="$that_small" -v r="$r" \
+      'BEGIN { printf "round %d: jobs/s this build %d, other %d, ratio %.2f | 1-op wait this %.2f s, other %.2f s\n", r, a, b, a / b, c, d }'
   else
-    echo "round $r: $this"
+    echo "round $r: jobs/s $this | 1-op wait $this_small s"
   fi
 done

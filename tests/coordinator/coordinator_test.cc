@@ -585,6 +585,11 @@ TEST_F(CoordinatorTest, SubmissionsOfOnePriorityTakeTurnsWhateverTheirSize) {
   const auto& t = a->task_ids;
   const uint64_t s = b->task_ids.at(0);
   EXPECT_EQ(order, (std::vector<uint64_t>{t[0], s, t[1], s, t[2], s, t[0], s, t[1], t[2]}));
+  // The task gauges follow every task to its end (they are kept incrementally).
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "done"), 4.0);
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "running"), 0.0);
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "queued"), 0.0);
 }
 
 TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
