@@ -1,6 +1,7 @@
 #include "cli/cache_cmd.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,16 +20,29 @@
 #include "tunefleet/common/kb_entry.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/protocol.h"
+#include "tunefleet/common/signals.h"
 
 namespace tunefleet::cli {
 
 namespace {
 
-// The two places a cache command can work on, behind the same two calls.
+// The two places a cache command can work on, behind the same two calls; `stop` is set by
+// SIGINT/SIGTERM, checked between pages and parts.
 struct Backend {
   std::function<Result<client::KbPage>(const std::string& after)> page;
   std::function<Result<client::KbImportView>(const std::vector<KbEntry>&, bool dry_run, bool skip_refused)> import;
+  const std::atomic<bool>* stop = nullptr;
+  bool stopped() const { return stop != nullptr && stop->load(); }
 };
+
+Status Interrupted() { return Unavailable("interrupted by a signal"); }
+
+// Fail(s), or the exit code of an interrupted command when a signal stopped it.
+int FailOrInterrupted(const Status& s, const Backend& b) {
+  if (!b.stopped()) return Fail(s);
+  fmt::print(stderr, "tunefleet: interrupted\n");
+  return kExitInterrupted;
+}
 
 Backend RemoteBackend(client::Client& c) {
   return {[&c](const std::string& after) { return c.ExportKb(after); },
@@ -37,21 +51,28 @@ Backend RemoteBackend(client::Client& c) {
           }};
 }
 
-Backend LocalBackend(coordinator::Store& store, const SocCatalog& catalog) {
+Backend LocalBackend(coordinator::Store& store, const SocCatalog& catalog, const KtCache* replay) {
   auto page = [&store](const std::string& after) -> Result<client::KbPage> {
-    TF_ASSIGN_OR_RETURN(std::vector<KbEntry> entries, store.KbPage(after, protocol::kKbPageDefault));
+    TF_ASSIGN_OR_RETURN(coordinator::Store::KbEntries got, store.KbPage(after, protocol::kKbPageDefault));
     client::KbPage p;
-    p.done = entries.size() < protocol::kKbPageDefault;
-    if (!entries.empty()) p.next = HashOpKey(entries.back().key).Bytes();
-    p.entries = std::move(entries);
+    p.done = got.entries.size() < protocol::kKbPageDefault;
+    p.next = std::move(got.last_key);
+    p.entries = std::move(got.entries);
     return p;
   };
-  auto import = [&store, &catalog](const std::vector<KbEntry>& entries, bool dry_run,
-                                   bool skip_refused) -> Result<client::KbImportView> {
-    // A replayed kernel's key cannot be rebuilt without its cache file: its config is
-    // taken as given, as `lookup --data-dir` takes it.
-    auto problem_for = [&catalog](const OpKey& key) -> Result<std::optional<coordinator::ImportCheck>> {
-      if (key.soc == kReplaySoc) return std::optional<coordinator::ImportCheck>();
+  auto import = [&store, &catalog, replay](const std::vector<KbEntry>& entries, bool dry_run,
+                                           bool skip_refused) -> Result<client::KbImportView> {
+    auto problem_for = [&catalog, replay](const OpKey& key) -> Result<std::optional<coordinator::ImportCheck>> {
+      if (key.soc == kReplaySoc) {
+        // A replayed kernel's entry is checked against the times its cache measured.
+        if (replay == nullptr || (!replay->kernel_name().empty() && replay->kernel_name() != key.op_type)) {
+          return InvalidArgument("replayed kernel '" + key.op_type +
+                                 "': give --replay-cache FILE of that kernel to check its entry against the measured "
+                                 "times");
+        }
+        TF_ASSIGN_OR_RETURN(coordinator::ImportCheck check, coordinator::ReplayImportCheck(key, *replay));
+        return std::optional<coordinator::ImportCheck>(std::move(check));
+      }
       TF_ASSIGN_OR_RETURN(const SocSpec* spec, catalog.Find(key.soc));
       TF_ASSIGN_OR_RETURN(coordinator::ImportCheck check, coordinator::SimulatedImportCheck(key, *spec));
       return std::optional<coordinator::ImportCheck>(std::move(check));
@@ -69,6 +90,7 @@ Backend LocalBackend(coordinator::Store& store, const SocCatalog& catalog) {
 Status ForEachEntry(const Backend& b, const std::function<void(const KbEntry&)>& fn) {
   std::string after;
   for (;;) {
+    if (b.stopped()) return Interrupted();
     TF_ASSIGN_OR_RETURN(client::KbPage page, b.page(after));
     for (const KbEntry& e : page.entries) fn(e);
     if (page.done || page.entries.empty()) return Status::Ok();
@@ -77,13 +99,34 @@ Status ForEachEntry(const Backend& b, const std::function<void(const KbEntry&)>&
 }
 
 int RunExport(const CacheCommands& f, const Backend& b) {
+  namespace fs = std::filesystem;
   const bool to_stdout = f.out == "-";
-  // Written beside the target and renamed at the end: a failed export leaves no half file.
-  const std::string tmp = to_stdout ? "" : f.out + ".part";
+  std::error_code ec;
+  // A regular file (or a new one) is written beside itself and renamed at the end, so a
+  // failed export leaves no half file; through a symlink, beside its target. Anything
+  // else (a FIFO, a device) is written to directly.
+  std::string target = f.out;
+  bool replace = !to_stdout;
+  if (!to_stdout) {
+    const fs::file_status st = fs::status(f.out, ec);
+    if (fs::is_directory(st)) return Fail(InvalidArgument("--out " + f.out + " is a folder; name a file in it"));
+    if (fs::exists(st) && !fs::is_regular_file(st)) replace = false;
+    // Follow a chain of links (also to a file not written yet) to the path they name.
+    fs::path resolved = f.out;
+    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(resolved, ec)); ++hops) {
+      const fs::path next = fs::read_symlink(resolved, ec);
+      if (ec) break;
+      resolved = next.is_absolute() ? next : resolved.parent_path() / next;
+    }
+    target = resolved.string();
+  }
+  const std::string tmp = replace ? target + ".part" : "";
   std::ofstream file;
   if (!to_stdout) {
-    file.open(tmp, std::ios::trunc);
-    if (!file) return Fail(InvalidArgument("cannot write " + tmp + " (is the folder there and writable?)"));
+    file.open(replace ? tmp : target, std::ios::trunc);
+    if (!file) {
+      return Fail(InvalidArgument("cannot write " + (replace ? tmp : target) + " (is the folder there and writable?)"));
+    }
   }
   std::ostream& out = to_stdout ? std::cout : file;
   uint64_t written = 0, skipped = 0;
@@ -96,17 +139,16 @@ int RunExport(const CacheCommands& f, const Backend& b) {
     ++written;
   });
   out.flush();
-  if (s.ok() && !out) s = Unavailable("writing " + (to_stdout ? std::string("standard output") : tmp) + " failed");
-  if (!to_stdout) {
+  if (s.ok() && !out) s = Unavailable("writing " + (to_stdout ? std::string("standard output") : target) + " failed");
+  if (replace) {
     file.close();
-    std::error_code ec;
     if (s.ok()) {
-      std::filesystem::rename(tmp, f.out, ec);
-      if (ec) s = Unavailable("cannot rename " + tmp + " to " + f.out + ": " + ec.message());
+      fs::rename(tmp, target, ec);
+      if (ec) s = Unavailable("cannot rename " + tmp + " to " + target + ": " + ec.message());
     }
-    if (!s.ok()) std::filesystem::remove(tmp, ec);
+    if (!s.ok()) fs::remove(tmp, ec);
   }
-  if (!s.ok()) return Fail(s);
+  if (!s.ok()) return FailOrInterrupted(s, b);
   fmt::print(stderr, "exported {} entr{}{}{}\n", written, written == 1 ? "y" : "ies",
              to_stdout ? "" : " to " + f.out,
              skipped ? fmt::format(" ({} not matching --soc/--op left out)", skipped) : "");
@@ -118,12 +160,14 @@ int RunExport(const CacheCommands& f, const Backend& b) {
 struct ParsedFile {
   std::vector<KbEntry> entries;
   std::vector<size_t> lines;
-  std::vector<std::string> errors;
+  std::vector<std::pair<size_t, std::string>> errors;  // (line, what is wrong)
 };
 
 Result<ParsedFile> ReadExportFile(const std::string& path) {
   std::ifstream file;
   if (path != "-") {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return InvalidArgument(path + " is a folder; give the file `cache export` wrote");
     file.open(path);
     if (!file) return InvalidArgument("cannot read " + path);
   }
@@ -132,86 +176,101 @@ Result<ParsedFile> ReadExportFile(const std::string& path) {
   std::string line;
   for (size_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      parsed.errors.push_back(fmt::format("{}:{}: not a JSON object (one entry per line, as `cache export` writes)", path, n));
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      parsed.errors.emplace_back(
+          n, fmt::format("not valid JSON ({}); one entry per line, as `cache export` writes", e.what()));
       continue;
     }
     auto e = KbEntryFromJson(j);
     if (!e.ok()) {
-      parsed.errors.push_back(fmt::format("{}:{}: {}", path, n, e.status().message()));
+      parsed.errors.emplace_back(n, e.status().message());
       continue;
     }
     parsed.entries.push_back(std::move(e).value());
     parsed.lines.push_back(n);
   }
+  if (in.bad()) return Unavailable("reading " + path + " failed");
   return parsed;
 }
 
-// Prints at most 20 of `lines` to stderr, then how many more there were.
-void PrintSome(const std::vector<std::string>& lines) {
+// Prints at most 20 of `lines` (line number, what) to stderr as FILE:LINE: PREFIXwhat,
+// then how many more there were.
+void PrintSome(const std::string& file, const std::vector<std::pair<size_t, std::string>>& lines, const char* prefix) {
   constexpr size_t kShown = 20;
-  for (size_t i = 0; i < lines.size() && i < kShown; ++i) fmt::print(stderr, "{}\n", lines[i]);
+  for (size_t i = 0; i < lines.size() && i < kShown; ++i) {
+    fmt::print(stderr, "{}:{}: {}{}\n", file, lines[i].first, prefix, lines[i].second);
+  }
   if (lines.size() > kShown) fmt::print(stderr, "... and {} more\n", lines.size() - kShown);
+}
+
+// What an import did, for a script: also when nothing was written.
+void PrintImportJson(bool dry_run, bool written, const client::KbImportView& total,
+                     const std::vector<std::pair<size_t, std::string>>& refused,
+                     const std::vector<std::pair<size_t, std::string>>& malformed) {
+  nlohmann::json j{{"dry_run", dry_run},           {"written", written},
+                   {"added", total.added},         {"replaced", total.replaced},
+                   {"kept", total.kept},           {"refused", nlohmann::json::array()},
+                   {"malformed", nlohmann::json::array()}};
+  for (const auto& [line, reason] : refused) j["refused"].push_back({{"line", line}, {"reason", reason}});
+  for (const auto& [line, reason] : malformed) j["malformed"].push_back({{"line", line}, {"reason", reason}});
+  fmt::print("{}\n", j.dump());
 }
 
 int RunImport(const CacheCommands& f, const Backend& b) {
   auto parsed = ReadExportFile(f.in);
   if (!parsed.ok()) return Fail(parsed.status());
   if (!parsed->errors.empty()) {
-    PrintSome(parsed->errors);
+    PrintSome(f.in, parsed->errors, "");
+    if (f.json) PrintImportJson(f.dry_run, false, {}, {}, parsed->errors);
     return Fail(InvalidArgument(fmt::format("{} malformed line(s) in {}; nothing imported", parsed->errors.size(), f.in)));
   }
   const std::vector<KbEntry>& all = parsed->entries;
-  // Sends the file in parts, line numbers kept for the refusals.
-  auto send = [&](bool dry_run, client::KbImportView& total, std::vector<std::string>& refused) -> Status {
+  // Sends the file in parts; refusals come back with their line numbers.
+  auto send = [&](bool dry_run, client::KbImportView& total, std::vector<std::pair<size_t, std::string>>& refused) -> Status {
     for (size_t start = 0; start < all.size(); start += protocol::kKbImportMax) {
+      // Between parts only: a part sent is merged whole (merging again is harmless).
+      if (b.stopped()) return Interrupted();
       const size_t end = std::min(all.size(), start + protocol::kKbImportMax);
       std::vector<KbEntry> part(all.begin() + static_cast<std::ptrdiff_t>(start), all.begin() + static_cast<std::ptrdiff_t>(end));
       TF_ASSIGN_OR_RETURN(client::KbImportView v, b.import(part, dry_run, f.skip_refused));
       total.added += v.added;
       total.replaced += v.replaced;
       total.kept += v.kept;
-      for (auto& [index, reason] : v.refused) {
-        refused.push_back(fmt::format("{}:{}: refused: {}", f.in, parsed->lines[start + index], reason));
-        total.refused.emplace_back(static_cast<uint32_t>(parsed->lines[start + index]), reason);
-      }
+      for (auto& [index, reason] : v.refused) refused.emplace_back(parsed->lines[start + index], reason);
     }
     return Status::Ok();
   };
   client::KbImportView total;
-  std::vector<std::string> refused;
+  std::vector<std::pair<size_t, std::string>> refused;
   // Without --skip-refused, a dry run over every part first: a file is imported whole
   // or not at all, also when it takes several requests.
   if (!f.skip_refused && !f.dry_run) {
     client::KbImportView trial;
-    if (Status s = send(true, trial, refused); !s.ok()) return Fail(s);
+    if (Status s = send(true, trial, refused); !s.ok()) return FailOrInterrupted(s, b);
     if (!refused.empty()) {
-      PrintSome(refused);
+      PrintSome(f.in, refused, "refused: ");
+      if (f.json) PrintImportJson(false, false, {}, refused, {});
       return Fail(InvalidArgument(fmt::format(
           "{} of {} entries refused; nothing imported: fix or remove those lines, or pass --skip-refused to import "
           "the other {}",
           refused.size(), all.size(), all.size() - refused.size())));
     }
   }
-  if (Status s = send(f.dry_run, total, refused); !s.ok()) return Fail(s);
-  if (!refused.empty() && !f.json) PrintSome(refused);
+  if (Status s = send(f.dry_run, total, refused); !s.ok()) return FailOrInterrupted(s, b);
+  if (!refused.empty()) PrintSome(f.in, refused, "refused: ");
   if (f.json) {
-    nlohmann::json j{{"dry_run", f.dry_run},
-                     {"added", total.added},
-                     {"replaced", total.replaced},
-                     {"kept", total.kept},
-                     {"refused", nlohmann::json::array()}};
-    for (const auto& [line, reason] : total.refused) j["refused"].push_back({{"line", line}, {"reason", reason}});
-    fmt::print("{}\n", j.dump());
+    PrintImportJson(f.dry_run, !f.dry_run, total, refused, {});
   } else {
     fmt::print("{}{}: {} added, {} replaced (faster than the stored entry), {} kept (the stored entry is as fast or "
                "faster){}\n",
                f.dry_run ? "dry run, nothing written: " : "imported ", f.in, total.added, total.replaced, total.kept,
-               total.refused.empty() ? "" : fmt::format(", {} refused", total.refused.size()));
+               refused.empty() ? "" : fmt::format(", {} refused", refused.size()));
   }
   // A dry run that found refusals says so in its exit code, as the real import would.
-  return !total.refused.empty() && !f.skip_refused ? kExitBadInput : kExitOk;
+  return !refused.empty() && !f.skip_refused ? kExitBadInput : kExitOk;
 }
 
 int RunStats(const CacheCommands& f, const Backend& b) {
@@ -228,10 +287,10 @@ int RunStats(const CacheCommands& f, const Backend& b) {
       return;
     }
     groups[{e.key.soc, e.key.op_type}].improvements.push_back(e.improvement);
-    if (oldest == 0 || e.timestamp_ms < oldest) oldest = e.timestamp_ms;
+    if (e.timestamp_ms > 0 && (oldest == 0 || e.timestamp_ms < oldest)) oldest = e.timestamp_ms;  // 0: unknown
     newest = std::max(newest, e.timestamp_ms);
   });
-  if (!s.ok()) return Fail(s);
+  if (!s.ok()) return FailOrInterrupted(s, b);
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -262,6 +321,14 @@ int RunStats(const CacheCommands& f, const Backend& b) {
   return kExitOk;
 }
 
+// An empty (or missing) folder, or one holding a RocksDB database: never a folder of
+// other files, where an import would scatter a database among them.
+bool LooksLikeKnowledgeBase(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec) || std::filesystem::is_empty(dir, ec)) return true;
+  return std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec);
+}
+
 }  // namespace
 
 void AddCacheCommands(CLI::App& app, CacheCommands& f) {
@@ -279,6 +346,10 @@ void AddCacheCommands(CLI::App& app, CacheCommands& f) {
   f.import_cmd->add_flag("--skip-refused", f.skip_refused,
                          "import the entries that pass even when others are refused (default: all or nothing)");
   f.import_cmd->add_flag("--json", f.json, "print the outcome as JSON");
+  f.import_cmd->add_option("--replay-cache", f.replay_cache,
+                           "with --data-dir: the Kernel Tuner cache (.json or .json.gz) to check replayed kernels' "
+                           "entries against (a coordinator uses its own)")
+      ->check(CLI::ExistingFile);
   f.stats_cmd = f.cache->add_subcommand("stats", "entries per SoC and op type, with their median and best improvement");
   f.stats_cmd->add_flag("--json", f.json, "print JSON");
   for (CLI::App* cmd : CoordinatorCommands(f)) {
@@ -295,27 +366,41 @@ bool CacheIsLocal(const CacheCommands& f) { return CacheParsed(f) && !f.data_dir
 
 int RunCacheCommand(const CacheCommands& f, const SocCatalog& catalog, client::Client* coordinator) {
   std::unique_ptr<coordinator::Store> store;
+  std::optional<KtCache> replay;
   Backend backend;
   if (coordinator != nullptr) {
     backend = RemoteBackend(*coordinator);
-  } else if (f.import_cmd->parsed()) {
-    auto opened = coordinator::Store::Open(f.data_dir);
+  } else {
+    // A dry run and the reads see the folder as it is now, also while a coordinator or
+    // `tune` holds it; a real import needs it to itself.
+    const bool writes = f.import_cmd->parsed() && !f.dry_run;
+    if (writes && !LooksLikeKnowledgeBase(f.data_dir)) {
+      return Fail(InvalidArgument(f.data_dir + " holds files but no knowledge base: import into an empty folder or "
+                                  "one `tunefleet tune` or a coordinator wrote"));
+    }
+    auto opened = writes ? coordinator::Store::Open(f.data_dir) : coordinator::Store::OpenReadOnly(f.data_dir);
     if (!opened.ok()) {
-      if (opened.status().code() == StatusCode::kUnavailable) {
+      if (writes && opened.status().code() == StatusCode::kUnavailable) {
         return Fail(opened.status().WithContext(
             "import into " + f.data_dir + " (a coordinator or `tune` has it open: import through it with --coordinator)"));
+      }
+      if (!writes && opened.status().code() == StatusCode::kNotFound) {
+        return Fail(NotFound(f.data_dir + " holds no knowledge base yet (`tunefleet tune --data-dir` or a real import "
+                             "makes one)"));
       }
       return Fail(opened.status());
     }
     store = std::move(opened).value();
-    backend = LocalBackend(*store, catalog);
-  } else {
-    // Reads see the folder as it is now, also while a coordinator or `tune` holds it.
-    auto opened = coordinator::Store::OpenReadOnly(f.data_dir);
-    if (!opened.ok()) return Fail(opened.status());
-    store = std::move(opened).value();
-    backend = LocalBackend(*store, catalog);
+    if (!f.replay_cache.empty()) {
+      auto loaded = KtCache::Load(f.replay_cache);
+      if (!loaded.ok()) return Fail(loaded.status());
+      replay.emplace(std::move(loaded).value());
+    }
+    backend = LocalBackend(*store, catalog, replay ? &*replay : nullptr);
   }
+  std::atomic<bool> stop{false};
+  TerminationWatcher watcher([&stop] { stop = true; });
+  backend.stop = &stop;
   if (f.export_cmd->parsed()) return RunExport(f, backend);
   if (f.import_cmd->parsed()) return RunImport(f, backend);
   return RunStats(f, backend);

@@ -23,6 +23,7 @@ struct CacheCommands {
   std::string out = "-";
   std::string soc, op;   // export filters
   std::string in;
+  std::string replay_cache;  // import --data-dir: check replayed kernels' entries against it
   bool dry_run = false, skip_refused = false, json = false;
 };
 

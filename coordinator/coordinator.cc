@@ -1519,18 +1519,15 @@ Status Coordinator::Impl::HandleKbExport(schema::KbExportRequest::Reader req,
                                          schema::Envelope::Body::Builder reply) {
   const uint32_t limit = req.getLimit() == 0 ? protocol::kKbPageDefault : std::min(req.getLimit(), protocol::kKbPageMax);
   auto after = req.getAfter();
-  TF_ASSIGN_OR_RETURN(std::vector<KbEntry> page,
-                      store_.KbPage(std::string(reinterpret_cast<const char*>(after.begin()), after.size()), limit + 1));
-  const bool done = page.size() <= limit;
-  if (!done) page.pop_back();
+  TF_ASSIGN_OR_RETURN(Store::KbEntries page,
+                      store_.KbPage(std::string(reinterpret_cast<const char*>(after.begin()), after.size()), limit));
+  // One more probe says whether anything follows, so a client never asks for an empty page.
+  TF_ASSIGN_OR_RETURN(Store::KbEntries next, store_.KbPage(page.last_key, page.entries.empty() ? 0 : 1));
   auto r = reply.initKbExportReply();
-  auto list = r.initRecords(static_cast<unsigned>(page.size()));
-  for (unsigned i = 0; i < page.size(); ++i) wire::FillKbRecord(list[i], page[i]);
-  r.setDone(done);
-  if (!page.empty()) {
-    const std::string next = HashOpKey(page.back().key).Bytes();
-    r.setNext(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(next.data()), next.size()));
-  }
+  auto list = r.initRecords(static_cast<unsigned>(page.entries.size()));
+  for (unsigned i = 0; i < page.entries.size(); ++i) wire::FillKbRecord(list[i], page.entries[i]);
+  r.setDone(page.entries.empty() || next.entries.empty());
+  r.setNext(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(page.last_key.data()), page.last_key.size()));
   return Status::Ok();
 }
 
@@ -1553,8 +1550,13 @@ Status Coordinator::Impl::HandleKbImport(schema::KbImportRequest::Reader req,
       ImportKb(store_, std::move(entries),
                [this](const OpKey& key) -> Result<std::optional<ImportCheck>> {
                  if (key.soc == kReplaySoc) {
-                   TF_ASSIGN_OR_RETURN(TuningProblem problem, ProblemFor(key));
-                   return std::optional<ImportCheck>(ImportCheck{std::move(problem), 0});
+                   for (const auto& cache : options_.replay_caches) {
+                     if (cache->kernel_name().empty() || cache->kernel_name() == key.op_type) {
+                       TF_ASSIGN_OR_RETURN(ImportCheck check, ReplayImportCheck(key, *cache));
+                       return std::optional<ImportCheck>(std::move(check));
+                     }
+                   }
+                   return ProblemFor(key).status();  // says which --replay-cache is missing
                  }
                  TF_ASSIGN_OR_RETURN(const SocSpec* soc, catalog_.Find(key.soc));
                  TF_ASSIGN_OR_RETURN(ImportCheck check, SimulatedImportCheck(key, *soc));

@@ -47,7 +47,18 @@ Status CheckConfig(KbEntry& e, const TuningProblem& problem) {
 Result<ImportCheck> SimulatedImportCheck(const OpKey& key, const SocSpec& soc) {
   TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(key, soc));
   const double floor = std::max(soc.kernel_launch_us, CubeLatencyFloorUs(key, soc));
-  return ImportCheck{std::move(problem), floor};
+  return ImportCheck{std::move(problem), floor, {}};
+}
+
+Result<ImportCheck> ReplayImportCheck(const OpKey& key, const KtCache& cache) {
+  TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeReplayProblem(key, cache));
+  ImportCheck check{std::move(problem), 0, {}};
+  check.measured_us = [&cache](ConfigIndex index) -> std::optional<double> {
+    const KtCache::Measurement m = cache.Lookup(index);
+    if (m.outcome != KtCache::Outcome::kMeasured) return std::nullopt;
+    return m.time_ms * 1000.0;  // as the replay evaluator reports it
+  };
+  return check;
 }
 
 Status PrepareImportedEntry(KbEntry& e, const ProblemLookup& problem_for) {
@@ -67,6 +78,17 @@ Status PrepareImportedEntry(KbEntry& e, const ProblemLookup& problem_for) {
   TF_ASSIGN_OR_RETURN(std::optional<ImportCheck> check, problem_for(e.key));
   if (check) {
     TF_RETURN_IF_ERROR(CheckConfig(e, check->problem));
+    if (check->measured_us) {
+      const std::optional<double> measured = check->measured_us(e.best_index);
+      if (!measured) {
+        return InvalidArgument("best_config has no successful measurement in the kernel's cache (absent or failed)");
+      }
+      if (std::abs(e.best_latency_us - *measured) > 1e-9 * *measured) {
+        return InvalidArgument(fmt::format("best_latency_us {} is not the time the kernel's cache measured for "
+                                           "best_config ({} us)",
+                                           e.best_latency_us, *measured));
+      }
+    }
     if (e.best_latency_us < check->latency_floor_us) {
       return InvalidArgument(fmt::format(
           "best_latency_us {} is below what any config of {} can reach ({:.3f} us: kernel launch and roofline)",

@@ -13,6 +13,7 @@
 
 #include "coordinator/records.h"
 #include "coordinator/store.h"
+#include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet::coordinator {
@@ -22,6 +23,9 @@ namespace tunefleet::coordinator {
 struct ImportCheck {
   TuningProblem problem;
   double latency_floor_us = 0;  // the SoC's kernel launch, and the roofline for cube ops
+  // For measured data (a replayed kernel): the time measured for a config, nullopt when
+  // it has none (absent or failed). An imported latency must be that time.
+  std::function<std::optional<double>(ConfigIndex)> measured_us;
 };
 // The op's check, nullopt when this process cannot rebuild the op and the config is to
 // be taken as given (a replayed kernel's key read without its cache file), or an error
@@ -29,6 +33,9 @@ struct ImportCheck {
 using ProblemLookup = std::function<Result<std::optional<ImportCheck>>(const OpKey& canonical)>;
 // The check of a simulated op on `soc` (MakeTuningProblem, CubeLatencyFloorUs).
 Result<ImportCheck> SimulatedImportCheck(const OpKey& key, const SocSpec& soc);
+// The check of a replayed kernel's op over its cache (MakeReplayProblem, the cache's
+// measured times); `cache` must outlive the check.
+Result<ImportCheck> ReplayImportCheck(const OpKey& key, const KtCache& cache);
 
 // Makes e what the knowledge base would have stored for it: its key canonical
 // (CanonicalOpKey), its best config in the space's parameter order, its improvement
@@ -38,7 +45,8 @@ Result<ImportCheck> SimulatedImportCheck(const OpKey& key, const SocSpec& soc);
 // forever, as only a faster one replaces it), a key problem_for refuses, or a config
 // that is not the op's (unknown or missing parameters, a value outside a parameter's
 // list, an index that names another config, a config the op's constraints rule out).
-// Latencies above the floor are taken as measured.
+// A replayed kernel's latency must be the time its cache measured for the config;
+// a simulated op's latencies above the floor are taken as measured.
 Status PrepareImportedEntry(KbEntry& e, const ProblemLookup& problem_for);
 
 struct ImportRefusal {

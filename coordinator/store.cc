@@ -295,8 +295,8 @@ Status Store::ForEachKb(const std::function<void(const KbEntry&)>& fn) const {
   return FromRocks(it->status(), "scan knowledge base");
 }
 
-Result<std::vector<KbEntry>> Store::KbPage(const std::string& after, size_t limit) const {
-  std::vector<KbEntry> out;
+Result<Store::KbEntries> Store::KbPage(const std::string& after, size_t limit) const {
+  KbEntries out;
   std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->kb));
   if (after.empty()) {
     it->SeekToFirst();
@@ -304,9 +304,10 @@ Result<std::vector<KbEntry>> Store::KbPage(const std::string& after, size_t limi
     it->Seek(after);
     if (it->Valid() && it->key() == rocksdb::Slice(after)) it->Next();
   }
-  for (; it->Valid() && out.size() < limit; it->Next()) {
+  for (; it->Valid() && out.entries.size() < limit; it->Next()) {
     TF_ASSIGN_OR_RETURN(KbEntry e, DecodeKb(it->value().ToString()));
-    out.push_back(std::move(e));
+    out.entries.push_back(std::move(e));
+    out.last_key = it->key().ToString();
   }
   TF_RETURN_IF_ERROR(FromRocks(it->status(), "scan knowledge base"));
   return out;

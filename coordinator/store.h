@@ -42,9 +42,14 @@ class Store {
   DbStats Stats() const;
   // Calls fn for every knowledge-base entry (a full scan: for nearest-shape queries).
   Status ForEachKb(const std::function<void(const KbEntry&)>& fn) const;
-  // Up to `limit` entries in key order, starting after the entry whose key is `after`
-  // (HashOpKey(...).Bytes(); empty = from the first): one page of `cache export`.
-  Result<std::vector<KbEntry>> KbPage(const std::string& after, size_t limit) const;
+  // Up to `limit` entries in key order after the RocksDB key `after` (empty: from the
+  // first), and the key of the last one: one page of `cache export`. Paging goes by the
+  // stored key, never by a hash recomputed from a decoded entry, so it always advances.
+  struct KbEntries {
+    std::vector<KbEntry> entries;
+    std::string last_key;  // `after` for the next page; empty when entries is
+  };
+  Result<KbEntries> KbPage(const std::string& after, size_t limit) const;
   // What MergeKb did with one entry.
   enum class Merge : uint8_t { kAdded, kReplaced, kKept };
   // Writes each entry whose key has no entry yet or a slower one (the rule FinishTask

@@ -1,6 +1,8 @@
 #include "tunefleet/common/kb_entry.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,12 @@ nlohmann::json KbEntryToJson(const KbEntry& e) {
 
 namespace {
 
+// A JSON integer that int64 holds (nlohmann reads 2^64-1 as unsigned; get<int64_t> wraps it).
+bool FitsInt64(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  return v.is_number_integer();
+}
+
 // The member `name` of j as T, or kInvalidArgument naming it and what it should be.
 template <typename T>
 Result<T> Field(const nlohmann::json& j, const char* name, const char* what) {
@@ -44,7 +52,7 @@ Result<T> Field(const nlohmann::json& j, const char* name, const char* what) {
   } else if constexpr (std::is_unsigned_v<T>) {
     fits = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
   } else {
-    fits = v.is_number_integer();
+    fits = FitsInt64(v);
   }
   if (!fits) return InvalidArgument(std::string("'") + name + "' is " + v.dump() + ", not " + what);
   return v.get<T>();
@@ -64,7 +72,9 @@ Result<KbEntry> KbEntryFromJson(const nlohmann::json& j) {
   uint32_t model_version = kSimModelVersion;
   if (key_json.is_object() && key_json.contains("model_version")) {
     const nlohmann::json& mv = key_json["model_version"];
-    if (!mv.is_number_unsigned()) return InvalidArgument("op_key 'model_version' is " + mv.dump() + ", not a version number");
+    if (!mv.is_number_unsigned() || mv.get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
+      return InvalidArgument("op_key 'model_version' is " + mv.dump() + ", not a version number");
+    }
     model_version = mv.get<uint32_t>();
     key_json.erase("model_version");
   }
@@ -87,6 +97,9 @@ Result<KbEntry> KbEntryFromJson(const nlohmann::json& j) {
       if (!n.is_string() || !config.contains(n.get<std::string>())) {
         return InvalidArgument("'best_config_order' names " + n.dump() + ", which best_config does not have");
       }
+      if (std::find(order.begin(), order.end(), n.get<std::string>()) != order.end()) {
+        return InvalidArgument("'best_config_order' names " + n.dump() + " twice");
+      }
       order.push_back(n.get<std::string>());
     }
     if (order.size() != config.size()) return InvalidArgument("'best_config_order' must name every best_config parameter once");
@@ -95,7 +108,7 @@ Result<KbEntry> KbEntryFromJson(const nlohmann::json& j) {
   }
   for (const std::string& name : order) {
     const nlohmann::json& v = config[name];
-    if (!v.is_number_integer()) return InvalidArgument("best_config '" + name + "' is " + v.dump() + ", not an integer");
+    if (!FitsInt64(v)) return InvalidArgument("best_config '" + name + "' is " + v.dump() + ", not a 64-bit integer");
     e.best_config.emplace_back(name, v.get<int64_t>());
   }
   TF_ASSIGN_OR_RETURN(e.best_index, Field<uint64_t>(j, "best_config_index", "the config's index in the op's space"));
@@ -115,7 +128,12 @@ Result<KbEntry> KbEntryFromJson(const nlohmann::json& j) {
   }
   if (j.contains("timestamp_ms")) {
     TF_ASSIGN_OR_RETURN(e.timestamp_ms, Field<int64_t>(j, "timestamp_ms", "Unix milliseconds"));
+    if (e.timestamp_ms < 0) return InvalidArgument("'timestamp_ms' is negative; give Unix milliseconds (0: unknown)");
   }
+  // A NUL would be cut off in the stored record (Cap'n Proto text).
+  bool nul = e.strategy.find('\0') != std::string::npos;
+  for (const auto& [name, value] : e.best_config) nul = nul || name.find('\0') != std::string::npos;
+  if (nul) return InvalidArgument("'strategy' or a best_config name has a NUL character");
   return e;
 }
 

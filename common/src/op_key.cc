@@ -187,6 +187,12 @@ Result<OpKey> OpKeyFromJson(const nlohmann::json& j, std::string_view default_so
       else return InvalidArgument("op attribute '" + k + "' must be a string, bool or integer");
     }
   }
+  // A NUL would be cut off on the wire and in stored records (Cap'n Proto text), so the
+  // key read back would hash to another entry than the one written.
+  auto has_nul = [](const std::string& v) { return v.find('\0') != std::string::npos; };
+  bool nul = has_nul(key.soc) || has_nul(key.op_type);
+  for (const auto& [k, v] : key.attrs) nul = nul || has_nul(k) || has_nul(v);
+  if (nul) return InvalidArgument("op '" + key.Display() + "' has a NUL character in its SoC, op type or attributes");
   return key;
 }
 

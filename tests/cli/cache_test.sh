@@ -63,4 +63,49 @@ rc=$?
 grep -q "import through it with --coordinator" "$OUT/locked.err" || fail "locked: $(cat "$OUT/locked.err")"
 "$TF" cache import "$OUT/a.jsonl" --data-dir "$OUT/a" --coordinator "$CL" > /dev/null 2>&1
 [ $? -eq 2 ] || fail "--data-dir with --coordinator was accepted"
+
+# --out: through a symlink the target is replaced, not the link; a folder is refused.
+ln -s "$OUT/real.jsonl" "$OUT/link.jsonl"
+"$TF" cache export --data-dir "$OUT/a" --out "$OUT/link.jsonl" 2> /dev/null || fail "export through a symlink exited $?"
+[ -L "$OUT/link.jsonl" ] || fail "export replaced the symlink with a file"
+[ "$(wc -l < "$OUT/real.jsonl")" -eq "$n" ] || fail "the symlink's target does not hold the export"
+"$TF" cache export --data-dir "$OUT/a" --out "$OUT" > /dev/null 2>&1
+[ $? -eq 2 ] || fail "export onto a folder did not exit 2"
+# import: a folder is not a file; a folder of other files gets no database; a dry run
+# creates none; --json reports a refusal too.
+"$TF" cache import "$OUT" --data-dir "$OUT/a" > /dev/null 2> "$OUT/err"
+[ $? -eq 2 ] && grep -q "is a folder" "$OUT/err" || fail "import of a folder: $(cat "$OUT/err")"
+mkdir "$OUT/notes" && echo hello > "$OUT/notes/readme.txt"
+"$TF" cache import "$OUT/a.jsonl" --data-dir "$OUT/notes" > /dev/null 2> "$OUT/err"
+[ $? -eq 2 ] && grep -q "holds files but no knowledge base" "$OUT/err" || fail "import into a folder of notes: $(cat "$OUT/err")"
+[ ! -e "$OUT/notes/CURRENT" ] || fail "a database was made among the notes"
+mkdir "$OUT/empty"
+"$TF" cache import "$OUT/a.jsonl" --data-dir "$OUT/empty" --dry-run > /dev/null 2>&1
+[ -z "$(ls "$OUT/empty")" ] || fail "a dry run wrote into the folder: $(ls "$OUT/empty")"
+"$TF" cache import "$OUT/bad.jsonl" --data-dir "$OUT/a" --json > "$OUT/refused.json" 2> /dev/null
+[ $? -eq 2 ] || fail "a refused --json import did not exit 2"
+grep -q '"written":false' "$OUT/refused.json" && grep -q '"line":2' "$OUT/refused.json" \
+  || fail "--json on a refusal: $(cat "$OUT/refused.json")"
+
+# A replayed kernel's entry is checked against its cache's measured times: a local import
+# needs the cache, and a made-up faster time is refused.
+cat > "$OUT/toy_cache.json" << 'JSON'
+{"device_name": "Toy GPU", "kernel_name": "toy", "objective": "time",
+ "tune_params_keys": ["bx", "tile"], "tune_params": {"bx": [1, 2], "tile": [1, 2, 4]},
+ "cache": {"1,1": {"time": 3.0}, "1,2": {"time": 1.5}, "2,2": {"time": 2.0}, "2,4": {"time": 0.75}}}
+JSON
+echo '{"soc": "replay", "ops": [{"name": "toy", "op": "toy", "inputs": [{"shape": [1]}]}]}' > "$OUT/toy_ops.json"
+timeout 60 "$TF" tune "$OUT/toy_ops.json" --replay-cache "$OUT/toy_cache.json" --data-dir "$OUT/r" --budget 16 > /dev/null \
+  || fail "tune over the toy cache exited $?"
+"$TF" cache export --data-dir "$OUT/r" --out "$OUT/r.jsonl" 2> /dev/null || fail "export of the replayed entry exited $?"
+grep -q '"best_latency_us":750' "$OUT/r.jsonl" || fail "the toy kernel's best is not its measured 0.75 ms: $(cat "$OUT/r.jsonl")"
+mkdir "$OUT/r2"
+"$TF" cache import "$OUT/r.jsonl" --data-dir "$OUT/r2" > /dev/null 2> "$OUT/err"
+[ $? -eq 2 ] && grep -q "give --replay-cache FILE" "$OUT/err" || fail "replayed entry without its cache: $(cat "$OUT/err")"
+sed 's/"best_latency_us":750[.0-9]*/"best_latency_us":1/' "$OUT/r.jsonl" > "$OUT/r_fast.jsonl"
+"$TF" cache import "$OUT/r_fast.jsonl" --data-dir "$OUT/r2" --replay-cache "$OUT/toy_cache.json" > /dev/null 2> "$OUT/err"
+[ $? -eq 2 ] && grep -q "not the time the kernel's cache measured" "$OUT/err" || fail "made-up replay time: $(cat "$OUT/err")"
+"$TF" cache import "$OUT/r.jsonl" --data-dir "$OUT/r2" --replay-cache "$OUT/toy_cache.json" > "$OUT/r2.out" \
+  || fail "replayed entry with its cache exited $?"
+grep -q ": 1 added" "$OUT/r2.out" || fail "replayed import: $(cat "$OUT/r2.out")"
 echo "cache_cli: ok ($n entries)"
