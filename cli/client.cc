@@ -228,4 +228,29 @@ Result<KbImportView> Client::ImportKb(const std::vector<KbEntry>& entries, bool 
   return out;
 }
 
+Result<std::vector<WorkerView>> Client::ListWorkers() {
+  wire::Outgoing msg;
+  msg.Body().initWorkers();
+  TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
+  std::vector<WorkerView> out;
+  TF_RETURN_IF_ERROR(wire::Guard("workers reply", [&]() -> tunefleet::Status {
+    if (in->Which() != schema::Envelope::Body::WORKERS_REPLY) {
+      return Internal("coordinator answered workers with another message kind");
+    }
+    for (auto w : in->Envelope().getBody().getWorkersReply().getWorkers()) {
+      WorkerView v;
+      v.id = w.getId();
+      for (auto soc : w.getSocs()) v.socs.emplace_back(soc.cStr());
+      v.slots = w.getSlots();
+      v.busy_slots = w.getBusySlots();
+      v.jobs_completed = w.getJobsCompleted();
+      v.seconds_since_seen = w.getSecondsSinceSeen();
+      v.seconds_connected = w.getSecondsConnected();
+      out.push_back(std::move(v));
+    }
+    return tunefleet::Status::Ok();
+  }));
+  return out;
+}
+
 }  // namespace tunefleet::client

@@ -94,6 +94,15 @@ struct KbImportView {
   std::vector<std::pair<uint32_t, std::string>> refused;  // (position in the request, why)
 };
 
+// A worker as the coordinator sees it (client.capnp WorkerInfo).
+struct WorkerView {
+  std::string id;
+  std::vector<std::string> socs;
+  uint32_t slots = 0, busy_slots = 0;
+  uint64_t jobs_completed = 0;
+  double seconds_since_seen = 0, seconds_connected = 0;
+};
+
 class Client {
  public:
   // Borrows ctx. Connecting is lazy in ZeroMQ: an absent coordinator shows up as a
@@ -116,6 +125,8 @@ class Client {
   Result<KbPage> ExportKb(const std::string& after, uint32_t limit = 0);
   // Merges entries (at most protocol::kKbImportMax) into the knowledge base.
   Result<KbImportView> ImportKb(const std::vector<KbEntry>& entries, bool dry_run, bool skip_refused);
+  // The workers the coordinator knows now, by routing id.
+  Result<std::vector<WorkerView>> ListWorkers();
 
  private:
   zmq::context_t& ctx_;

@@ -352,6 +352,37 @@ int RunLocalLookup(const std::string& data_dir, const std::string& file, const s
   return PrintLookup(*ops, found, json);
 }
 
+// `tunefleet workers`: one line per worker, or JSON.
+int RunWorkers(client::Client& c, bool json) {
+  auto list = c.ListWorkers();
+  if (!list.ok()) return Fail(list.status());
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& w : *list) {
+      out.push_back({{"id", w.id},
+                     {"socs", w.socs},
+                     {"slots", w.slots},
+                     {"busy_slots", w.busy_slots},
+                     {"jobs_completed", w.jobs_completed},
+                     {"seconds_since_seen", w.seconds_since_seen},
+                     {"seconds_connected", w.seconds_connected}});
+    }
+    fmt::print("{}\n", out.dump(2));
+    return kExitOk;
+  }
+  if (list->empty()) {
+    fmt::print("no workers connected (start tunefleet-worker --coordinator WORKER_ENDPOINT)\n");
+    return kExitOk;
+  }
+  fmt::print("{:<20} {:>5} {:>5} {:>10} {:>10} {:>10}  {}\n", "worker", "slots", "busy", "jobs done", "last seen",
+             "connected", "SoCs");
+  for (const auto& w : *list) {
+    fmt::print("{:<20} {:>5} {:>5} {:>10} {:>9.1f}s {:>9.0f}s  {}\n", w.id, w.slots, w.busy_slots, w.jobs_completed,
+               w.seconds_since_seen, w.seconds_connected, fmt::join(w.socs, ","));
+  }
+  return kExitOk;
+}
+
 // NAME.public and NAME.secret (owner-only) in dir; never overwrites a key.
 Status WriteKeyPair(const std::string& dir, const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos) {
@@ -448,8 +479,12 @@ int main(int argc, char** argv) {
   CacheCommands cache_commands;
   AddCacheCommands(app, cache_commands);
 
+  bool workers_json = false;
+  auto* workers = app.add_subcommand("workers", "list the workers a coordinator knows: SoCs, slots, busy slots, jobs done");
+  workers->add_flag("--json", workers_json, "print JSON");
+
   std::string curve_dir;
-  std::vector<CLI::App*> coordinator_cmds{submit, status, cancel, lookup};
+  std::vector<CLI::App*> coordinator_cmds{submit, status, cancel, lookup, workers};
   for (CLI::App* cmd : CoordinatorCommands(cache_commands)) coordinator_cmds.push_back(cmd);
   for (auto* cmd : coordinator_cmds) {
     auto* ep = cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
@@ -561,5 +596,6 @@ int main(int argc, char** argv) {
   }
   if (lookup->parsed()) return RunLookup(c, lookup_file, lookup_soc, lookup_nearest, lookup_json);
   if (CacheParsed(cache_commands)) return RunCacheCommand(cache_commands, catalog, &c);
+  if (workers->parsed()) return RunWorkers(c, workers_json);
   return kExitBadInput;
 }

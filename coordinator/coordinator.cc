@@ -41,6 +41,8 @@ struct WorkerEntry {
   uint32_t slots = 0;
   uint32_t credits = 0;
   TimePoint last_seen;
+  TimePoint registered;
+  uint64_t jobs_completed = 0;
   bool gone = false;  // said Disconnect: dropped at the next liveness check
   std::set<uint64_t> jobs;
 };
@@ -187,6 +189,8 @@ class Coordinator::Impl {
   // --- lifecycle of tasks -------------------------------------------------------
   Status Resume();
   Status ActivateTask(Task& task, const std::vector<StoredResult>& recovered);
+  // Adds the submission's running tasks to runnable_ (dispatch), under its priority.
+  void MakeRunnable(const SubmissionRecord& sub);
   // Queues the best configs of the nearest tuned shapes that are valid here (at most
   // max_seeds) right after the baseline. Returns how many were queued.
   size_t WarmStart(Task& task, size_t max_seeds);
@@ -222,7 +226,7 @@ class Coordinator::Impl {
   void SendJob(const std::string& identity, WorkerEntry& worker, Task& task, JobSpec spec);
   // Serves scheduled submissions first; false when the worker's credit is used up.
   bool DispatchScheduledJob(const std::string& identity, WorkerEntry& worker, Schedule& schedule);
-  bool ServeSubmission(const std::string& identity, WorkerEntry& worker, int32_t priority, uint64_t submission,
+  bool ServeSubmission(const std::string& identity, WorkerEntry& worker, uint64_t submission,
                        std::set<uint64_t>& tasks);
   void FinishSchedule(Schedule& schedule);
   Status RestoreSchedule(const SubmissionRecord& sub);
@@ -244,6 +248,7 @@ class Coordinator::Impl {
   Status HandleCancel(schema::CancelRequest::Reader req, schema::Envelope::Body::Builder reply);
   Status HandleKbExport(schema::KbExportRequest::Reader req, schema::Envelope::Body::Builder reply);
   Status HandleKbImport(schema::KbImportRequest::Reader req, schema::Envelope::Body::Builder reply);
+  Status HandleWorkers(schema::Envelope::Body::Builder reply);
   // kNotFound naming the id for a submission this coordinator never accepted.
   Result<const SubmissionRecord*> FindSubmission(uint64_t id) const;
   // Stops a running task for good: persisted as cancelled, nothing written to the
@@ -292,11 +297,12 @@ class Coordinator::Impl {
   std::unordered_map<uint64_t, Lease> retired_;  // requeued leases by job id, kRetiredLeases at most
   std::deque<uint64_t> retired_order_;
   uint64_t next_job_id_ = 0;
-  // Running tasks to dispatch, by priority (highest first), then by the submission that
-  // created them: a task is added when it starts running (ActivateTask) or a submission
-  // lifts its priority, and dropped when dispatch meets it finished (or at another level).
+  // Running tasks to dispatch, by submission priority (highest first), then by each live
+  // submission waiting on them (a shared task under each of its submissions): filled at
+  // Resume and by each accepted submission; dispatch drops what it finds finished or
+  // cancelled.
   std::map<int32_t, std::map<uint64_t, std::set<uint64_t>>, std::greater<>> runnable_;
-  uint64_t dispatch_submission_cursor_ = 0;  // submission served last; the next one goes next
+  std::map<int32_t, uint64_t> dispatch_submission_cursor_;  // per priority: the submission served last
   std::map<uint64_t, uint64_t> dispatch_task_cursor_;  // per submission served: its task served last
   std::string dispatch_worker_cursor_;  // identity of the worker served last
   TimePoint dispatch_until_;            // end of this turn's dispatch slice
@@ -332,8 +338,19 @@ Status Coordinator::Impl::Resume() {
   }
   for (const auto& [id, sub] : submissions_) TF_RETURN_IF_ERROR(RestoreSchedule(sub));
   for (auto& [id, task] : tasks_) MaybeFinish(task);
+  for (const auto& [id, sub] : submissions_) MakeRunnable(sub);
   UpdateTaskGauges();
   return Status::Ok();
+}
+
+void Coordinator::Impl::MakeRunnable(const SubmissionRecord& sub) {
+  if (sub.cancelled) return;
+  for (uint64_t id : sub.task_ids) {
+    auto t = tasks_.find(id);
+    if (t != tasks_.end() && t->second.rec.state == TaskState::kRunning) {
+      runnable_[sub.priority][sub.submission_id].insert(id);
+    }
+  }
 }
 
 Status Coordinator::Impl::RestoreSchedule(const SubmissionRecord& sub) {
@@ -397,7 +414,6 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   }
   TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
   task.rec.state = TaskState::kRunning;
-  runnable_[task.rec.priority][task.rec.submission_id].insert(task.rec.task_id);
   task.rec.evaluated = 0;
   task.rec.failed_configs = 0;
   task.rec.has_best = false;
@@ -759,6 +775,7 @@ void Coordinator::Impl::FinishSchedule(Schedule& schedule) {
 
 // One job of the schedule's tasks for this worker; false when it has none for it now.
 bool Coordinator::Impl::DispatchScheduledJob(const std::string& identity, WorkerEntry& worker, Schedule& schedule) {
+  std::set<size_t> blocked;  // tasks with nothing now: waiting on their jobs out
   for (;;) {
     // Work already planned (baselines, warm starts, requeued jobs) goes first, and still
     // goes once the shared budget is spent.
@@ -785,17 +802,25 @@ bool Coordinator::Impl::DispatchScheduledJob(const std::string& identity, Worker
       FinishSchedule(schedule);
       return false;
     }
-    size_t i = schedule.scheduler.Next();
+    // Among the tasks this worker can serve now: one on another SoC, or waiting on its
+    // jobs out, is left for later without keeping the worker from the others.
+    const size_t i = schedule.scheduler.Next([&](size_t k) {
+      const Task& t = tasks_.at(schedule.task_ids[k]);
+      return worker.socs.contains(t.rec.key.soc) && !blocked.contains(k);
+    });
+    if (i == schedule.task_ids.size()) return false;
     Task& task = tasks_.at(schedule.task_ids[i]);
-    if (!worker.socs.contains(task.rec.key.soc)) return false;  // another worker will serve it
     uint64_t per_job = ScheduledJobSize(schedule.total, schedule.task_ids.size());
     bool fresh = false;
     std::optional<JobSpec> spec = NextJob(task, std::min(per_job, schedule.total - schedule.planned), &fresh);
     if (!spec) {
-      // A task waiting on its jobs out is not done: leave it in the split and serve
-      // this worker again next turn (marking it exhausted dropped it for good).
-      if (WaitsOnItsJobsOut(task)) return false;
-      schedule.scheduler.MarkExhausted(i);
+      // A task waiting on its jobs out is not done: leave it in the split (marking it
+      // exhausted dropped it for good) and try the others.
+      if (WaitsOnItsJobsOut(task)) {
+        blocked.insert(i);
+      } else {
+        schedule.scheduler.MarkExhausted(i);
+      }
       continue;
     }
     if (fresh) schedule.planned += spec->configs.size();
@@ -804,19 +829,20 @@ bool Coordinator::Impl::DispatchScheduledJob(const std::string& identity, Worker
   }
 }
 
-// One job of the submission's running tasks (`tasks`, ids at `priority`) for this worker:
-// its shared budget's split when it has one, else its tasks round-robin after the one
-// served last. False when none has work for this worker now; then the ids of tasks no
-// longer running at this priority are dropped from `tasks`.
-bool Coordinator::Impl::ServeSubmission(const std::string& identity, WorkerEntry& worker, int32_t priority,
-                                        uint64_t submission, std::set<uint64_t>& tasks) {
-  // The task behind id while it is running at this priority for this submission, else null.
+// One job of the running tasks the submission waits on (`tasks`) for this worker: its
+// shared budget's split when it has one, else its tasks round-robin after the one served
+// last. False when none has work for this worker now; then the ids of tasks no longer
+// running are dropped from `tasks`.
+bool Coordinator::Impl::ServeSubmission(const std::string& identity, WorkerEntry& worker, uint64_t submission,
+                                        std::set<uint64_t>& tasks) {
+  if (auto sub = submissions_.find(submission); sub == submissions_.end() || sub->second.cancelled) {
+    tasks.clear();  // a cancelled submission waits on nothing (its shared tasks run in others' turns)
+    return false;
+  }
+  // The task behind id while it is running, else null.
   auto live = [&](uint64_t id) -> Task* {
     auto t = tasks_.find(id);
-    if (t == tasks_.end()) return nullptr;
-    const TaskRecord& r = t->second.rec;
-    return r.state == TaskState::kRunning && r.priority == priority && r.submission_id == submission ? &t->second
-                                                                                                     : nullptr;
+    return t != tasks_.end() && t->second.rec.state == TaskState::kRunning ? &t->second : nullptr;
   };
   auto stale = [&](uint64_t id) { return live(id) == nullptr; };
   if (auto s = schedules_.find(submission); s != schedules_.end()) {
@@ -869,15 +895,21 @@ void Coordinator::Impl::DispatchOne(const std::string& identity, WorkerEntry& wo
   // submission does not get 1,000 turns to a 1-op one's one.
   for (auto level = runnable_.begin(); level != runnable_.end() && worker.credits > 0 && !SliceSpent();) {
     auto& submissions = level->second;
+    uint64_t& cursor = dispatch_submission_cursor_[level->first];  // the submission served last
     std::set<uint64_t> idle;  // nothing for this worker now
     while (worker.credits > 0 && !SliceSpent() && idle.size() < submissions.size()) {
-      auto it = submissions.upper_bound(dispatch_submission_cursor_);
+      auto it = submissions.upper_bound(cursor);
       for (size_t n = 0; n < submissions.size(); ++n, ++it) {
         if (it == submissions.end()) it = submissions.begin();
         if (!idle.contains(it->first)) break;
       }
-      dispatch_submission_cursor_ = it->first;
-      if (!ServeSubmission(identity, worker, level->first, it->first, it->second)) idle.insert(it->first);
+      // The turn passes only with a job sent: a submission with nothing for this worker
+      // does not take the next one's place.
+      if (ServeSubmission(identity, worker, it->first, it->second)) {
+        cursor = it->first;
+      } else {
+        idle.insert(it->first);
+      }
     }
     for (auto it = submissions.begin(); it != submissions.end();) {
       if (!it->second.empty()) {
@@ -887,6 +919,7 @@ void Coordinator::Impl::DispatchOne(const std::string& identity, WorkerEntry& wo
       dispatch_task_cursor_.erase(it->first);
       it = submissions.erase(it);
     }
+    if (submissions.empty()) dispatch_submission_cursor_.erase(level->first);
     level = submissions.empty() ? runnable_.erase(level) : std::next(level);
   }
 }
@@ -1020,6 +1053,7 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
         w.slots = std::min<uint32_t>(r.getSlots(), 1024);
         w.credits = w.slots;
         w.last_seen = clock_.Now();
+        w.registered = w.last_seen;
         metrics_.worker_registrations.Increment();
         Log(fmt::format("worker {} ready with {} slots", w.id, w.slots));
         workers_[identity] = std::move(w);
@@ -1065,6 +1099,7 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
           if (known != workers_.end() && !job->final_seen) {
             known->second.credits = std::min(known->second.credits + 1, known->second.slots);
             known->second.jobs.erase(r.getJobId());
+            ++known->second.jobs_completed;
           }
           job->final_seen = true;
           if (current) {
@@ -1100,6 +1135,7 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
       case schema::Envelope::Body::CANCEL:
       case schema::Envelope::Body::KB_EXPORT:
       case schema::Envelope::Body::KB_IMPORT:
+      case schema::Envelope::Body::WORKERS:
       case schema::Envelope::Body::LOOKUP: {
         // A client pointed at the worker endpoint: answer, so it does not wait out its
         // timeout wondering whether the coordinator runs.
@@ -1141,10 +1177,11 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
                : which == schema::Envelope::Body::STATUS    ? "status"
                : which == schema::Envelope::Body::CANCEL    ? "cancel"
                : which == schema::Envelope::Body::KB_IMPORT ? "kb_import"
+               : which == schema::Envelope::Body::WORKERS   ? "workers"
                                                             : "invalid";
         return PermissionDenied("this client's CURVE key is a reader's (readers.public): it may look configs up "
-                                "and export them but not submit, cancel, import or ask for status; list it in "
-                                "clients.public for that");
+                                "and export them but not submit, cancel, import or ask for status or workers; list "
+                                "it in clients.public for that");
       }
       switch (body.which()) {
         case schema::Envelope::Body::SUBMIT: kind = "submit"; return HandleSubmit(body.getSubmit(), reply.Body());
@@ -1157,10 +1194,11 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
         case schema::Envelope::Body::KB_IMPORT:
           kind = "kb_import";
           return HandleKbImport(body.getKbImport(), reply.Body());
+        case schema::Envelope::Body::WORKERS: kind = "workers"; return HandleWorkers(reply.Body());
         default:
           return InvalidArgument(
-              "unexpected message kind on the client socket (send submit, status, cancel, lookup, kb_export or "
-              "kb_import)");
+              "unexpected message kind on the client socket (send submit, status, cancel, lookup, kb_export, "
+              "kb_import or workers)");
       }
     });
   }();
@@ -1225,6 +1263,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   TF_ASSIGN_OR_RETURN(sub.submission_id, store_.PeekId("submission"));
   TF_ASSIGN_OR_RETURN(const uint64_t first_task_id, store_.PeekId("task"));
   sub.created_ms = clock_.UnixMillis();
+  sub.priority = req.getPriority();
   for (auto n : names_in) sub.names.emplace_back(n.cStr());
   std::vector<TaskRecord> new_tasks;
   struct Earlier {
@@ -1237,7 +1276,6 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     if (t.rec.state == TaskState::kRunning) running_by_key.emplace(t.key_hash, id);
   }
   std::vector<bool> from_cache;
-  std::vector<uint64_t> raised;  // shared running tasks this submission's priority lifts
   std::map<uint64_t, double> weight_of;  // new task id -> summed weight of its ops
   for (size_t op_index = 0; op_index < keys.size(); ++op_index) {
     const OpKey& key = keys[op_index];
@@ -1262,7 +1300,6 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
       }
     }
     if (running && !req.getForce()) {
-      if (tasks_.at(running).rec.priority < req.getPriority()) raised.push_back(running);
       sub.task_ids.push_back(running);
       in_this_submission[hash] = {running, false};
       from_cache.push_back(false);
@@ -1349,13 +1386,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     return put;
   }
   TF_RETURN_IF_ERROR(RestoreSchedule(sub));
-  // A shared task runs at the highest priority of the submissions waiting on it.
-  for (uint64_t id : raised) {
-    Task& task = tasks_.at(id);
-    task.rec.priority = std::max(task.rec.priority, req.getPriority());
-    runnable_[task.rec.priority][task.rec.submission_id].insert(id);
-    if (Status s = store_.PutTask(task.rec); !s.ok()) fmt::print(stderr, "coordinator: cannot persist a task's priority: {}\n", s.ToString());
-  }
+  MakeRunnable(sub);
   metrics_.submissions.Increment();
   UpdateTaskGauges();
   Log(fmt::format("submission {}: {} ops, {} new tasks", sub.submission_id, keys.size(), new_tasks.size()));
@@ -1575,6 +1606,25 @@ Status Coordinator::Impl::HandleKbImport(schema::KbImportRequest::Reader req,
   for (unsigned i = 0; i < outcome.refused.size(); ++i) {
     refused[i].setIndex(static_cast<uint32_t>(outcome.refused[i].index));
     refused[i].setReason(outcome.refused[i].reason);
+  }
+  return Status::Ok();
+}
+
+Status Coordinator::Impl::HandleWorkers(schema::Envelope::Body::Builder reply) {
+  const TimePoint now = clock_.Now();
+  auto list = reply.initWorkersReply().initWorkers(static_cast<unsigned>(workers_.size()));
+  unsigned i = 0;
+  for (const auto& [identity, w] : workers_) {
+    auto b = list[i++];
+    b.setId(w.id);
+    auto socs = b.initSocs(static_cast<unsigned>(w.socs.size()));
+    unsigned k = 0;
+    for (const std::string& soc : w.socs) socs.set(k++, soc);
+    b.setSlots(w.slots);
+    b.setBusySlots(w.slots - std::min(w.credits, w.slots));
+    b.setJobsCompleted(w.jobs_completed);
+    b.setSecondsSinceSeen(std::chrono::duration<double>(now - w.last_seen).count());
+    b.setSecondsConnected(std::chrono::duration<double>(now - w.registered).count());
   }
   return Status::Ok();
 }

@@ -57,6 +57,7 @@ struct SubmissionRecord {
   std::vector<double> scheduled_weights;
   std::vector<std::string> names;  // per submitted op, as named by the submitter; empty = none
   bool cancelled = false;          // by `tunefleet cancel`: waits on none of its tasks any more
+  int32_t priority = 0;            // dispatch: higher first; its tasks (shared ones too) served in its turns
 };
 
 struct StoredResult {

@@ -187,6 +187,7 @@ std::string EncodeSubmission(const SubmissionRecord& sub) {
   auto names = r.initNames(static_cast<unsigned>(sub.names.size()));
   for (unsigned i = 0; i < sub.names.size(); ++i) names.set(i, sub.names[i]);
   r.setCancelled(sub.cancelled);
+  r.setPriority(sub.priority);
   return ToBytes(b);
 }
 
@@ -476,6 +477,7 @@ Result<std::vector<SubmissionRecord>> Store::LoadSubmissions() const {
           for (double w : r.getScheduledWeights()) sub.scheduled_weights.push_back(w);
           for (auto n : r.getNames()) sub.names.emplace_back(n.cStr());
           sub.cancelled = r.getCancelled();
+          sub.priority = r.getPriority();
           if (sub.scheduled_weights.size() != sub.scheduled_task_ids.size()) {
             return FailedPrecondition("stored submission has mismatched scheduled tasks and weights");
           }

@@ -48,19 +48,25 @@ TaskScheduler::TaskInfo TaskScheduler::InfoFor(const OpKey& key, const SocSpec* 
 
 size_t TaskScheduler::Next() {
   assert(!AllExhausted());
+  const size_t i = Next([](size_t) { return true; });
+  return i == tasks_.size() ? 0 : i;
+}
+
+size_t TaskScheduler::Next(const std::function<bool(size_t)>& eligible) {
+  auto open = [&](size_t i) { return !tasks_[i].exhausted && eligible(i); };
   if (policy_ == Policy::kRoundRobin) {
     for (size_t n = 0; n < tasks_.size(); ++n) {
       size_t i = (round_robin_ + n) % tasks_.size();
-      if (!tasks_[i].exhausted) {
+      if (open(i)) {
         round_robin_ = i + 1;
         return i;
       }
     }
-    return 0;
+    return tasks_.size();
   }
   // Warm-up: a task never served has no estimate; serve it first.
   for (size_t i = 0; i < tasks_.size(); ++i) {
-    if (!tasks_[i].exhausted && !tasks_[i].served) {
+    if (open(i) && !tasks_[i].served) {
       tasks_[i].served = true;
       return i;
     }
@@ -69,7 +75,7 @@ size_t TaskScheduler::Next() {
   double best_gradient = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < tasks_.size(); ++i) {
     // A served task whose first results are still out has no estimate yet: wait for it.
-    if (tasks_[i].exhausted || tasks_[i].history.empty()) continue;
+    if (!open(i) || tasks_[i].history.empty()) continue;
     double g = Gradient(tasks_[i]);  // <= 0: latency reduction per evaluation
     if (g < best_gradient) {         // ties go to the lower index: deterministic
       best_gradient = g;
@@ -80,7 +86,7 @@ size_t TaskScheduler::Next() {
     // Everything is served and nothing has reported yet: fall back to round-robin.
     for (size_t n = 0; n < tasks_.size(); ++n) {
       size_t i = (round_robin_ + n) % tasks_.size();
-      if (!tasks_[i].exhausted) {
+      if (open(i)) {
         round_robin_ = i + 1;
         return i;
       }

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,9 @@ class TaskScheduler {
   // again before any Update() still spread the warm-up over all tasks.
   // Requires at least one task that is not exhausted.
   size_t Next();
+  // The same choice among the tasks `eligible` admits (those a worker can serve now);
+  // size() when none is. Next() is Next with every task eligible.
+  size_t Next(const std::function<bool(size_t)>& eligible);
   // Task i measured `evaluations` more configs; its best latency is now best_us.
   void Update(size_t task, uint64_t evaluations, double best_us);
   // Task i has nothing left to propose: never chosen again.

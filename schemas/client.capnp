@@ -131,3 +131,22 @@ struct KbImportReply {
   kept @2 :UInt32;             # keys whose entry is as fast or faster: left as it was
   refused @3 :List(KbRefusal);
 }
+
+# `tunefleet workers`: the workers the coordinator knows now.
+struct WorkersRequest {
+  unused @0 :Bool;             # no fields yet
+}
+
+struct WorkerInfo {
+  id @0 :Text;                 # what the worker calls itself (--id)
+  socs @1 :List(Text);         # what it can evaluate
+  slots @2 :UInt32;
+  busySlots @3 :UInt32;        # slots running a job now
+  jobsCompleted @4 :UInt64;    # since it registered
+  secondsSinceSeen @5 :Float64;  # since its last message (heartbeats every second)
+  secondsConnected @6 :Float64;  # since it registered
+}
+
+struct WorkersReply {
+  workers @0 :List(WorkerInfo);
+}

@@ -32,5 +32,7 @@ struct Envelope {
     kbExportReply @18 :Client.KbExportReply;
     kbImport @19 :Client.KbImportRequest;
     kbImportReply @20 :Client.KbImportReply;
+    workers @21 :Client.WorkersRequest;
+    workersReply @22 :Client.WorkersReply;
   }
 }

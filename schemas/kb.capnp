@@ -58,6 +58,7 @@ struct SubmissionRecord {
   scheduledWeights @6 :List(Float64);  # their weights, same order
   names @7 :List(Text);        # per submitted op, as the submitter named it (may be empty)
   cancelled @8 :Bool;          # by `tunefleet cancel`: it waits on none of its tasks any more
+  priority @9 :Int32;          # dispatch: higher first; its tasks, shared ones too, are served in its turns
 }
 
 # Column family `results`, key = big-endian task id + big-endian config index.

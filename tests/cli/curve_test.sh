@@ -67,6 +67,11 @@ timeout 30 "$TF" cache export --coordinator "$CL" --curve-dir "$OUT/reader" --ou
 timeout 30 "$TF" cache import "$OUT/kb.jsonl" --coordinator "$CL" --curve-dir "$OUT/reader" 2> "$OUT/err"
 [ $? -eq 2 ] || fail "a reader's import did not exit 2"
 grep -q "PERMISSION_DENIED" "$OUT/err" || fail "reader import: $(cat "$OUT/err")"
+timeout 30 "$TF" workers --coordinator "$CL" --curve-dir "$OUT/reader" > /dev/null 2> "$OUT/err"
+[ $? -eq 2 ] && grep -q "PERMISSION_DENIED" "$OUT/err" || fail "a reader listed the workers: $(cat "$OUT/err")"
+timeout 30 "$TF" workers --coordinator "$CL" --curve-dir "$K" --json > "$OUT/workers.json" \
+  || fail "a client's workers exited $?"
+grep -q '"slots": 2' "$OUT/workers.json" || fail "workers: $(cat "$OUT/workers.json")"
 timeout 30 "$TF" cache import "$OUT/kb.jsonl" --coordinator "$CL" --curve-dir "$K" > /dev/null 2> "$OUT/err" \
   || fail "a client's import exited $?: $(cat "$OUT/err")"
 timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --curve-dir "$OUT/stranger" --timeout-ms 1500 2> "$OUT/err"

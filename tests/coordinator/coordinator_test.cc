@@ -527,8 +527,8 @@ TEST_F(CoordinatorTest, TheKnowledgeBaseIsExportedInPagesAndImportedEntriesAreCh
 }
 
 // A worker serves the highest priority first, lower ones only with what it leaves; a
-// submission that shares a running task lifts the task to its own priority.
-TEST_F(CoordinatorTest, AHigherPrioritySubmissionIsServedFirstAndLiftsATaskItShares) {
+// running task shared by a higher-priority submission is served in that one's turns.
+TEST_F(CoordinatorTest, AHigherPrioritySubmissionIsServedFirstAlsoForATaskItShares) {
   client::Client client(ctx_, options_.client_endpoint);
   auto submit = [&](int64_t m, int32_t priority) {
     client::SubmitSpec spec = RandomSearch(4, 1);
@@ -590,6 +590,110 @@ TEST_F(CoordinatorTest, SubmissionsOfOnePriorityTakeTurnsWhateverTheirSize) {
   EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "done"), 4.0);
   EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "running"), 0.0);
   EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "queued"), 0.0);
+}
+
+// A higher-priority submission with nothing for this worker (its op's SoC is served by no
+// worker) leaves the lower level taking turns: its turn used to pass to one lower
+// submission only, which then got every job until it was done.
+TEST_F(CoordinatorTest, ALevelBelowASubmissionWithNothingForTheWorkerStillTakesTurns) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec elsewhere = RandomSearch(4, 1);
+  elsewhere.ops[0].soc = "Ascend910B4";  // no worker serves it
+  elsewhere.priority = 10;
+  ASSERT_TRUE(client.Submit(elsewhere).ok());
+  std::vector<uint64_t> ids;
+  for (int64_t m : {32, 48, 64}) {
+    client::SubmitSpec spec = RandomSearch(3, 1);
+    spec.ops = {SmallMatmul(m)};
+    auto sub = client.Submit(spec);
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    ids.push_back(sub->task_ids.at(0));
+  }
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  std::vector<uint64_t> order;
+  for (int i = 0; i < 9; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    order.push_back(job->task_id);
+    w.Answer(*job, 40);
+  }
+  EXPECT_EQ(order, (std::vector<uint64_t>{ids[0], ids[1], ids[2], ids[0], ids[1], ids[2], ids[0], ids[1], ids[2]}));
+}
+
+// A submission whose ops are already running for others gets one turn, not one per op:
+// its tasks are served in its own turns, at its own priority.
+TEST_F(CoordinatorTest, ASubmissionOfSharedOpsTakesOneTurnAtItsPriority) {
+  client::Client client(ctx_, options_.client_endpoint);
+  std::vector<OpKey> ops;
+  for (int64_t m : {32, 48, 64, 80}) {
+    client::SubmitSpec spec = RandomSearch(6, 1);
+    spec.ops = {SmallMatmul(m)};
+    ASSERT_TRUE(client.Submit(spec).ok());
+    ops.push_back(SmallMatmul(m));
+  }
+  client::SubmitSpec all = RandomSearch(6, 1);
+  all.ops = ops;
+  all.priority = 10;
+  auto shared = client.Submit(all);
+  ASSERT_TRUE(shared.ok()) << shared.status().ToString();
+  client::SubmitSpec one = RandomSearch(6, 1);
+  one.ops = {SmallMatmul(96)};
+  one.priority = 10;
+  auto single = client.Submit(one);
+  ASSERT_TRUE(single.ok()) << single.status().ToString();
+  const uint64_t alone = single->task_ids.at(0);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  int alone_jobs = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    alone_jobs += job->task_id == alone;
+    w.Answer(*job, 40);
+  }
+  EXPECT_EQ(alone_jobs, 4) << "the 1-op submission gets every other job, as the 4-op one does";
+}
+
+// `tunefleet workers`: each registered worker with its slots, the busy ones and the jobs
+// it completed.
+TEST_F(CoordinatorTest, TheWorkerListShowsSlotsBusySlotsAndCompletedJobs) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker a(ctx_, options_.worker_endpoint, "wa", 2);
+  ScriptedWorker b(ctx_, options_.worker_endpoint, "wb", 3);
+  std::vector<client::WorkerView> list;
+  for (int i = 0; i < 50 && list.size() < 2; ++i) {
+    std::this_thread::sleep_for(20ms);
+    auto got = client.ListWorkers();
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    list = std::move(got).value();
+  }
+  ASSERT_EQ(list.size(), 2u);
+  std::map<std::string, client::WorkerView> by_id;
+  for (auto& w : list) by_id[w.id] = w;
+  EXPECT_EQ(by_id["wa"].slots, 2u);
+  EXPECT_EQ(by_id["wb"].slots, 3u);
+  EXPECT_EQ(by_id["wb"].socs, std::vector<std::string>{"Ascend910B2"});
+  EXPECT_EQ(by_id["wa"].busy_slots + by_id["wb"].busy_slots, 0u);
+
+  ASSERT_TRUE(client.Submit(RandomSearch(1, 1)).ok());
+  std::optional<ReceivedJob> job = a.NextJob(1s);
+  ScriptedWorker* holder = &a;
+  if (!job) {
+    job = b.NextJob(1s);
+    holder = &b;
+  }
+  ASSERT_TRUE(job);
+  const std::string id = holder == &a ? "wa" : "wb";
+  auto busy = client.ListWorkers();
+  ASSERT_TRUE(busy.ok());
+  for (const auto& w : *busy) EXPECT_EQ(w.busy_slots, w.id == id ? 1u : 0u) << w.id;
+  holder->Answer(*job, 40);
+  std::this_thread::sleep_for(200ms);
+  auto after = client.ListWorkers();
+  ASSERT_TRUE(after.ok());
+  for (const auto& w : *after) {
+    EXPECT_EQ(w.busy_slots, 0u) << w.id;
+    EXPECT_EQ(w.jobs_completed, w.id == id ? 1u : 0u) << w.id;
+  }
 }
 
 TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
