@@ -25,15 +25,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-{
-  printf '{"soc": "Ascend910B2", "ops": ['
-  for ((i = 0; i < n; i++)); do
-    ((i)) && printf ','
-    printf '{"name": "op%d", "op": "MatMul", "inputs": [{"shape": [%d, 128], "dtype": "float16"}, {"shape": [128, %d], "dtype": "float16"}]}' \
-      "$i" $((16 * (1 + i % 400))) $((16 * (1 + i / 400)))
-  done
-  printf ']}\n'
-} > "$work/ops.json"
+source bench/matmul_ops.sh
+write_matmul_ops "$n" > "$work/ops.json"
 
 # run COORDINATOR_BINARY: prints jobs per second.
 run() {

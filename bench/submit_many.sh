@@ -18,15 +18,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-{
-  printf '{"soc": "Ascend910B2", "ops": ['
-  for ((i = 0; i < n; i++)); do
-    ((i)) && printf ','
-    printf '{"name": "op%d", "op": "MatMul", "inputs": [{"shape": [%d, 128], "dtype": "float16"}, {"shape": [128, %d], "dtype": "float16"}]}' \
-      "$i" $((16 * (1 + i % 400))) $((16 * (1 + i / 400)))
-  done
-  printf ']}\n'
-} > "$work/ops.json"
+source bench/matmul_ops.sh
+write_matmul_ops "$n" > "$work/ops.json"
 
 "$build/coordinator/tunefleet-coordinator" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' \
   --metrics-port -1 --data-dir "$work/kb" > "$work/coordinator.log" 2>&1 &

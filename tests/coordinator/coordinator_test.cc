@@ -4,6 +4,7 @@
 #include "coordinator/nearest.h"
 #include "tunefleet/common/tuning_problem.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -114,6 +115,20 @@ class ScriptedWorker {
       Answer(*job, 10, !flat);
     }
     return largest;
+  }
+
+  // Takes and answers `jobs` jobs one at a time (latency_us each); their task ids in the
+  // order they came. Fails the test when one does not come.
+  std::vector<uint64_t> ServeInOrder(int jobs, double latency_us = 40) {
+    std::vector<uint64_t> order;
+    for (int i = 0; i < jobs; ++i) {
+      auto job = NextJob();
+      EXPECT_TRUE(job) << "job " << i << " of " << jobs << " did not come";
+      if (!job) break;
+      order.push_back(job->task_id);
+      Answer(*job, latency_us);
+    }
+    return order;
   }
 
   // Heartbeats from the coordinator that NextJob() skipped so far.
@@ -575,13 +590,7 @@ TEST_F(CoordinatorTest, SubmissionsOfOnePriorityTakeTurnsWhateverTheirSize) {
   auto b = client.Submit(small);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
-  std::vector<uint64_t> order;
-  for (int i = 0; i < 10; ++i) {
-    auto job = w.NextJob();
-    ASSERT_TRUE(job);
-    order.push_back(job->task_id);
-    w.Answer(*job, 40);
-  }
+  const std::vector<uint64_t> order = w.ServeInOrder(10);
   const auto& t = a->task_ids;
   const uint64_t s = b->task_ids.at(0);
   EXPECT_EQ(order, (std::vector<uint64_t>{t[0], s, t[1], s, t[2], s, t[0], s, t[1], t[2]}));
@@ -610,14 +619,8 @@ TEST_F(CoordinatorTest, ALevelBelowASubmissionWithNothingForTheWorkerStillTakesT
     ids.push_back(sub->task_ids.at(0));
   }
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
-  std::vector<uint64_t> order;
-  for (int i = 0; i < 9; ++i) {
-    auto job = w.NextJob();
-    ASSERT_TRUE(job);
-    order.push_back(job->task_id);
-    w.Answer(*job, 40);
-  }
-  EXPECT_EQ(order, (std::vector<uint64_t>{ids[0], ids[1], ids[2], ids[0], ids[1], ids[2], ids[0], ids[1], ids[2]}));
+  EXPECT_EQ(w.ServeInOrder(9),
+            (std::vector<uint64_t>{ids[0], ids[1], ids[2], ids[0], ids[1], ids[2], ids[0], ids[1], ids[2]}));
 }
 
 // A submission whose ops are already running for others gets one turn, not one per op:
@@ -643,14 +646,8 @@ TEST_F(CoordinatorTest, ASubmissionOfSharedOpsTakesOneTurnAtItsPriority) {
   ASSERT_TRUE(single.ok()) << single.status().ToString();
   const uint64_t alone = single->task_ids.at(0);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
-  int alone_jobs = 0;
-  for (int i = 0; i < 8; ++i) {
-    auto job = w.NextJob();
-    ASSERT_TRUE(job);
-    alone_jobs += job->task_id == alone;
-    w.Answer(*job, 40);
-  }
-  EXPECT_EQ(alone_jobs, 4) << "the 1-op submission gets every other job, as the 4-op one does";
+  const std::vector<uint64_t> order = w.ServeInOrder(8);
+  EXPECT_EQ(std::count(order.begin(), order.end(), alone), 4) << "the 1-op submission gets every other job, as the 4-op one does";
 }
 
 // `tunefleet workers`: each registered worker with its slots, the busy ones and the jobs

@@ -2,8 +2,6 @@
 // merging in a real RocksDB folder, and the checks every imported entry passes.
 #include "coordinator/kb_transfer.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <limits>
 
@@ -15,6 +13,7 @@
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/soc_spec.h"
 #include "tunefleet/common/wire.h"
+#include "tests/support/scratch_dir.h"
 
 namespace tunefleet::coordinator {
 namespace {
@@ -29,17 +28,8 @@ OpKey Matmul(int64_t m) {
 
 class KbTransferTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tunefleet-kbt-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    store_ = std::move(Store::Open(dir_.string()).value());
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void SetUp() override { store_ = std::move(Store::Open(dir_.Path("kb")).value()); }
+  void TearDown() override { store_.reset(); }
 
   // An entry of Matmul(m) at its default tiling, as a finished task would write it.
   KbEntry Entry(int64_t m, double best_us) const {
@@ -68,7 +58,7 @@ class KbTransferTest : public ::testing::Test {
   }
 
   SocCatalog catalog_ = SocCatalog::Builtin();
-  std::filesystem::path dir_;
+  testing::ScratchDir dir_;
   std::unique_ptr<Store> store_;
 };
 
