@@ -1594,6 +1594,13 @@ Status Coordinator::Impl::HandleKbImport(schema::KbImportRequest::Reader req,
                  return std::optional<ImportCheck>(std::move(check));
                },
                req.getDryRun(), req.getSkipRefused()));
+  if (!req.getDryRun()) {
+    for (const auto& [name, n] : {std::pair{"added", outcome.added}, std::pair{"replaced", outcome.replaced},
+                                  std::pair{"kept", outcome.kept},
+                                  std::pair{"refused", static_cast<uint32_t>(outcome.refused.size())}}) {
+      if (n > 0) metrics_.kb_imported.Add({{"outcome", name}}).Increment(n);
+    }
+  }
   if (!req.getDryRun() && outcome.added + outcome.replaced > 0) {
     metrics_.kb_entries.Set(static_cast<double>(store_.KbSizeEstimate()));
     Log(fmt::format("imported {} new and {} faster knowledge-base entries", outcome.added, outcome.replaced));

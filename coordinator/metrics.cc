@@ -21,6 +21,11 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       failed_evaluations(BuildCounter().Name("tunefleet_failed_evaluations_total").Help("Config evaluations that failed").Register(r).Add({})),
       duplicate_results(BuildCounter().Name("tunefleet_duplicate_results_total").Help("Results dropped because (task, config) was already recorded").Register(r).Add({})),
       rejected_results(BuildCounter().Name("tunefleet_rejected_results_total").Help("Worker results refused, by reason").Register(r)),
+      kb_imported(BuildCounter()
+                      .Name("tunefleet_kb_imported_entries_total")
+                      .Help("Entries of `cache import` requests written (added, replaced), left out because the "
+                            "stored one is as fast (kept), or refused; dry runs not counted")
+                      .Register(r)),
       results_not_leased(rejected_results.Add({{"reason", "not_leased"}})),
       results_not_in_job(rejected_results.Add({{"reason", "not_in_job"}})),
       invalid_latencies(rejected_results.Add({{"reason", "invalid_latency"}})),

@@ -29,6 +29,7 @@ struct CoordinatorMetrics {
   prometheus::Counter& failed_evaluations;
   prometheus::Counter& duplicate_results;
   prometheus::Family<prometheus::Counter>& rejected_results;  // {reason}
+  prometheus::Family<prometheus::Counter>& kb_imported;       // {outcome}: added, replaced, kept, refused
   prometheus::Counter& results_not_leased;  // from a peer that never held the job
   prometheus::Counter& results_not_in_job;  // a config the job did not ask for
   prometheus::Counter& invalid_latencies;   // ok with a latency <= 0 or not finite: recorded failed

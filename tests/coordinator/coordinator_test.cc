@@ -539,6 +539,12 @@ TEST_F(CoordinatorTest, TheKnowledgeBaseIsExportedInPagesAndImportedEntriesAreCh
   EXPECT_EQ(too_many.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(too_many.status().message().find("send them in parts"), std::string::npos);
   EXPECT_EQ(LabeledHistogramCount(registry_, "tunefleet_client_request_duration_seconds", "kind", "kb_import"), 5.0);
+  // Real imports only: the refused all-or-nothing request (1), the merge (1 replaced, 1
+  // kept, 1 refused) and the fresh entry (1 added).
+  EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_kb_imported_entries_total", "outcome", "added"), 1.0);
+  EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_kb_imported_entries_total", "outcome", "replaced"), 1.0);
+  EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_kb_imported_entries_total", "outcome", "kept"), 1.0);
+  EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_kb_imported_entries_total", "outcome", "refused"), 2.0);
 }
 
 // A worker serves the highest priority first, lower ones only with what it leaves; a
