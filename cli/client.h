@@ -72,6 +72,7 @@ struct TaskView {
 struct StatusView {
   uint64_t submission_id = 0;
   bool done = false;
+  int32_t priority = 0;
   std::vector<TaskView> tasks;
 };
 

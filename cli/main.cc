@@ -196,6 +196,7 @@ int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
   if (json) {
     fmt::print("{}\n", nlohmann::json{{"submission_id", st.submission_id},
                                       {"state", SubmissionState(st)},
+                                      {"priority", st.priority},
                                       {"done", st.done},
                                       {"tasks", out}}
                            .dump(2));
@@ -586,8 +587,9 @@ int main(int argc, char** argv) {
     }
     if (!status_json && (!st->done || SubmissionState(*st) == "cancelled")) {
       const std::string state = SubmissionState(*st);
-      fmt::print("submission {}: {}\n", st->submission_id,
-                 state == "queued" ? "queued (no worker serving its SoC has taken a job yet)" : state);
+      fmt::print("submission {}: {}{}\n", st->submission_id,
+                 state == "queued" ? "queued (no worker serving its SoC has taken a job yet)" : state,
+                 st->priority != 0 ? fmt::format(" (priority {})", st->priority) : "");
     }
     std::vector<NamedOp> none;
     std::vector<bool> cached;

@@ -42,6 +42,7 @@ struct WorkerEntry {
   uint32_t credits = 0;
   TimePoint last_seen;
   TimePoint registered;
+  uint64_t registration = 0;  // which WorkerReady of this routing id: jobs and credits belong to one
   uint64_t jobs_completed = 0;
   bool gone = false;  // said Disconnect: dropped at the next liveness check
   std::set<uint64_t> jobs;
@@ -60,6 +61,7 @@ struct Lease {
   uint64_t task_id = 0;
   JobSpec spec;
   std::string worker;  // identity
+  uint64_t registration = 0;  // the worker's registration it was sent to
   TimePoint dispatched;
   TimePoint deadline;
   bool final_seen = false;  // once retired: its worker's credit came back
@@ -234,6 +236,10 @@ class Coordinator::Impl {
   void DispatchOne(const std::string& identity, WorkerEntry& worker);
   bool SliceSpent() const { return clock_.Now() >= dispatch_until_; }
   void CheckLiveness();
+  // Ends the running tasks whose time or patience is spent, once a heartbeat interval:
+  // NextJob notices it only for tasks a slot reaches, and under priorities a lower
+  // level's task may wait long for one.
+  void EndSpentTasks();
   void UpdateTaskGauges();
   // Running, but no job of it was ever sent: reported as queued.
   static bool IsWaiting(const Task& task) {
@@ -297,6 +303,7 @@ class Coordinator::Impl {
   std::unordered_map<uint64_t, Lease> retired_;  // requeued leases by job id, kRetiredLeases at most
   std::deque<uint64_t> retired_order_;
   uint64_t next_job_id_ = 0;
+  uint64_t registrations_ = 0;  // WorkerReady messages accepted
   // Running tasks to dispatch, by submission priority (highest first), then by each live
   // submission waiting on them (a shared task under each of its submissions): filled at
   // Resume and by each accepted submission; dispatch drops what it finds finished or
@@ -338,7 +345,17 @@ Status Coordinator::Impl::Resume() {
   }
   for (const auto& [id, sub] : submissions_) TF_RETURN_IF_ERROR(RestoreSchedule(sub));
   for (auto& [id, task] : tasks_) MaybeFinish(task);
-  for (const auto& [id, sub] : submissions_) MakeRunnable(sub);
+  // Records written before submissions kept their priority have 0; the tasks they created
+  // carry it (the lowest of them: a task another submission shared may have been raised).
+  std::map<uint64_t, int32_t> created_priority;
+  for (const auto& [id, task] : tasks_) {
+    auto [it, fresh] = created_priority.emplace(task.rec.submission_id, task.rec.priority);
+    if (!fresh) it->second = std::min(it->second, task.rec.priority);
+  }
+  for (auto& [id, sub] : submissions_) {
+    if (auto p = created_priority.find(id); sub.priority == 0 && p != created_priority.end()) sub.priority = p->second;
+    MakeRunnable(sub);
+  }
   UpdateTaskGauges();
   return Status::Ok();
 }
@@ -728,6 +745,7 @@ void Coordinator::Impl::SendJob(const std::string& identity, WorkerEntry& worker
   lease.task_id = task.rec.task_id;
   lease.spec = std::move(spec);
   lease.worker = identity;
+  lease.registration = worker.registration;
   lease.dispatched = clock_.Now();
   if (task.rec.started_ms == 0) {
     task.rec.started_ms = clock_.UnixMillis();
@@ -892,23 +910,32 @@ void Coordinator::Impl::DispatchOne(const std::string& identity, WorkerEntry& wo
   // A level is served only with the slots the higher ones cannot use now (another SoC, a
   // learning strategy waiting on its results, a spent budget), so no slot idles. Within
   // it, submissions take turns one job at a time, after the one served last: a 1,000-op
-  // submission does not get 1,000 turns to a 1-op one's one.
-  for (auto level = runnable_.begin(); level != runnable_.end() && worker.credits > 0 && !SliceSpent();) {
+  // submission does not get 1,000 turns to a 1-op one's one. The turn's time slice is
+  // looked at after each job sent (planning is what takes time), so a turn always sends
+  // one when it can.
+  bool out_of_time = false;
+  for (auto level = runnable_.begin(); level != runnable_.end() && worker.credits > 0 && !out_of_time;) {
     auto& submissions = level->second;
     uint64_t& cursor = dispatch_submission_cursor_[level->first];  // the submission served last
     std::set<uint64_t> idle;  // nothing for this worker now
-    while (worker.credits > 0 && !SliceSpent() && idle.size() < submissions.size()) {
+    // Rounds over the level in turn order, after the cursor, one job per submission and
+    // each submission tried at most once a round: O(submissions) when nothing is left
+    // for this worker (restarting from the cursor for each pick was quadratic).
+    for (bool sent = true; sent && worker.credits > 0 && !out_of_time;) {
+      sent = false;
       auto it = submissions.upper_bound(cursor);
-      for (size_t n = 0; n < submissions.size(); ++n, ++it) {
+      for (size_t n = 0; n < submissions.size() && worker.credits > 0 && !out_of_time; ++n, ++it) {
         if (it == submissions.end()) it = submissions.begin();
-        if (!idle.contains(it->first)) break;
-      }
-      // The turn passes only with a job sent: a submission with nothing for this worker
-      // does not take the next one's place.
-      if (ServeSubmission(identity, worker, it->first, it->second)) {
-        cursor = it->first;
-      } else {
-        idle.insert(it->first);
+        if (idle.contains(it->first)) continue;
+        // The turn passes only with a job sent: a submission with nothing for this
+        // worker does not take the next one's place.
+        if (ServeSubmission(identity, worker, it->first, it->second)) {
+          cursor = it->first;
+          sent = true;
+          out_of_time = SliceSpent();
+        } else {
+          idle.insert(it->first);
+        }
       }
     }
     for (auto it = submissions.begin(); it != submissions.end();) {
@@ -1054,6 +1081,7 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
         w.credits = w.slots;
         w.last_seen = clock_.Now();
         w.registered = w.last_seen;
+        w.registration = ++registrations_;
         metrics_.worker_registrations.Increment();
         Log(fmt::format("worker {} ready with {} slots", w.id, w.slots));
         workers_[identity] = std::move(w);
@@ -1096,7 +1124,9 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
         }
         if (r.getFinal()) {
           // The job's slot is free again: one credit back, once per job.
-          if (known != workers_.end() && !job->final_seen) {
+          // Only for a job of this registration: a late final of a job handed to the
+          // worker before it registered again would give it a slot it does not have.
+          if (known != workers_.end() && !job->final_seen && job->registration == known->second.registration) {
             known->second.credits = std::min(known->second.credits + 1, known->second.slots);
             known->second.jobs.erase(r.getJobId());
             ++known->second.jobs_completed;
@@ -1452,6 +1482,7 @@ Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
   const SubmissionRecord& sub = *found;
   auto out = reply.initStatusReply();
   out.setSubmissionId(sub.submission_id);
+  out.setPriority(sub.priority);
   auto list = out.initTasks(static_cast<unsigned>(sub.task_ids.size()));
   bool done = true;
   for (unsigned i = 0; i < sub.task_ids.size(); ++i) {
@@ -1594,11 +1625,13 @@ Status Coordinator::Impl::HandleKbImport(schema::KbImportRequest::Reader req,
                  return std::optional<ImportCheck>(std::move(check));
                },
                req.getDryRun(), req.getSkipRefused()));
+  // Refusals count also from a dry run: the CLI's all-or-nothing check is one, and the
+  // real request never comes.
+  metrics_.kb_imported.Add({{"outcome", "refused"}}).Increment(static_cast<double>(outcome.refused.size()));
   if (!req.getDryRun()) {
     for (const auto& [name, n] : {std::pair{"added", outcome.added}, std::pair{"replaced", outcome.replaced},
-                                  std::pair{"kept", outcome.kept},
-                                  std::pair{"refused", static_cast<uint32_t>(outcome.refused.size())}}) {
-      if (n > 0) metrics_.kb_imported.Add({{"outcome", name}}).Increment(n);
+                                  std::pair{"kept", outcome.kept}}) {
+      metrics_.kb_imported.Add({{"outcome", name}}).Increment(n);
     }
   }
   if (!req.getDryRun() && outcome.added + outcome.replaced > 0) {
@@ -1666,6 +1699,7 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
         SendToWorker(identity, hb);
       }
       next_heartbeat_ = now + options_.heartbeat_interval;
+      EndSpentTasks();
       const Store::DbStats db = store_.Stats();
       metrics_.rocksdb_sst_bytes.Set(static_cast<double>(db.sst_bytes));
       metrics_.rocksdb_memtable_bytes.Set(static_cast<double>(db.memtable_bytes));
@@ -1679,6 +1713,23 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
     Dispatch();
   }
   return Status::Ok();
+}
+
+void Coordinator::Impl::EndSpentTasks() {
+  for (auto& [priority, submissions] : runnable_) {
+    for (auto& [submission, ids] : submissions) {
+      for (uint64_t id : ids) {
+        auto t = tasks_.find(id);
+        if (t == tasks_.end()) continue;
+        Task& task = t->second;
+        if (task.rec.state != TaskState::kRunning || task.strategy_done) continue;
+        if (!task.rec.budget_seconds && !task.rec.patience) continue;
+        if (!OutOfPatienceOrTime(task)) continue;
+        task.strategy_done = true;
+        MaybeFinish(task);
+      }
+    }
+  }
 }
 
 // ----------------------------------------------------------------------------------

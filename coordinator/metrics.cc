@@ -23,8 +23,9 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       rejected_results(BuildCounter().Name("tunefleet_rejected_results_total").Help("Worker results refused, by reason").Register(r)),
       kb_imported(BuildCounter()
                       .Name("tunefleet_kb_imported_entries_total")
-                      .Help("Entries of `cache import` requests written (added, replaced), left out because the "
-                            "stored one is as fast (kept), or refused; dry runs not counted")
+                      .Help("Entries of `cache import` requests written (added, replaced) or left out because the "
+                            "stored one is as fast (kept), dry runs not counted; and refused, dry runs counted (the "
+                            "CLI's all-or-nothing check is one)")
                       .Register(r)),
       results_not_leased(rejected_results.Add({{"reason", "not_leased"}})),
       results_not_in_job(rejected_results.Add({{"reason", "not_in_job"}})),
@@ -48,7 +49,10 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
           {}, prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60})),
       planning(BuildHistogram().Name("tunefleet_planning_seconds").Help("Time a strategy took to plan one job (the coordinator loop waits on it)").Register(r).Add(
           {}, prometheus::Histogram::BucketBoundaries{0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5})),
-      task_best_improvement(BuildGauge().Name("tunefleet_task_best_improvement_ratio").Help("Baseline over best latency of each running task").Register(r)) {}
+      task_best_improvement(BuildGauge().Name("tunefleet_task_best_improvement_ratio").Help("Baseline over best latency of each running task").Register(r)) {
+  // At 0 from the start, so the dashboard shows 0 rather than no data before an import.
+  for (const char* outcome : {"added", "replaced", "kept", "refused"}) kb_imported.Add({{"outcome", outcome}});
+}
 
 prometheus::Histogram& CoordinatorMetrics::RequestDuration(const std::string& kind) {
   // A lookup of keys in the knowledge base takes microseconds, a 10,000-op submission a

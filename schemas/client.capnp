@@ -76,6 +76,7 @@ struct StatusReply {
   submissionId @0 :UInt64;
   tasks @1 :List(TaskStatus);
   done @2 :Bool;
+  priority @3 :Int32;          # as submitted
 }
 
 struct LookupRequest {

@@ -45,6 +45,15 @@ grep -q "cancelled before a config succeeded (0 evaluated, 0 failed)" "$OUT/canc
 rc=$?
 [ $rc -eq 2 ] || fail "cancel of an unknown submission exited $rc, not 2"
 grep -qF "no submission 999" "$OUT/cancel.err" || fail "cancel 999: $(cat "$OUT/cancel.err")"
+# A submission's priority is shown back by status; one out of range is bad input.
+sub=$("$TF" submit "$OPS" --coordinator "$CL" --budget 50 --force --priority 7 | sed -n 's/^submission //p')
+[ -n "$sub" ] || fail "submit --priority 7 printed no submission id"
+"$TF" status "$sub" --coordinator "$CL" --json > "$OUT/priority.json"
+grep -q '"priority": 7' "$OUT/priority.json" || fail "status does not show the priority: $(head -c 300 "$OUT/priority.json")"
+"$TF" status "$sub" --coordinator "$CL" | grep -q "^submission $sub: .*(priority 7)$" || fail "status text shows no priority"
+"$TF" cancel "$sub" --coordinator "$CL" > /dev/null || fail "cancel of the priority-7 submission exited $?"
+"$TF" submit "$OPS" --coordinator "$CL" --priority 5000 > /dev/null 2>&1
+[ $? -eq 2 ] || fail "--priority 5000 was not refused with exit 2"
 # A stall limit an idle loop (one turn per 20 ms) would trip is refused, as bad input.
 "$BUILD/coordinator/tunefleet-coordinator" --loop-stall-limit-ms 20 --metrics-port -1 --data-dir "$OUT/never" \
   > /dev/null 2> "$OUT/limit.err"

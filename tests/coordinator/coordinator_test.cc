@@ -67,6 +67,16 @@ class ScriptedWorker {
     EXPECT_TRUE(transport::Send(socket_, msg).ok());
   }
 
+  // Registers again on the same routing id, as a worker that lost the coordinator does.
+  void Reregister(uint32_t slots = 1) {
+    wire::Outgoing msg;
+    auto ready = msg.Body().initWorkerReady();
+    ready.setWorkerId("again");
+    ready.setSlots(slots);
+    ready.initSocs(1).set(0, "Ascend910B2");
+    EXPECT_TRUE(transport::Send(socket_, msg).ok());
+  }
+
   void Heartbeat() {
     wire::Outgoing msg;
     msg.Body().initHeartbeat();
@@ -539,12 +549,13 @@ TEST_F(CoordinatorTest, TheKnowledgeBaseIsExportedInPagesAndImportedEntriesAreCh
   EXPECT_EQ(too_many.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(too_many.status().message().find("send them in parts"), std::string::npos);
   EXPECT_EQ(LabeledHistogramCount(registry_, "tunefleet_client_request_duration_seconds", "kind", "kb_import"), 5.0);
-  // Real imports only: the refused all-or-nothing request (1), the merge (1 replaced, 1
-  // kept, 1 refused) and the fresh entry (1 added).
+  // Written or kept: real imports only, the merge (1 replaced, 1 kept) and the fresh entry
+  // (1 added). Refused: every request, the dry run's too (the all-or-nothing request, the
+  // dry run and the merge: 1 each).
   EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_kb_imported_entries_total", "outcome", "added"), 1.0);
   EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_kb_imported_entries_total", "outcome", "replaced"), 1.0);
   EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_kb_imported_entries_total", "outcome", "kept"), 1.0);
-  EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_kb_imported_entries_total", "outcome", "refused"), 2.0);
+  EXPECT_EQ(LabeledCounterValue(registry_, "tunefleet_kb_imported_entries_total", "outcome", "refused"), 3.0);
 }
 
 // A worker serves the highest priority first, lower ones only with what it leaves; a
@@ -654,6 +665,88 @@ TEST_F(CoordinatorTest, ASubmissionOfSharedOpsTakesOneTurnAtItsPriority) {
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
   const std::vector<uint64_t> order = w.ServeInOrder(8);
   EXPECT_EQ(std::count(order.begin(), order.end(), alone), 4) << "the 1-op submission gets every other job, as the 4-op one does";
+}
+
+// A lower-priority task whose time budget runs out ends although higher-priority work
+// keeps every slot busy: the end of a time budget used to be noticed only when a slot
+// reached the task's level.
+TEST_F(CoordinatorTest, ALowerPriorityTaskWhoseTimeIsSpentEndsWhileHigherWorkRuns) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec low = RandomSearch(1000, 1);
+  low.budget_seconds = 2;
+  auto l = client.Submit(low);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  auto first = w.NextJob();
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->task_id, l->task_ids.at(0));
+  client::SubmitSpec high = RandomSearch(1000, 1);
+  high.ops = {SmallMatmul(64)};
+  high.priority = 5;
+  auto h = client.Submit(high);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  std::this_thread::sleep_for(100ms);
+  w.Answer(*first, 40);
+  for (int i = 0; i < 6; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->task_id, h->task_ids.at(0)) << "job " << i;
+    clock_.Advance(1000ms);
+    w.Answer(*job, 40);
+  }
+  std::this_thread::sleep_for(200ms);
+  auto st = client.GetStatus(l->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done) << "its 2 s were spent 4 s ago";
+  EXPECT_EQ(st->tasks[0].evaluated, 1u);
+}
+
+// Submission records written before they kept their priority read 0: the tasks they
+// created carry it, and a restarted coordinator serves them at it.
+TEST_F(CoordinatorTest, ASubmissionFromBeforePrioritiesWereKeptIsServedAtItsTasksPriority) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec urgent = RandomSearch(3, 1);
+  urgent.priority = 7;
+  auto u = client.Submit(urgent);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  client::SubmitSpec plain = RandomSearch(3, 1);
+  plain.ops = {SmallMatmul(48)};
+  auto p = client.Submit(plain);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  StopCoordinator();
+  auto subs = store_->LoadSubmissions();
+  ASSERT_TRUE(subs.ok()) << subs.status().ToString();
+  for (SubmissionRecord sub : *subs) {
+    if (sub.submission_id != u->submission_id) continue;
+    sub.priority = 0;  // as the build before wrote it
+    ASSERT_TRUE(store_->PutSubmission(sub, {}).ok());
+  }
+  Restart();
+  client::Client again(ctx_, options_.client_endpoint);
+  auto st = again.GetStatus(u->submission_id);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->priority, 7);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  const uint64_t ut = u->task_ids.at(0), pt = p->task_ids.at(0);
+  EXPECT_EQ(w.ServeInOrder(6), (std::vector<uint64_t>{ut, ut, ut, pt, pt, pt}));
+}
+
+// A worker that registers again gets its slots back once: the late end of a job sent to
+// its earlier registration (requeued when it registered) gives back no slot, or it would
+// be sent more jobs than it has slots.
+TEST_F(CoordinatorTest, ALateJobOfAnEarlierRegistrationGivesBackNoSlot) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ASSERT_TRUE(client.Submit(RandomSearch(6, 1)).ok());
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  auto old_job = w.NextJob();
+  ASSERT_TRUE(old_job);
+  w.Reregister();
+  auto requeued = w.NextJob();
+  ASSERT_TRUE(requeued) << "the new registration's one slot takes the requeued job";
+  w.Answer(*old_job, 40);
+  EXPECT_FALSE(w.NextJob(500ms)) << "a second job while the one slot still runs the requeued copy";
+  w.Answer(*requeued, 40);
+  EXPECT_TRUE(w.NextJob(2s)) << "the slot is free again";
 }
 
 // `tunefleet workers`: each registered worker with its slots, the busy ones and the jobs
