@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -177,11 +178,27 @@ Result<ParsedFile> ReadExportFile(const std::string& path) {
   for (size_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j;
+    // A field given twice would silently keep its last value: refused, naming it.
+    std::vector<std::set<std::string>> keys;  // per open object
+    std::string twice;
+    auto no_duplicates = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed_value) {
+      if (event == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
+      if (event == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+      if (event == nlohmann::json::parse_event_t::key && !keys.empty() &&
+          !keys.back().insert(parsed_value.get<std::string>()).second && twice.empty()) {
+        twice = parsed_value.get<std::string>();
+      }
+      return true;
+    };
     try {
-      j = nlohmann::json::parse(line);
+      j = nlohmann::json::parse(line, no_duplicates);
     } catch (const nlohmann::json::exception& e) {
       parsed.errors.emplace_back(
           n, fmt::format("not valid JSON ({}); one entry per line, as `cache export` writes", e.what()));
+      continue;
+    }
+    if (!twice.empty()) {
+      parsed.errors.emplace_back(n, "field '" + twice + "' is given twice; keep one");
       continue;
     }
     auto e = KbEntryFromJson(j);

@@ -423,7 +423,23 @@ Status WriteKeyPair(const std::string& dir, const std::string& name) {
 }  // namespace
 }  // namespace tunefleet::cli
 
+namespace {
+int Run(int argc, char** argv);
+}  // namespace
+
 int main(int argc, char** argv) {
+  const int rc = Run(argc, argv);
+  // What was printed must have arrived: a full disk or a closed pipe on standard output
+  // is a failure, not a silent success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "tunefleet: writing standard output failed: %s\n", std::strerror(errno));
+    return rc == 0 ? tunefleet::kExitFailure : rc;
+  }
+  return rc;
+}
+
+namespace {
+int Run(int argc, char** argv) {
   tunefleet::BlockTerminationSignals();
   using namespace tunefleet;
   using namespace tunefleet::cli;
@@ -601,3 +617,4 @@ int main(int argc, char** argv) {
   if (workers->parsed()) return RunWorkers(c, workers_json);
   return kExitBadInput;
 }
+}  // namespace

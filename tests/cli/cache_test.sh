@@ -108,4 +108,13 @@ sed 's/"best_latency_us":750[.0-9]*/"best_latency_us":1/' "$OUT/r.jsonl" > "$OUT
 "$TF" cache import "$OUT/r.jsonl" --data-dir "$OUT/r2" --replay-cache "$OUT/toy_cache.json" > "$OUT/r2.out" \
   || fail "replayed entry with its cache exited $?"
 grep -q ": 1 added" "$OUT/r2.out" || fail "replayed import: $(cat "$OUT/r2.out")"
+# A field given twice in a line is refused, not read as its last value.
+head -1 "$OUT/a.jsonl" | sed 's/^{/{"strategy":"x",/' > "$OUT/twice.jsonl"
+"$TF" cache import "$OUT/twice.jsonl" --data-dir "$OUT/a" > /dev/null 2> "$OUT/err"
+[ $? -eq 2 ] && grep -q "twice.jsonl:1: field 'strategy' is given twice" "$OUT/err" || fail "a field twice: $(cat "$OUT/err")"
+# Output that cannot be written is a failure (it used to exit 0 with nothing shown).
+if [ -w /dev/full ]; then
+  "$TF" cache stats --data-dir "$OUT/a" > /dev/full 2> "$OUT/err"
+  [ $? -eq 1 ] && grep -q "writing standard output failed" "$OUT/err" || fail "stats to a full disk: $(cat "$OUT/err")"
+fi
 echo "cache_cli: ok ($n entries)"
