@@ -16,30 +16,16 @@ n=${1:-5000}
 budget=${2:-8}
 other=${3:-}
 rounds=${4:-3}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-source bench/matmul_ops.sh
+source bench/lib.sh
+bench_scratch
 write_matmul_ops "$n" > "$work/ops.json"
 
 # run COORDINATOR_BINARY: prints jobs per second.
 run() {
   local bin=$1 dir
   dir=$(mktemp -d -p "$work")
-  "$bin" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' --metrics-port -1 --no-sync -v \
-    --data-dir "$dir/kb" > "$dir/coordinator.log" 2> "$dir/coordinator.err" &
-  local cpid=$!
-  pids+=("$cpid")
-  for _ in $(seq 100); do grep -q ready "$dir/coordinator.log" && break; sleep 0.1; done
-  local client worker
-  client=$(sed -n 's/.*ready client=\([^ ]*\).*/\1/p' "$dir/coordinator.log")
-  worker=$(sed -n 's/.*worker=\([^ ]*\).*/\1/p' "$dir/coordinator.log")
+  start_coordinator "$bin" "$dir" --no-sync -v
+  local cpid=$coordinator_pid
   "$build/worker/tunefleet-worker" --coordinator "$worker" --slots 8 --evaluator fixed > /dev/null 2>&1 &
   local wpid=$!
   pids+=("$wpid")

@@ -7,24 +7,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${TUNEFLEET_BUILD_DIR:-build}
 n=${1:-2000}
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source bench/lib.sh
+bench_scratch
 
 mkdir "$work/socs"
 sed 's/Ascend910B2/Extra910/g' common/soc/Ascend910B2.ini > "$work/socs/Extra910.ini"
-"$build/coordinator/tunefleet-coordinator" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' \
-  --metrics-port -1 --no-sync --soc-dir "$work/socs" --data-dir "$work/kb" > "$work/coordinator.log" 2>&1 &
-cpid=$!
-pids+=("$cpid")
-for _ in $(seq 100); do grep -q ready "$work/coordinator.log" && break; sleep 0.1; done
-client=$(sed -n 's/.*ready client=\([^ ]*\).*/\1/p' "$work/coordinator.log")
-worker=$(sed -n 's/.*worker=\([^ ]*\).*/\1/p' "$work/coordinator.log")
+start_coordinator "$build/coordinator/tunefleet-coordinator" "$work" --no-sync --soc-dir "$work/socs"
+cpid=$coordinator_pid
 for ((i = 1; i <= n; i++)); do
   echo "{\"soc\": \"Extra910\", \"ops\": [{\"op\": \"MatMul\", \"inputs\": [{\"shape\": [$((16 * i)), 128]}, {\"shape\": [128, 64]}]}]}" \
     > "$work/op.json"

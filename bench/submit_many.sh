@@ -10,29 +10,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${TUNEFLEET_BUILD_DIR:-build}
 n=${1:-10000}
-work=$(mktemp -d)
-coordinator_pid=""
-cleanup() {
-  [[ -n $coordinator_pid ]] && kill "$coordinator_pid" 2>/dev/null && wait "$coordinator_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-source bench/matmul_ops.sh
+source bench/lib.sh
+bench_scratch
 write_matmul_ops "$n" > "$work/ops.json"
-
-"$build/coordinator/tunefleet-coordinator" --client-bind 'tcp://127.0.0.1:*' --worker-bind 'tcp://127.0.0.1:*' \
-  --metrics-port -1 --data-dir "$work/kb" > "$work/coordinator.log" 2>&1 &
-coordinator_pid=$!
-for _ in $(seq 100); do grep -q ready "$work/coordinator.log" && break; sleep 0.1; done
-endpoint=$(sed -n 's/.*ready client=\([^ ]*\).*/\1/p' "$work/coordinator.log")
-[[ -n $endpoint ]] || { cat "$work/coordinator.log" >&2; exit 1; }
+start_coordinator "$build/coordinator/tunefleet-coordinator" "$work"
 
 anchor_s=10
 echo "submission of $n ops | seconds to the reply | ratio to the ${anchor_s} s client timeout"
 for budget in 51 52 53; do
   start=$(date +%s.%N)
-  "$build/cli/tunefleet" submit "$work/ops.json" --coordinator "$endpoint" --budget "$budget" --timeout-ms 600000 > /dev/null
+  "$build/cli/tunefleet" submit "$work/ops.json" --coordinator "$client" --budget "$budget" --timeout-ms 600000 > /dev/null
   end=$(date +%s.%N)
   awk -v s="$start" -v e="$end" -v b="$budget" -v a="$anchor_s" \
     'BEGIN { printf "budget %d | %.2f | %.3f\n", b, e - s, (e - s) / a }'

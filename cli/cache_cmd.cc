@@ -338,14 +338,6 @@ int RunStats(const CacheCommands& f, const Backend& b) {
   return kExitOk;
 }
 
-// An empty (or missing) folder, or one holding a RocksDB database: never a folder of
-// other files, where an import would scatter a database among them.
-bool LooksLikeKnowledgeBase(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec) || std::filesystem::is_empty(dir, ec)) return true;
-  return std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec);
-}
-
 }  // namespace
 
 void AddCacheCommands(CLI::App& app, CacheCommands& f) {
@@ -391,7 +383,7 @@ int RunCacheCommand(const CacheCommands& f, const SocCatalog& catalog, client::C
     // A dry run and the reads see the folder as it is now, also while a coordinator or
     // `tune` holds it; a real import needs it to itself.
     const bool writes = f.import_cmd->parsed() && !f.dry_run;
-    if (writes && !LooksLikeKnowledgeBase(f.data_dir)) {
+    if (writes && !coordinator::Store::IsEmptyOrDatabase(f.data_dir)) {
       return Fail(InvalidArgument(f.data_dir + " holds files but no knowledge base: import into an empty folder or "
                                   "one `tunefleet tune` or a coordinator wrote"));
     }

@@ -126,6 +126,21 @@ struct Schedule {
   bool finished = false;
 };
 
+// A client request's kind as the metrics label it (tunefleet_client_requests_total{kind});
+// "invalid" for a message that is not a client request.
+const char* RequestKind(schema::Envelope::Body::Which which) {
+  switch (which) {
+    case schema::Envelope::Body::SUBMIT: return "submit";
+    case schema::Envelope::Body::STATUS: return "status";
+    case schema::Envelope::Body::LOOKUP: return "lookup";
+    case schema::Envelope::Body::CANCEL: return "cancel";
+    case schema::Envelope::Body::KB_EXPORT: return "kb_export";
+    case schema::Envelope::Body::KB_IMPORT: return "kb_import";
+    case schema::Envelope::Body::WORKERS: return "workers";
+    default: return "invalid";
+  }
+}
+
 // Configs per job of a scheduled task: small, so the scheduler re-decides often, about 8
 // jobs per task overall.
 uint64_t ScheduledJobSize(uint64_t total_budget, size_t tasks) {
@@ -1202,29 +1217,20 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
     return wire::Guard("client request", [&]() -> Status {
       auto body = in->Envelope().getBody();
       const auto which = body.which();
+      kind = RequestKind(which);
       if (reader && which != schema::Envelope::Body::LOOKUP && which != schema::Envelope::Body::KB_EXPORT) {
-        kind = which == schema::Envelope::Body::SUBMIT      ? "submit"
-               : which == schema::Envelope::Body::STATUS    ? "status"
-               : which == schema::Envelope::Body::CANCEL    ? "cancel"
-               : which == schema::Envelope::Body::KB_IMPORT ? "kb_import"
-               : which == schema::Envelope::Body::WORKERS   ? "workers"
-                                                            : "invalid";
         return PermissionDenied("this client's CURVE key is a reader's (readers.public): it may look configs up "
                                 "and export them but not submit, cancel, import or ask for status or workers; list "
                                 "it in clients.public for that");
       }
-      switch (body.which()) {
-        case schema::Envelope::Body::SUBMIT: kind = "submit"; return HandleSubmit(body.getSubmit(), reply.Body());
-        case schema::Envelope::Body::STATUS: kind = "status"; return HandleStatus(body.getStatus(), reply.Body());
-        case schema::Envelope::Body::LOOKUP: kind = "lookup"; return HandleLookup(body.getLookup(), reply.Body());
-        case schema::Envelope::Body::CANCEL: kind = "cancel"; return HandleCancel(body.getCancel(), reply.Body());
-        case schema::Envelope::Body::KB_EXPORT:
-          kind = "kb_export";
-          return HandleKbExport(body.getKbExport(), reply.Body());
-        case schema::Envelope::Body::KB_IMPORT:
-          kind = "kb_import";
-          return HandleKbImport(body.getKbImport(), reply.Body());
-        case schema::Envelope::Body::WORKERS: kind = "workers"; return HandleWorkers(reply.Body());
+      switch (which) {
+        case schema::Envelope::Body::SUBMIT: return HandleSubmit(body.getSubmit(), reply.Body());
+        case schema::Envelope::Body::STATUS: return HandleStatus(body.getStatus(), reply.Body());
+        case schema::Envelope::Body::LOOKUP: return HandleLookup(body.getLookup(), reply.Body());
+        case schema::Envelope::Body::CANCEL: return HandleCancel(body.getCancel(), reply.Body());
+        case schema::Envelope::Body::KB_EXPORT: return HandleKbExport(body.getKbExport(), reply.Body());
+        case schema::Envelope::Body::KB_IMPORT: return HandleKbImport(body.getKbImport(), reply.Body());
+        case schema::Envelope::Body::WORKERS: return HandleWorkers(reply.Body());
         default:
           return InvalidArgument(
               "unexpected message kind on the client socket (send submit, status, cancel, lookup, kb_export, "
@@ -1583,12 +1589,11 @@ Status Coordinator::Impl::HandleKbExport(schema::KbExportRequest::Reader req,
   auto after = req.getAfter();
   TF_ASSIGN_OR_RETURN(Store::KbEntries page,
                       store_.KbPage(std::string(reinterpret_cast<const char*>(after.begin()), after.size()), limit));
-  // One more probe says whether anything follows, so a client never asks for an empty page.
-  TF_ASSIGN_OR_RETURN(Store::KbEntries next, store_.KbPage(page.last_key, page.entries.empty() ? 0 : 1));
   auto r = reply.initKbExportReply();
   auto list = r.initRecords(static_cast<unsigned>(page.entries.size()));
   for (unsigned i = 0; i < page.entries.size(); ++i) wire::FillKbRecord(list[i], page.entries[i]);
-  r.setDone(page.entries.empty() || next.entries.empty());
+  // A full page may be the last: the next one then comes back empty and done.
+  r.setDone(page.entries.size() < limit);
   r.setNext(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(page.last_key.data()), page.last_key.size()));
   return Status::Ok();
 }

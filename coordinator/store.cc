@@ -278,6 +278,12 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync_wri
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
+bool Store::IsEmptyOrDatabase(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec) || std::filesystem::is_empty(dir, ec)) return true;
+  return std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec);  // RocksDB's manifest pointer
+}
+
 Result<std::optional<KbEntry>> Store::GetKb(const OpKeyHash& hash) const {
   std::string value;
   rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->kb, hash.Bytes(), &value);

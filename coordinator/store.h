@@ -27,6 +27,9 @@ class Store {
   // lock and writes nothing. For lookups only; every write fails. kNotFound when dir holds
   // no database.
   static Result<std::unique_ptr<Store>> OpenReadOnly(const std::string& dir);
+  // Whether dir is missing, empty or holds a database: a folder Open may write into
+  // without scattering a database among other files.
+  static bool IsEmptyOrDatabase(const std::string& dir);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;

@@ -109,7 +109,7 @@ struct KbExportRequest {
 struct KbExportReply {
   records @0 :List(Kb.KbRecord);
   next @1 :Data;               # `after` for the next page
-  done @2 :Bool;               # no entry follows this page
+  done @2 :Bool;               # fewer than asked: nothing follows (a full last page is followed by an empty one)
 }
 
 # `tunefleet cache import`: entries merged into the knowledge base, the faster one per
