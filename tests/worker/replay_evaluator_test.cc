@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/scratch_dir.h"
 #include "worker/evaluator.h"
 
 namespace tunefleet::worker {
@@ -25,14 +26,16 @@ constexpr const char* kCache = R"({
     "64,2": {"bx": 64, "tile": 2, "time": 0.5}
   }})";
 
-std::string WritePlain(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + name;
+// The files live in the test's own scratch folder, removed with it (they were left in
+// the shared temp folder under fixed names).
+std::string WritePlain(const testing::ScratchDir& dir, const std::string& name, const std::string& text) {
+  std::string path = dir.Path(name);
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
 
-std::string WriteGzip(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + name;
+std::string WriteGzip(const testing::ScratchDir& dir, const std::string& name, const std::string& text) {
+  std::string path = dir.Path(name);
   gzFile f = gzopen(path.c_str(), "wb");
   EXPECT_NE(f, nullptr);
   EXPECT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
@@ -75,15 +78,18 @@ void ExpectServesTheCache(const std::string& path) {
 }
 
 TEST(ReplayEvaluator, ServesMeasuredTimesInMicrosecondsFromAPlainJsonCache) {
-  ExpectServesTheCache(WritePlain("replay_plain.json", kCache));
+  const testing::ScratchDir dir;
+  ExpectServesTheCache(WritePlain(dir, "replay_plain.json", kCache));
 }
 
 TEST(ReplayEvaluator, ServesAGzippedCacheLikeAPlainOne) {
-  ExpectServesTheCache(WriteGzip("replay_gz.json.gz", kCache));
+  const testing::ScratchDir dir;
+  ExpectServesTheCache(WriteGzip(dir, "replay_gz.json.gz", kCache));
 }
 
 TEST(ReplayEvaluator, RefusesAnOpKeyOfAnotherKernelNamingBoth) {
-  auto evaluator = MakeReplayEvaluator(WritePlain("replay_kernel.json", kCache)).value();
+  const testing::ScratchDir dir;
+  auto evaluator = MakeReplayEvaluator(WritePlain(dir, "replay_kernel.json", kCache)).value();
   OpKey other = Toy();
   other.op_type = "MatMul";
   auto job = evaluator->Prepare(other, 1);
@@ -94,21 +100,22 @@ TEST(ReplayEvaluator, RefusesAnOpKeyOfAnotherKernelNamingBoth) {
 }
 
 TEST(ReplayEvaluator, AMalformedCacheFileIsAnErrorNamingTheProblem) {
+  const testing::ScratchDir dir;
   std::string bad_value = kCache;
   bad_value.replace(bad_value.find(R"("64,2": {"bx": 64)"), 17, R"("64,2": {"bx": 48)");
-  auto e = MakeReplayEvaluator(WritePlain("replay_bad_value.json", bad_value));
+  auto e = MakeReplayEvaluator(WritePlain(dir, "replay_bad_value.json", bad_value));
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(e.status().message().find("bx=48, which is not in tune_params"), std::string::npos)
       << e.status().message();
 
-  std::string truncated_path = WriteGzip("replay_full.json.gz", kCache);
+  std::string truncated_path = WriteGzip(dir, "replay_full.json.gz", kCache);
   std::string bytes;
   {
     std::ifstream in(truncated_path, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
-  e = MakeReplayEvaluator(WritePlain("replay_truncated.json.gz", bytes.substr(0, bytes.size() / 2)));
+  e = MakeReplayEvaluator(WritePlain(dir, "replay_truncated.json.gz", bytes.substr(0, bytes.size() / 2)));
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(e.status().message().find("replay_truncated.json.gz"), std::string::npos) << e.status().message();
