@@ -1,5 +1,7 @@
 #include "cli/client.h"
 
+#include <algorithm>
+
 #include "tunefleet/common/transport.h"
 
 namespace tunefleet::client {
@@ -249,6 +251,48 @@ Result<std::vector<WorkerView>> Client::ListWorkers() {
       v.seconds_connected = w.getSecondsConnected();
       out.push_back(std::move(v));
     }
+    return tunefleet::Status::Ok();
+  }));
+  return out;
+}
+
+Result<WatchView> Client::Watch(uint64_t submission_id, uint64_t after, std::chrono::milliseconds wait,
+                                uint32_t max_events) {
+  wire::Outgoing msg;
+  auto req = msg.Body().initWatch();
+  req.setSubmissionId(submission_id);
+  req.setAfter(after);
+  req.setWaitMs(static_cast<uint32_t>(std::clamp<int64_t>(wait.count(), 0, timeout_.count() / 2)));
+  req.setMaxEvents(max_events);
+  TF_ASSIGN_OR_RETURN(std::unique_ptr<wire::Incoming> in, RoundTrip(msg));
+  WatchView out;
+  TF_RETURN_IF_ERROR(wire::Guard("watch reply", [&]() -> tunefleet::Status {
+    if (in->Which() != schema::Envelope::Body::WATCH_REPLY) return Internal("coordinator answered watch with another message kind");
+    auto r = in->Envelope().getBody().getWatchReply();
+    for (auto e : r.getEvents()) {
+      ProgressView v;
+      v.seq = e.getSeq();
+      v.task_id = e.getTaskId();
+      switch (e.getKind()) {
+        case schema::ProgressKind::STARTED: v.kind = "started"; break;
+        case schema::ProgressKind::IMPROVED: v.kind = "improved"; break;
+        case schema::ProgressKind::FINISHED: v.kind = "finished"; break;
+        default: v.kind = "unknown"; break;  // a newer coordinator's kind
+      }
+      v.unix_ms = e.getUnixMs();
+      v.evaluated = e.getEvaluated();
+      v.best_latency_us = e.getBestLatencyUs();
+      v.baseline_latency_us = e.getBaselineLatencyUs();
+      v.state = StateName(e.getState());
+      out.events.push_back(std::move(v));
+    }
+    out.next = r.getNext();
+    out.gap = r.getGap();
+    out.done = r.getDone();
+    out.tasks = r.getTasks();
+    out.finished_tasks = r.getFinishedTasks();
+    out.evaluated = r.getEvaluated();
+    out.planned = r.getPlanned();
     return tunefleet::Status::Ok();
   }));
   return out;

@@ -104,6 +104,25 @@ struct WorkerView {
   double seconds_since_seen = 0, seconds_connected = 0;
 };
 
+// One event of a submission's progress (client.capnp ProgressEvent).
+struct ProgressView {
+  uint64_t seq = 0, task_id = 0;
+  std::string kind;  // started, improved, finished
+  int64_t unix_ms = 0;
+  uint64_t evaluated = 0;
+  double best_latency_us = 0, baseline_latency_us = 0;  // 0: not measured yet
+  std::string state;  // for finished: done, failed or cancelled
+};
+// One turn of `watch` (client.capnp WatchReply).
+struct WatchView {
+  std::vector<ProgressView> events;
+  uint64_t next = 0;  // `after` for the next turn
+  bool gap = false;   // events were dropped before this turn read them
+  bool done = false;  // every task finished: nothing follows
+  uint32_t tasks = 0, finished_tasks = 0;
+  uint64_t evaluated = 0, planned = 0;
+};
+
 class Client {
  public:
   // Borrows ctx. Connecting is lazy in ZeroMQ: an absent coordinator shows up as a
@@ -128,6 +147,12 @@ class Client {
   Result<KbImportView> ImportKb(const std::vector<KbEntry>& entries, bool dry_run, bool skip_refused);
   // The workers the coordinator knows now, by routing id.
   Result<std::vector<WorkerView>> ListWorkers();
+  // The submission's progress events after `after` (0: the oldest kept); with nothing
+  // new the coordinator holds the answer up to `wait` (at most half this client's reply
+  // timeout, so a held answer is not taken for a lost one). kNotFound for an unknown
+  // submission.
+  Result<WatchView> Watch(uint64_t submission_id, uint64_t after, std::chrono::milliseconds wait,
+                          uint32_t max_events = 0);
 
  private:
   zmq::context_t& ctx_;

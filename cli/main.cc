@@ -33,6 +33,7 @@
 #include "cli/ops_file.h"
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
+#include "cli/watch_cmd.h"
 #include "coordinator/lookup.h"
 #include "coordinator/coordinator.h"
 #include "tunefleet/common/curve.h"
@@ -464,7 +465,10 @@ int Run(int argc, char** argv) {
   auto* submit = app.add_subcommand("submit", "submit ops to a running coordinator; prints the submission id");
   submit->add_option("OPS", submit_flags.ops_file, "JSON ops file")->required()->check(CLI::ExistingFile);
   AddSubmitFlags(submit, submit_flags);
-  submit->add_flag("--wait", submit_wait, "wait for the result and print it");
+  auto* submit_wait_flag = submit->add_flag("--wait", submit_wait, "wait for the result and print it");
+  bool submit_watch = false;
+  submit->add_flag("--watch", submit_watch, "follow the submission's progress as `tunefleet watch` does")
+      ->excludes(submit_wait_flag);
 
   uint64_t status_id = 0;
   bool status_wait = false, status_json = false;
@@ -472,6 +476,13 @@ int Run(int argc, char** argv) {
   status->add_option("SUBMISSION", status_id, "submission id printed by submit")->required()->check(Count(1));
   status->add_flag("--wait", status_wait, "wait until every task has finished");
   status->add_flag("--json", status_json, "print JSON");
+
+  uint64_t watch_id = 0;
+  bool watch_json = false;
+  auto* watch = app.add_subcommand(
+      "watch", "follow a submission as it runs: each task's start, every better config found, each task's end");
+  watch->add_option("SUBMISSION", watch_id, "submission id printed by submit")->required()->check(Count(1));
+  watch->add_flag("--json", watch_json, "print one JSON object per event (JSON Lines)");
 
   uint64_t cancel_id = 0;
   bool cancel_json = false;
@@ -501,7 +512,7 @@ int Run(int argc, char** argv) {
   workers->add_flag("--json", workers_json, "print JSON");
 
   std::string curve_dir;
-  std::vector<CLI::App*> coordinator_cmds{submit, status, cancel, lookup, workers};
+  std::vector<CLI::App*> coordinator_cmds{submit, status, watch, cancel, lookup, workers};
   for (CLI::App* cmd : CoordinatorCommands(cache_commands)) coordinator_cmds.push_back(cmd);
   for (auto* cmd : coordinator_cmds) {
     auto* ep = cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
@@ -559,6 +570,10 @@ int Run(int argc, char** argv) {
     if (!spec.ok()) return Fail(spec.status());
     auto sub = c.Submit(*spec);
     if (!sub.ok()) return Fail(sub.status());
+    if (submit_watch) {
+      if (!submit_flags.json) fmt::print("submission {}\n", sub->submission_id);
+      return RunWatch(c, sub->submission_id, submit_flags.json);
+    }
     if (!submit_wait) {
       if (submit_flags.json) {
         fmt::print("{}\n", nlohmann::json{{"submission_id", sub->submission_id}, {"task_ids", sub->task_ids}}.dump());
@@ -615,6 +630,7 @@ int Run(int argc, char** argv) {
   if (lookup->parsed()) return RunLookup(c, lookup_file, lookup_soc, lookup_nearest, lookup_json);
   if (CacheParsed(cache_commands)) return RunCacheCommand(cache_commands, catalog, &c);
   if (workers->parsed()) return RunWorkers(c, workers_json);
+  if (watch->parsed()) return RunWatch(c, watch_id, watch_json);
   return kExitBadInput;
 }
 }  // namespace

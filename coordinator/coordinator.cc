@@ -17,6 +17,7 @@
 #include "coordinator/lookup.h"
 #include "coordinator/metrics.h"
 #include "coordinator/nearest.h"
+#include "coordinator/progress_log.h"
 #include "coordinator/strategy.h"
 #include "coordinator/task_scheduler.h"
 #include "tunefleet/common/transport.h"
@@ -90,6 +91,13 @@ class JobMembership {
 // recorded (first result per config wins, DESIGN.md "Leases"). Bounded, oldest first out.
 constexpr size_t kRetiredLeases = 4096;
 
+// Progress events kept for `watch` (about 64 bytes each), and watches held at once; a
+// watch beyond that is answered at once, so a flood of watchers costs polls, not memory.
+constexpr size_t kProgressWindow = 65536;
+constexpr size_t kMaxHeldWatches = 1024;
+constexpr uint32_t kMaxWatchWaitMs = 10000;
+constexpr uint32_t kMaxWatchEvents = 1000;
+
 struct Task {
   TaskRecord rec;
   OpKeyHash key_hash;  // of rec.key, set with it
@@ -137,8 +145,16 @@ const char* RequestKind(schema::Envelope::Body::Which which) {
     case schema::Envelope::Body::KB_EXPORT: return "kb_export";
     case schema::Envelope::Body::KB_IMPORT: return "kb_import";
     case schema::Envelope::Body::WORKERS: return "workers";
+    case schema::Envelope::Body::WATCH: return "watch";
     default: return "invalid";
   }
+}
+
+schema::TaskState WireTaskState(TaskState s) {
+  static const schema::TaskState kStates[] = {schema::TaskState::QUEUED, schema::TaskState::RUNNING,
+                                              schema::TaskState::DONE, schema::TaskState::FAILED,
+                                              schema::TaskState::CANCELLED};
+  return kStates[static_cast<int>(s)];
 }
 
 // Configs per job of a scheduled task: small, so the scheduler re-decides often, about 8
@@ -189,6 +205,7 @@ class Coordinator::Impl {
     worker_endpoint_ = transport::LastEndpoint(workers_sock_);
     TF_ASSIGN_OR_RETURN(uint64_t epoch, store_.NextId("job-epoch"));
     next_job_id_ = epoch << 32;
+    progress_ = ProgressLog(epoch << 32, kProgressWindow);  // numbers no earlier process gave
     return Resume();
   }
 
@@ -270,6 +287,26 @@ class Coordinator::Impl {
   Status HandleKbExport(schema::KbExportRequest::Reader req, schema::Envelope::Body::Builder reply);
   Status HandleKbImport(schema::KbImportRequest::Reader req, schema::Envelope::Body::Builder reply);
   Status HandleWorkers(schema::Envelope::Body::Builder reply);
+  // Answers at once when there is something new (or nothing may be waited for);
+  // otherwise parks the request in held_ (the caller keeps its route) to be answered by
+  // AnswerHeldWatches.
+  Status HandleWatch(schema::WatchRequest::Reader req, schema::Envelope::Body::Builder reply);
+  // A watch reply's content: the events after `after` of the submission's tasks, and
+  // where its tasks stand.
+  struct WatchAnswer {
+    ProgressRead read;
+    bool done = true;
+    uint32_t tasks = 0, finished = 0;
+    uint64_t evaluated = 0, planned = 0;
+    bool Worth() const { return !read.events.empty() || read.gap || done; }
+  };
+  WatchAnswer ReadWatch(const std::unordered_set<uint64_t>& tasks, uint64_t after, uint32_t max) const;
+  static void FillWatchReply(uint64_t submission, const WatchAnswer& a, schema::WatchReply::Builder out);
+  // Answers the held watches that have news, or whose wait is over; each loop turn.
+  void AnswerHeldWatches();
+  void SendToClient(const std::vector<zmq::message_t>& route, wire::Outgoing& reply);
+  // A task event for `watch`, from the task's record as it is now.
+  void Emit(const Task& task, ProgressKind kind);
   // kNotFound naming the id for a submission this coordinator never accepted.
   Result<const SubmissionRecord*> FindSubmission(uint64_t id) const;
   // Stops a running task for good: persisted as cancelled, nothing written to the
@@ -327,6 +364,20 @@ class Coordinator::Impl {
   std::map<int32_t, uint64_t> dispatch_submission_cursor_;  // per priority: the submission served last
   std::map<uint64_t, uint64_t> dispatch_task_cursor_;  // per submission served: its task served last
   std::string dispatch_worker_cursor_;  // identity of the worker served last
+  // `watch`: task events, and the requests waiting for one.
+  ProgressLog progress_{0, kProgressWindow};
+  struct HeldWatch {
+    std::vector<zmq::message_t> route;  // the frames before the request's payload
+    uint64_t request_id = 0;
+    uint64_t submission = 0;
+    std::unordered_set<uint64_t> tasks;  // the submission's
+    uint64_t after = 0;
+    uint32_t max_events = 0;
+    TimePoint deadline;
+  };
+  std::optional<HeldWatch> hold_;  // set by HandleWatch for OnClientMessage to park
+  std::vector<HeldWatch> held_;
+  uint64_t held_seen_head_ = 0;  // progress_.head() when the held watches were last read
   TimePoint dispatch_until_;            // end of this turn's dispatch slice
   TimePoint next_heartbeat_;
   // LogRefused's window: its start, the refusals in it, those not logged since a line.
@@ -499,15 +550,19 @@ void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, b
   const uint64_t seq = task.rec.evaluated++;
   if (out) metrics_.evaluations.Increment();
   if (ok) {
+    bool improved = false;
     if (!task.rec.has_best || latency < task.rec.best_latency_us ||
         (latency == task.rec.best_latency_us && index < task.rec.best_index)) {
-      if (!task.rec.has_best || latency < task.rec.best_latency_us) task.improved_at = task.rec.evaluated;
+      improved = !task.rec.has_best || latency < task.rec.best_latency_us;
+      if (improved) task.improved_at = task.rec.evaluated;
       task.rec.has_best = true;
       task.rec.best_index = index;
       task.rec.best_latency_us = latency;
       task.best_job_id = job_id;
     }
     if (task.problem && index == task.problem->default_index) task.rec.baseline_latency_us = latency;
+    // Live results only: results recovered at a restart were news before it.
+    if (improved && out) Emit(task, ProgressKind::kImproved);
   } else {
     ++task.rec.failed_configs;
     if (out) metrics_.failed_evaluations.Increment();
@@ -653,6 +708,19 @@ void Coordinator::Impl::Retire(Task& task, const std::optional<KbEntry>& entry) 
    : task.rec.state == TaskState::kCancelled ? metrics_.tasks_cancelled
                                              : metrics_.tasks_failed)
       .Increment();
+  Emit(task, ProgressKind::kFinished);
+}
+
+void Coordinator::Impl::Emit(const Task& task, ProgressKind kind) {
+  ProgressEvent e;
+  e.task_id = task.rec.task_id;
+  e.kind = kind;
+  e.unix_ms = clock_.UnixMillis();
+  e.evaluated = task.rec.evaluated;
+  e.best_latency_us = task.rec.has_best ? task.rec.best_latency_us : 0;
+  e.baseline_latency_us = task.rec.baseline_latency_us;
+  e.state = task.rec.state;
+  progress_.Append(e);
 }
 
 Lease* Coordinator::Impl::LeaseOf(uint64_t job_id, const std::string& identity, uint32_t attempt) {
@@ -769,6 +837,7 @@ void Coordinator::Impl::SendJob(const std::string& identity, WorkerEntry& worker
     // Queued until now (UpdateTaskGauges); counted here, not recounted per task.
     metrics_.tasks_queued.Decrement();
     metrics_.tasks_running.Increment();
+    Emit(task, ProgressKind::kStarted);
   }
   lease.deadline = lease.dispatched + protocol::kLeaseFloor +
                    protocol::kLeasePerConfig * static_cast<int64_t>(lease.spec.configs.size());
@@ -1220,8 +1289,8 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
       kind = RequestKind(which);
       if (reader && which != schema::Envelope::Body::LOOKUP && which != schema::Envelope::Body::KB_EXPORT) {
         return PermissionDenied("this client's CURVE key is a reader's (readers.public): it may look configs up "
-                                "and export them but not submit, cancel, import or ask for status or workers; list "
-                                "it in clients.public for that");
+                                "and export them but not submit, cancel, import or ask for status, progress or "
+                                "workers; list it in clients.public for that");
       }
       switch (which) {
         case schema::Envelope::Body::SUBMIT: return HandleSubmit(body.getSubmit(), reply.Body());
@@ -1231,27 +1300,42 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
         case schema::Envelope::Body::KB_EXPORT: return HandleKbExport(body.getKbExport(), reply.Body());
         case schema::Envelope::Body::KB_IMPORT: return HandleKbImport(body.getKbImport(), reply.Body());
         case schema::Envelope::Body::WORKERS: return HandleWorkers(reply.Body());
+        case schema::Envelope::Body::WATCH: return HandleWatch(body.getWatch(), reply.Body());
         default:
           return InvalidArgument(
-              "unexpected message kind on the client socket (send submit, status, cancel, lookup, kb_export, "
-              "kb_import or workers)");
+              "unexpected message kind on the client socket (send submit, status, watch, cancel, lookup, "
+              "kb_export, kb_import or workers)");
       }
     });
   }();
   metrics_.client_requests.Add({{"kind", kind}, {"code", std::string(StatusCodeName(s.code()))}}).Increment();
+  // A held watch counts the time to decide to hold it, not the wait: the API's latency
+  // would otherwise read as the watchers' patience.
   metrics_.RequestDuration(kind).Observe(std::chrono::duration<double>(clock_.Now() - received).count());
+  // Every frame before the payload: the identity, and the empty delimiter a REQ socket adds.
+  frames.pop_back();
+  if (s.ok() && hold_) {
+    hold_->request_id = reply.Envelope().getRequestId();
+    hold_->route = std::move(frames);
+    held_.push_back(std::move(*hold_));
+    hold_.reset();
+    return;
+  }
+  hold_.reset();
   if (!s.ok()) {
     LogRefused(kind, s);
     auto err = reply.Body().initError();
     err.setCode(static_cast<schema::StatusCode>(s.code()));
     err.setMessage(s.message());
   }
-  // Reply along the same route: every frame before the payload (identity, and the
-  // empty delimiter a REQ socket adds).
+  SendToClient(frames, reply);
+}
+
+void Coordinator::Impl::SendToClient(const std::vector<zmq::message_t>& route, wire::Outgoing& reply) {
   kj::Array<capnp::word> words = reply.Encode();
   auto bytes = words.asBytes();
   try {
-    for (size_t i = 0; i + 1 < frames.size(); ++i) client_.send(frames[i], zmq::send_flags::sndmore);
+    for (const auto& frame : route) client_.send(zmq::buffer(frame.data(), frame.size()), zmq::send_flags::sndmore);
     client_.send(zmq::buffer(bytes.begin(), bytes.size()), zmq::send_flags::none);
   } catch (const zmq::error_t& e) {
     Log(std::string("client reply failed: ") + e.what());
@@ -1439,12 +1523,9 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
 }
 
 void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Builder b) {
-  static const schema::TaskState kStates[] = {schema::TaskState::QUEUED, schema::TaskState::RUNNING,
-                                              schema::TaskState::DONE, schema::TaskState::FAILED,
-                                              schema::TaskState::CANCELLED};
   b.setTaskId(task.rec.task_id);
   b.setOpKeyHash(task.key_hash.Hex());
-  b.setState(IsWaiting(task) ? schema::TaskState::QUEUED : kStates[static_cast<int>(task.rec.state)]);
+  b.setState(IsWaiting(task) ? schema::TaskState::QUEUED : WireTaskState(task.rec.state));
   b.setEvaluated(task.rec.evaluated);
   b.setPlanned(IsFinished(task.rec.state) ? task.rec.evaluated : task.planned.size());
   b.setFailedConfigs(task.rec.failed_configs);
@@ -1674,6 +1755,94 @@ Status Coordinator::Impl::HandleWorkers(schema::Envelope::Body::Builder reply) {
   return Status::Ok();
 }
 
+Coordinator::Impl::WatchAnswer Coordinator::Impl::ReadWatch(const std::unordered_set<uint64_t>& tasks,
+                                                            uint64_t after, uint32_t max) const {
+  WatchAnswer a;
+  a.read = progress_.Read(after, tasks, max);
+  for (uint64_t id : tasks) {
+    auto t = tasks_.find(id);
+    if (t == tasks_.end()) continue;
+    const Task& task = t->second;
+    const bool finished = IsFinished(task.rec.state);
+    ++a.tasks;
+    a.finished += finished;
+    a.evaluated += task.rec.evaluated;
+    a.planned += finished ? task.rec.evaluated : task.planned.size();
+  }
+  a.done = a.finished == a.tasks;
+  return a;
+}
+
+void Coordinator::Impl::FillWatchReply(uint64_t submission, const WatchAnswer& a, schema::WatchReply::Builder out) {
+  static const schema::ProgressKind kKinds[] = {schema::ProgressKind::STARTED, schema::ProgressKind::IMPROVED,
+                                                schema::ProgressKind::FINISHED};
+  out.setSubmissionId(submission);
+  auto list = out.initEvents(static_cast<unsigned>(a.read.events.size()));
+  for (unsigned i = 0; i < a.read.events.size(); ++i) {
+    const ProgressEvent& e = a.read.events[i];
+    auto b = list[i];
+    b.setSeq(e.seq);
+    b.setTaskId(e.task_id);
+    b.setKind(kKinds[static_cast<int>(e.kind)]);
+    b.setUnixMs(e.unix_ms);
+    b.setEvaluated(e.evaluated);
+    b.setBestLatencyUs(e.best_latency_us);
+    b.setBaselineLatencyUs(e.baseline_latency_us);
+    b.setState(WireTaskState(e.state));
+  }
+  out.setNext(a.read.next);
+  out.setGap(a.read.gap);
+  out.setDone(a.done);
+  out.setTasks(a.tasks);
+  out.setFinishedTasks(a.finished);
+  out.setEvaluated(a.evaluated);
+  out.setPlanned(a.planned);
+}
+
+Status Coordinator::Impl::HandleWatch(schema::WatchRequest::Reader req, schema::Envelope::Body::Builder reply) {
+  TF_ASSIGN_OR_RETURN(const SubmissionRecord* sub, FindSubmission(req.getSubmissionId()));
+  if (req.getWaitMs() > kMaxWatchWaitMs) {
+    return InvalidArgument(fmt::format("watch wait of {} ms is too long: at most {} ms (a client's reply timeout "
+                                       "must outlast it)",
+                                       req.getWaitMs(), kMaxWatchWaitMs));
+  }
+  const uint32_t max = req.getMaxEvents() == 0 ? kMaxWatchEvents : std::min(req.getMaxEvents(), kMaxWatchEvents);
+  std::unordered_set<uint64_t> tasks(sub->task_ids.begin(), sub->task_ids.end());
+  WatchAnswer a = ReadWatch(tasks, req.getAfter(), max);
+  if (a.Worth() || req.getWaitMs() == 0 || held_.size() >= kMaxHeldWatches) {
+    FillWatchReply(sub->submission_id, a, reply.initWatchReply());
+    return Status::Ok();
+  }
+  HeldWatch h;
+  h.submission = sub->submission_id;
+  h.tasks = std::move(tasks);
+  h.after = a.read.next;  // what this read looked at held nothing of the submission's
+  h.max_events = max;
+  h.deadline = clock_.Now() + std::chrono::milliseconds(req.getWaitMs());
+  hold_ = std::move(h);
+  return Status::Ok();
+}
+
+void Coordinator::Impl::AnswerHeldWatches() {
+  if (held_.empty()) return;
+  const TimePoint now = clock_.Now();
+  const bool news = progress_.head() != held_seen_head_;
+  held_seen_head_ = progress_.head();
+  std::erase_if(held_, [&](HeldWatch& h) {
+    if (!news && now < h.deadline) return false;
+    WatchAnswer a = ReadWatch(h.tasks, h.after, h.max_events);
+    if (!a.Worth() && now < h.deadline) {
+      h.after = a.read.next;
+      return false;
+    }
+    wire::Outgoing reply;
+    reply.Envelope().setRequestId(h.request_id);
+    FillWatchReply(h.submission, a, reply.Body().initWatchReply());
+    SendToClient(h.route, reply);
+    return true;
+  });
+}
+
 // ----------------------------------------------------------------------------------
 // The loop
 
@@ -1716,6 +1885,7 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
     }
     CheckLiveness();
     Dispatch();
+    AnswerHeldWatches();
   }
   return Status::Ok();
 }

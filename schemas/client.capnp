@@ -151,3 +151,44 @@ struct WorkerInfo {
 struct WorkersReply {
   workers @0 :List(WorkerInfo);
 }
+
+# `tunefleet watch`: a submission's progress as a stream of events, read in turns. A
+# request with nothing new to answer is held up to waitMs (long polling), so an event
+# reaches the watcher within a loop turn of happening.
+struct WatchRequest {
+  submissionId @0 :UInt64;
+  after @1 :UInt64;            # `next` of the previous reply; 0 = from the oldest event kept
+  waitMs @2 :UInt32;           # hold the reply this long while nothing is new; at most 10000
+  maxEvents @3 :UInt32;        # 0 = 1000; at most 1000
+}
+
+enum ProgressKind {
+  started @0;                  # the task's first job was sent
+  improved @1;                 # a config faster than every one before it was measured
+  finished @2;                 # the task ended (state says how)
+}
+
+struct ProgressEvent {
+  seq @0 :UInt64;
+  taskId @1 :UInt64;
+  kind @2 :ProgressKind;
+  unixMs @3 :Int64;
+  evaluated @4 :UInt64;        # the task's evaluations when it happened
+  bestLatencyUs @5 :Float64;   # 0: nothing ran yet
+  baselineLatencyUs @6 :Float64;  # the default tiling's; 0: not measured yet
+  state @7 :TaskState;         # for finished: done, failed or cancelled
+}
+
+struct WatchReply {
+  submissionId @0 :UInt64;
+  events @1 :List(ProgressEvent);
+  next @2 :UInt64;             # `after` for the next request
+  gap @3 :Bool;                # events after `after` were dropped (the coordinator keeps the
+                               # latest 65536 of all tasks, and none from before a restart):
+                               # ask status for where each task stands
+  done @4 :Bool;               # every task has finished; nothing follows
+  tasks @5 :UInt32;            # the submission's distinct tasks, and how far they are:
+  finishedTasks @6 :UInt32;
+  evaluated @7 :UInt64;
+  planned @8 :UInt64;
+}

@@ -34,5 +34,7 @@ struct Envelope {
     kbImportReply @20 :Client.KbImportReply;
     workers @21 :Client.WorkersRequest;
     workersReply @22 :Client.WorkersReply;
+    watch @23 :Client.WatchRequest;
+    watchReply @24 :Client.WatchReply;
   }
 }

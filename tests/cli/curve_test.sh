@@ -67,6 +67,10 @@ timeout 30 "$TF" cache export --coordinator "$CL" --curve-dir "$OUT/reader" --ou
 timeout 30 "$TF" cache import "$OUT/kb.jsonl" --coordinator "$CL" --curve-dir "$OUT/reader" 2> "$OUT/err"
 [ $? -eq 2 ] || fail "a reader's import did not exit 2"
 grep -q "PERMISSION_DENIED" "$OUT/err" || fail "reader import: $(cat "$OUT/err")"
+timeout 30 "$TF" watch 1 --coordinator "$CL" --curve-dir "$OUT/reader" > /dev/null 2> "$OUT/err"
+[ $? -eq 2 ] && grep -q "PERMISSION_DENIED" "$OUT/err" || fail "a reader watched a submission: $(cat "$OUT/err")"
+timeout 30 "$TF" watch 1 --coordinator "$CL" --curve-dir "$K" > "$OUT/watch.txt" 2> "$OUT/err" \
+  && grep -q "submission 1 finished: 1 op(s) tuned" "$OUT/watch.txt" || fail "a client's watch: $(cat "$OUT/err")"
 timeout 30 "$TF" workers --coordinator "$CL" --curve-dir "$OUT/reader" > /dev/null 2> "$OUT/err"
 [ $? -eq 2 ] && grep -q "PERMISSION_DENIED" "$OUT/err" || fail "a reader listed the workers: $(cat "$OUT/err")"
 timeout 30 "$TF" workers --coordinator "$CL" --curve-dir "$K" --json > "$OUT/workers.json" \

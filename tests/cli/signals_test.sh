@@ -34,6 +34,17 @@ interrupted() {
 start_coordinator
 interrupted INT "$OUT/submit.err" "$TF" submit "$OPS" --budget 20 --coordinator "$CL" --wait
 interrupted TERM "$OUT/status.err" "$TF" status 1 --wait --coordinator "$CL"
+# watch follows it again, and stops on SIGINT the same way.
+"$TF" watch 1 --coordinator "$CL" > "$OUT/watch.out" 2> "$OUT/watch.err" &
+wpid=$!
+pids+=($wpid)
+sleep 1
+interrupt INT $wpid
+rc=$?
+[ $rc -eq 130 ] || fail "watch after SIGINT exited $rc, not 130: $(cat "$OUT/watch.err")"
+grep -q "submission 1 keeps running: \`tunefleet watch 1\` follows it again" "$OUT/watch.err" \
+  || fail "watch after SIGINT: $(cat "$OUT/watch.err")"
+grep -q "submission 1: 1 task(s)" "$OUT/watch.out" || fail "watch did not say what it follows: $(cat "$OUT/watch.out")"
 "$TF" status 1 --json --coordinator "$CL" > "$OUT/status.json" || fail "status after the interrupts exited $?"
 # No worker has joined: the task waits, queued, for one that serves its SoC.
 grep -q '"state": *"queued"' "$OUT/status.json" || fail "the submission did not stay queued: $(cat "$OUT/status.json")"

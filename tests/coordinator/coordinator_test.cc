@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <future>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -949,6 +951,121 @@ TEST_F(CoordinatorTest, AFinishedTasksStatusNamesItsBestConfigAlsoAfterARestart)
   st = after.GetStatus(sub->submission_id);
   ASSERT_TRUE(st.ok());
   expect_named(*st);
+}
+
+// The progress stream: a held watch is answered by the event it waited for, with the
+// submission's events only, and at its deadline with none; a position from before a
+// restart is reported as a gap.
+TEST_F(CoordinatorTest, AWatchIsHeldUntilItsSubmissionsTaskReportsAndSeesOnlyItsOwnEvents) {
+  client::Client client(ctx_, options_.client_endpoint);
+  auto sub = client.Submit(RandomSearch(3, 1));
+  ASSERT_TRUE(sub.ok());
+  client::SubmitSpec other_spec = RandomSearch(4, 1);  // still running when ours ends
+  other_spec.ops = {SmallMatmul(48)};
+  auto other = client.Submit(other_spec);
+  ASSERT_TRUE(other.ok());
+
+  // Nothing has happened: with no wait the answer is empty at once; the position it
+  // gives is where the next read starts.
+  auto empty = client.Watch(sub->submission_id, 0, 0ms);
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_TRUE(empty->events.empty());
+  EXPECT_FALSE(empty->done);
+  EXPECT_EQ(empty->tasks, 1u);
+
+  // A held watch (the test clock does not move, so only an event can answer it).
+  client::Client watcher(ctx_, options_.client_endpoint);
+  auto held = std::async(std::launch::async, [&] { return watcher.Watch(sub->submission_id, empty->next, 4000ms); });
+  EXPECT_EQ(held.wait_for(300ms), std::future_status::timeout) << "answered with nothing to say";
+
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  std::vector<client::ProgressView> events;
+  uint64_t after = 0;
+  bool first_turn = true;
+  for (int jobs = 0; jobs < 5; ++jobs) {  // 3 of ours and 2 of the other submission's, in turns
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    w.Answer(*job, 100 - 10 * jobs);
+    if (first_turn) {
+      ASSERT_EQ(held.wait_for(2s), std::future_status::ready) << "the held watch was not answered by the event";
+      auto turn = held.get();
+      ASSERT_TRUE(turn.ok()) << turn.status().ToString();
+      ASSERT_FALSE(turn->events.empty());
+      EXPECT_EQ(turn->events[0].kind, "started");
+      events = turn->events;
+      after = turn->next;
+      first_turn = false;
+    }
+  }
+  for (int turns = 0; turns < 50; ++turns) {
+    auto turn = client.Watch(sub->submission_id, after, 500ms);
+    ASSERT_TRUE(turn.ok()) << turn.status().ToString();
+    EXPECT_FALSE(turn->gap);
+    events.insert(events.end(), turn->events.begin(), turn->events.end());
+    after = turn->next;
+    if (turn->done) {
+      EXPECT_EQ(turn->finished_tasks, 1u);
+      EXPECT_EQ(turn->evaluated, 3u);
+      break;
+    }
+  }
+  ASSERT_FALSE(events.empty());
+  for (const auto& e : events) EXPECT_EQ(e.task_id, sub->task_ids[0]) << "another submission's event";
+  EXPECT_EQ(events.front().kind, "started");
+  EXPECT_EQ(events.back().kind, "finished");
+  EXPECT_EQ(events.back().state, "done");
+  EXPECT_EQ(events.back().evaluated, 3u);
+  double last = std::numeric_limits<double>::infinity();
+  int improved = 0;
+  for (const auto& e : events) {
+    if (e.kind != "improved") continue;
+    EXPECT_LT(e.best_latency_us, last);
+    last = e.best_latency_us;
+    ++improved;
+  }
+  EXPECT_GE(improved, 1);
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_DOUBLE_EQ(events.back().best_latency_us, st->tasks[0].best_latency_us);
+
+  // Done: answered at once whatever the wait.
+  auto finished = client.Watch(sub->submission_id, after, 4000ms);
+  ASSERT_TRUE(finished.ok());
+  EXPECT_TRUE(finished->done);
+  EXPECT_TRUE(finished->events.empty());
+
+  // A watch on the other submission, still running, with nothing new: held until its
+  // wait is over on the coordinator's clock.
+  auto other_now = client.Watch(other->submission_id, 0, 0ms);
+  ASSERT_TRUE(other_now.ok());
+  auto waiting = std::async(std::launch::async,
+                            [&] { return watcher.Watch(other->submission_id, other_now->next, 2000ms); });
+  EXPECT_EQ(waiting.wait_for(300ms), std::future_status::timeout);
+  clock_.Advance(2100ms);
+  ASSERT_EQ(waiting.wait_for(2s), std::future_status::ready) << "the held watch outlived its wait";
+  auto expired = waiting.get();
+  ASSERT_TRUE(expired.ok());
+  EXPECT_TRUE(expired->events.empty());
+  EXPECT_FALSE(expired->done);
+  EXPECT_FALSE(expired->gap);
+
+  // A wait longer than the coordinator holds is refused, saying the limit.
+  client::Client patient(ctx_, options_.client_endpoint, 60s);
+  auto too_long = patient.Watch(sub->submission_id, 0, 20s);
+  EXPECT_EQ(too_long.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_long.status().message().find("at most 10000 ms"), std::string::npos) << too_long.status().ToString();
+  auto unknown = client.Watch(999, 0, 0ms);
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+
+  // After a restart the old position is another process's: a gap, and the reader goes on.
+  Restart();
+  client::Client again(ctx_, options_.client_endpoint);
+  auto after_restart = again.Watch(sub->submission_id, after, 0ms);
+  ASSERT_TRUE(after_restart.ok()) << after_restart.status().ToString();
+  EXPECT_TRUE(after_restart->gap);
+  EXPECT_TRUE(after_restart->done);
+  EXPECT_GT(LabeledCounterValue(registry_, "tunefleet_client_requests_total", "kind", "watch"), 0)
+      << "watch requests are counted under their own kind";
 }
 
 TEST_F(CoordinatorTest, ATaskIsQueuedUntilAWorkerTakesItsFirstJob) {
