@@ -17,6 +17,7 @@
 #include "tunefleet/common/curve.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/signals.h"
+#include "tunefleet/common/transport.h"
 
 namespace {
 constexpr long kMinLoopStallLimitMs = 200;
@@ -27,10 +28,12 @@ int main(int argc, char** argv) {
   using namespace tunefleet;
   CLI::App app{"tunefleet-coordinator: splits tuning tasks into jobs for workers and keeps the knowledge base"};
   coordinator::CoordinatorOptions options;
-  options.client_endpoint = fmt::format("tcp://0.0.0.0:{}", protocol::kDefaultClientPort);
-  options.worker_endpoint = fmt::format("tcp://0.0.0.0:{}", protocol::kDefaultWorkerPort);
+  // Loopback by default (DESIGN.md "Security": off by default on loopback): reaching
+  // it from other hosts is a choice, made with CURVE on (the Helm chart does both).
+  options.client_endpoint = fmt::format("tcp://127.0.0.1:{}", protocol::kDefaultClientPort);
+  options.worker_endpoint = fmt::format("tcp://127.0.0.1:{}", protocol::kDefaultWorkerPort);
   std::string data_dir = "./tunefleet-data";
-  std::string metrics_address = "0.0.0.0";
+  std::string metrics_address = "127.0.0.1";
   int metrics_port = protocol::kDefaultMetricsPort;
   std::string soc_dir;
   int heartbeat_ms = static_cast<int>(protocol::kHeartbeatInterval.count());
@@ -87,6 +90,16 @@ int main(int argc, char** argv) {
   if (!key_dir.ok()) {
     fmt::print(stderr, "tunefleet-coordinator: CURVE: {}\n", key_dir.status().ToString());
     return 2;
+  }
+  if (!options.curve) {
+    for (const std::string* endpoint : {&options.client_endpoint, &options.worker_endpoint}) {
+      if (transport::IsLoopback(*endpoint)) continue;
+      fmt::print(stderr,
+                 "tunefleet-coordinator: warning: {} is reachable beyond this host without CURVE: anyone who reaches "
+                 "it may submit, cancel and import into the knowledge base, or serve as a worker. Give --curve-dir "
+                 "(docs/architecture.md, \"Security\"), or bind 127.0.0.1\n",
+                 *endpoint);
+    }
   }
   for (const auto& path : replay_paths) {
     auto cache = KtCache::Load(path);

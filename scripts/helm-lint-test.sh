@@ -177,6 +177,8 @@ if render "$work/default.yaml"; then
   expect_grep "readiness probe is GET /readyz on the metrics port" "$work/default.yaml" '^              path: /readyz$'
   expect_grep "probes use the metrics port" "$work/default.yaml" '^              port: metrics$'
   expect_grep "coordinator binds the contract ports" "$work/default.yaml" '"tcp://0.0.0.0:5556"'
+  expect_grep "metrics and probes are served beyond the pod (the binary's default is loopback)" \
+    <(sed -n '/^kind: StatefulSet$/,/^---$/p' "$work/default.yaml") '^            - --metrics-address$'
   expect_grep "workers dial the coordinator's stable name" "$work/default.yaml" \
     '"tcp://tf-tunefleet-coordinator-0\.tf-tunefleet-coordinator-hl\.tunefleet\.svc:5556"'
   expect_grep "CURVE keys are mounted" "$work/default.yaml" 'secretName: tf-tunefleet-curve'

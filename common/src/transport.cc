@@ -41,6 +41,19 @@ zmq::socket_t MakeSocket(zmq::context_t& ctx, zmq::socket_type type) {
   return s;
 }
 
+bool IsLoopback(const std::string& endpoint) {
+  if (endpoint.starts_with("inproc://") || endpoint.starts_with("ipc://")) return true;
+  if (!endpoint.starts_with("tcp://")) return false;
+  std::string host = endpoint.substr(6);
+  // A local address may precede the host with ';' (connect only); the port follows the last ':'.
+  if (host.starts_with('[')) {
+    const auto close = host.find(']');
+    return close != std::string::npos && host.substr(1, close - 1) == "::1";
+  }
+  host = host.substr(0, host.rfind(':'));
+  return host.starts_with("127.") || host == "localhost" || host == "lo";
+}
+
 Status Bind(zmq::socket_t& socket, const std::string& endpoint) {
   try {
     socket.bind(endpoint);

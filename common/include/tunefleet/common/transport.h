@@ -25,6 +25,9 @@ Status Bind(zmq::socket_t& socket, const std::string& endpoint);
 Status Connect(zmq::socket_t& socket, const std::string& endpoint);
 // The endpoint actually bound (resolves "tcp://127.0.0.1:*" to a port).
 std::string LastEndpoint(zmq::socket_t& socket);
+// Whether a bind endpoint is reachable only from this host: inproc://, ipc://, or tcp://
+// on a loopback address (127.0.0.0/8, ::1, localhost, the `lo` interface).
+bool IsLoopback(const std::string& endpoint);
 
 // DEALER side: one frame, the envelope. kUnavailable when no peer took it in time.
 Status Send(zmq::socket_t& socket, wire::Outgoing& msg);
