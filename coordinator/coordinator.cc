@@ -103,6 +103,7 @@ struct Task {
   OpKeyHash key_hash;  // of rec.key, set with it
   std::optional<TuningProblem> problem;
   std::unique_ptr<Strategy> strategy;
+  std::string strategy_ran;  // the strategy as asked, and for "auto" what it chose
   IndexSet recorded;
   IndexSet planned;  // handed out: in flight, waiting, or recorded
   std::deque<JobSpec> waiting;              // requeued jobs (and the baseline), sent first
@@ -496,6 +497,7 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
     budget = sub->second.total_budget;
   }
   TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
+  task.strategy_ran = StrategyThatRan(task.rec.strategy, task.problem->space.size(), budget);
   task.rec.state = TaskState::kRunning;
   task.rec.evaluated = 0;
   task.rec.failed_configs = 0;
@@ -672,7 +674,7 @@ void Coordinator::Impl::MaybeFinish(Task& task) {
     e.best_latency_us = task.rec.best_latency_us;
     e.baseline_latency_us = task.rec.baseline_latency_us;
     e.improvement = task.rec.baseline_latency_us > 0 ? task.rec.baseline_latency_us / task.rec.best_latency_us : 0;
-    e.strategy = task.rec.strategy;
+    e.strategy = task.strategy_ran;  // "auto (model)": what a framework team reads in lookup
     e.evaluations = task.rec.evaluated;
     e.job_id = task.best_job_id;
     e.timestamp_ms = clock_.UnixMillis();

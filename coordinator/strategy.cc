@@ -168,19 +168,22 @@ Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const Se
     options.budget = budget;
     return MakeModelBased(space, seed, options);
   }
-  if (name == "auto") {
-    // Measured (bench/README.md, "strategies"): the model-based search is the best of
+  if (name == "auto") return MakeStrategy(AutoChoice(space.size(), budget), space, seed, budget);
+  return CheckStrategyName(name);
+}
+
+std::string AutoChoice(ConfigIndex space_size, uint64_t budget) {
+  // Measured (bench/README.md, "strategies"): the model-based search is the best of
     // ours on conv A100 at every budget from 25 to 400 and, within 0.001, on all three
     // Kernel Tuner caches up to 50; annealing beats it on dedispersion from 100 and
     // genetic on pnpoly at 100-200, but both fall 0.04-0.20 short of it on conv. A
     // budget that covers the whole product is cheapest walked in order: no model,
     // compact range jobs.
-    if (budget == 0 || budget >= space.size()) return MakeStrategy("exhaustive", space, seed);
-    ModelOptions options;
-    options.budget = budget;
-    return MakeModelBased(space, seed, options);
-  }
-  return CheckStrategyName(name);
+  return budget == 0 || budget >= space_size ? "exhaustive" : "model";
+}
+
+std::string StrategyThatRan(const std::string& name, ConfigIndex space_size, uint64_t budget) {
+  return name == "auto" ? "auto (" + AutoChoice(space_size, budget) + ")" : name;
 }
 
 std::vector<std::string> StrategyNames() {

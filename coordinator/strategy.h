@@ -56,6 +56,10 @@ class Strategy {
 // "auto" looks at it.
 Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const SearchSpace& space,
                                                uint64_t seed, uint64_t budget = 0);
+// What "auto" chooses for a space of `space_size` configs and `budget` evaluations.
+std::string AutoChoice(ConfigIndex space_size, uint64_t budget);
+// The name a knowledge-base entry keeps: `name`, and for "auto" its choice, "auto (model)".
+std::string StrategyThatRan(const std::string& name, ConfigIndex space_size, uint64_t budget);
 std::vector<std::string> StrategyNames();
 // kInvalidArgument listing the known names when name is not one of them.
 Status CheckStrategyName(const std::string& name);

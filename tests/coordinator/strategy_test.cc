@@ -83,6 +83,13 @@ TEST(Strategies, UnknownNameListsTheKnownOnes) {
   EXPECT_NE(s.status().message().find("exhaustive"), std::string::npos);
 }
 
+TEST(Strategies, AutoSaysWhatItChoseForTheKnowledgeBase) {
+  EXPECT_EQ(StrategyThatRan("auto", 1000, 50), "auto (model)");
+  EXPECT_EQ(StrategyThatRan("auto", 1000, 1000), "auto (exhaustive)") << "a budget covering the space walks it";
+  EXPECT_EQ(StrategyThatRan("auto", 1000, 0), "auto (exhaustive)") << "no budget: the whole space";
+  EXPECT_EQ(StrategyThatRan("annealing", 1000, 50), "annealing");
+}
+
 // A smooth objective with one optimum at a=5, b=3, c=1, and a failing corner.
 std::optional<double> Objective(const SearchSpace& space, ConfigIndex i) {
   Config c = space.Decode(i);
