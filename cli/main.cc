@@ -582,6 +582,10 @@ int Run(int argc, char** argv) {
       }
       return kExitOk;
     }
+    // On stderr first: a log of a wait that ends badly (a timeout, a killed job) still
+    // names the submission to ask `status` about.
+    fmt::print(stderr, "submission {}: waiting for its tasks (Ctrl-C stops waiting, not the tuning)\n",
+               sub->submission_id);
     auto st = WaitUntilInterrupted(c, sub->submission_id, submit_flags.json);
     if (!st.ok()) return Fail(st.status());
     if (!st->has_value()) return Interrupted(sub->submission_id);

@@ -33,6 +33,7 @@ interrupted() {
 # A coordinator with no worker: every --wait waits until interrupted.
 start_coordinator
 interrupted INT "$OUT/submit.err" "$TF" submit "$OPS" --budget 20 --coordinator "$CL" --wait
+grep -q "^submission 1: waiting for its tasks" "$OUT/submit.err" || fail "submit --wait did not name its submission first"
 interrupted TERM "$OUT/status.err" "$TF" status 1 --wait --coordinator "$CL"
 # watch follows it again, and stops on SIGINT the same way.
 "$TF" watch 1 --coordinator "$CL" > "$OUT/watch.out" 2> "$OUT/watch.err" &
