@@ -7,9 +7,31 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "tunefleet/common/graph.h"
 #include "tunefleet/common/json_fields.h"
 
 namespace tunefleet::cli {
+namespace {
+
+// A model graph's kernels, one op per node (views have no kernel), named as the nodes
+// are. The same op at several nodes is tuned once: the coordinator shares identical keys.
+Result<std::vector<NamedOp>> OpsOfGraph(const nlohmann::json& j, const std::string& path,
+                                        const std::string& soc_override) {
+  auto graph = GraphFromJson(j, soc_override);
+  if (!graph.ok()) return graph.status().WithContext(path);
+  std::vector<NamedOp> out;
+  for (const GraphNode& node : graph->nodes) {
+    if (node.IsView()) continue;
+    NamedOp op;
+    op.name = node.name;
+    op.key = NodeOpKey(*graph, node);
+    out.push_back(std::move(op));
+  }
+  if (out.empty()) return InvalidArgument(path + ": the model has no kernel to tune (only views)");
+  return out;
+}
+
+}  // namespace
 
 Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override) {
   std::ifstream in(path);
@@ -23,10 +45,7 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
   std::string soc = soc_override;
   const nlohmann::json* ops = &j;
   if (j.is_object()) {
-    if (j.contains("nodes")) {
-      return InvalidArgument(path + ": this is a model graph (it has 'nodes'), not an ops file: profile it with "
-                             "'tunefleet profile " + path + "', which lists the ops to tune");
-    }
+    if (j.contains("nodes")) return OpsOfGraph(j, path, soc_override);
     TF_RETURN_IF_ERROR(CheckKnownFields(j, {"soc", "ops"}, path));
     if (soc.empty() && j.contains("soc")) {
       if (!j["soc"].is_string()) return InvalidArgument(path + ": 'soc' must be a string");

@@ -1,6 +1,8 @@
 // Reading the ops a user wants tuned or looked up: a JSON file holding either an array
-// of ops or {"soc": "...", "ops": [...]} (examples/*.json). Errors name the file, the
-// op's position and the field to fix.
+// of ops, {"soc": "...", "ops": [...]} (examples/*_ops.json), or a model graph
+// (examples/bert_base_layer.json: its kernel nodes, named as the nodes; a training
+// graph's backward kernels are not listed). Errors name the file, the op's position (or
+// node) and the field to fix.
 #pragma once
 
 #include <string>

@@ -68,8 +68,16 @@ refused 2 "transpose_b='yes' is not a flag: use true/false or 1/0" "$TF" tune "$
 sed 's/"dtype": "float16"}, {"shape": \[128, 256\]/"dtyp": "float32"}, {"shape": [128, 256]/' "$OPS" > "$OUT/typo.json"
 refused 2 "op 0: op 'MatMul' input 0: unknown field 'dtyp' (known: shape, dtype, format)" \
   "$TF" tune "$OUT/typo.json" --data-dir "$OUT/kb-typo"
-refused 2 "this is a model graph (it has 'nodes'), not an ops file: profile it with 'tunefleet profile" \
-  "$TF" tune "$SRC/examples/bert_base_layer.json" --data-dir "$OUT/kb-graph"
+# A model graph is tuned as its kernels, named as its nodes; a broken graph says which node to fix.
+timeout 300 "$TF" tune "$SRC/examples/bert_base_layer.json" --budget 3 --strategy random --data-dir "$OUT/kb-graph" \
+  > "$OUT/graph.txt" 2> "$OUT/graph.err" || fail "tune of a model graph exited $?: $(cat "$OUT/graph.err")"
+grep -q "^ffn.gelu  Gelu\[4096x3072\]@Ascend910B2  \[done\]" "$OUT/graph.txt" \
+  || fail "the graph's Gelu node was not tuned by its name: $(head -40 "$OUT/graph.txt")"
+kernels=$(( $(grep -c '"op": "' "$SRC/examples/bert_base_layer.json") - $(grep -c '"op": "Reshape"' "$SRC/examples/bert_base_layer.json") ))
+[ "$(grep -c '  \[done\]$' "$OUT/graph.txt")" -eq "$kernels" ] \
+  || fail "not one tuned block per kernel node ($kernels): $(grep -c '  \[done\]$' "$OUT/graph.txt")"
+sed 's/"inputs": \["hidden", "w_q"\]/"inputs": ["hiddn", "w_q"]/' "$SRC/examples/bert_base_layer.json" > "$OUT/badgraph.json"
+refused 2 "input 'hiddn' is not a graph input, weight or node output" "$TF" tune "$OUT/badgraph.json" --data-dir "$OUT/kb-badgraph"
 
 # Boundaries are accepted: seed 0, and a small budget tunes.
 timeout 120 "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 5 --seed 0 --patience 0 > "$OUT/tune.txt" \
