@@ -33,6 +33,7 @@
 #include "cli/ops_file.h"
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
+#include "cli/verify_cmd.h"
 #include "cli/watch_cmd.h"
 #include "coordinator/lookup.h"
 #include "coordinator/coordinator.h"
@@ -511,8 +512,11 @@ int Run(int argc, char** argv) {
   auto* workers = app.add_subcommand("workers", "list the workers a coordinator knows: SoCs, slots, busy slots, jobs done");
   workers->add_flag("--json", workers_json, "print JSON");
 
+  VerifyCommand verify;
+  AddVerifyCommand(app, verify);
+
   std::string curve_dir;
-  std::vector<CLI::App*> coordinator_cmds{submit, status, watch, cancel, lookup, workers};
+  std::vector<CLI::App*> coordinator_cmds{submit, status, watch, cancel, lookup, workers, verify.cmd};
   for (CLI::App* cmd : CoordinatorCommands(cache_commands)) coordinator_cmds.push_back(cmd);
   for (auto* cmd : coordinator_cmds) {
     auto* ep = cmd->add_option("--coordinator", coordinator_ep, "the coordinator's client endpoint")->capture_default_str();
@@ -548,6 +552,7 @@ int Run(int argc, char** argv) {
   }
 
   if (CacheIsLocal(cache_commands)) return RunCacheCommand(cache_commands, catalog, nullptr);
+  if (verify.cmd->parsed() && !verify.data_dir.empty()) return RunVerify(verify, catalog, nullptr);
 
   if (keypair->parsed()) {
     Status s = WriteKeyPair(keypair_dir, keypair_name);
@@ -635,6 +640,7 @@ int Run(int argc, char** argv) {
   if (CacheParsed(cache_commands)) return RunCacheCommand(cache_commands, catalog, &c);
   if (workers->parsed()) return RunWorkers(c, workers_json);
   if (watch->parsed()) return RunWatch(c, watch_id, watch_json);
+  if (verify.cmd->parsed()) return RunVerify(verify, catalog, &c);
   return kExitBadInput;
 }
 }  // namespace

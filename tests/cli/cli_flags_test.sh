@@ -76,8 +76,33 @@ grep -q "^ffn.gelu  Gelu\[4096x3072\]@Ascend910B2  \[done\]" "$OUT/graph.txt" \
 kernels=$(( $(grep -c '"op": "' "$SRC/examples/bert_base_layer.json") - $(grep -c '"op": "Reshape"' "$SRC/examples/bert_base_layer.json") ))
 [ "$(grep -c '  \[done\]$' "$OUT/graph.txt")" -eq "$kernels" ] \
   || fail "not one tuned block per kernel node ($kernels): $(grep -c '  \[done\]$' "$OUT/graph.txt")"
+# report: the model with its default tilings and with what tune found (DESIGN step 5).
+"$TF" report "$SRC/examples/bert_base_layer.json" --data-dir "$OUT/kb-graph" --json > "$OUT/report.json" \
+  || fail "report exited $?"
+/usr/bin/python3 - "$OUT/report.json" "$kernels" <<'CHECK' || fail "report: $(cat "$OUT/report.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["kernel_nodes"] == int(sys.argv[2]) and r["tuned_kernel_nodes"] == r["kernel_nodes"], r
+base, tuned = r["model_baseline_performance(ms)"], r["model_result_performance(ms)"]
+assert 0 < tuned <= base, (base, tuned)
+assert r["model_performance_improvement"] == f"{100 * (base - tuned) / base:.2f}%", r["model_performance_improvement"]
+ops = r["repo_modified_operators"]
+assert len(ops) == r["kernel_nodes"] and not r["untuned_operators"], len(ops)
+# A tuned config is the best measured, the default among them: never slower.
+assert all(o["performance_after(us)"] <= o["performance_before(us)"] + 1e-9 for o in ops), ops
+CHECK
+"$TF" report "$SRC/examples/bert_base_layer.json" --data-dir "$OUT/kb-graph" | grep -q "^model_performance_improvement  *[0-9.]*%$" \
+  || fail "report text lacks AOE's improvement key"
+# Nothing of this model tuned: it runs as it is, every kernel listed as not tuned.
+RN="$SRC/examples/resnet50_block.json"
+rn_kernels=$(( $(grep -c '"op": "' "$RN") - $(grep -c '"op": "Reshape"' "$RN") ))
+"$TF" report "$RN" --data-dir "$OUT/kb-graph" > "$OUT/report0.txt" 2>&1 \
+  && grep -q "0 of $rn_kernels kernel nodes have a tuned config" "$OUT/report0.txt" \
+  && grep -q "not tuned ($rn_kernels kernels" "$OUT/report0.txt" \
+  && grep -q "model_performance_improvement   0.00%" "$OUT/report0.txt" || fail "report of an empty folder: $(cat "$OUT/report0.txt")"
 sed 's/"inputs": \["hidden", "w_q"\]/"inputs": ["hiddn", "w_q"]/' "$SRC/examples/bert_base_layer.json" > "$OUT/badgraph.json"
 refused 2 "input 'hiddn' is not a graph input, weight or node output" "$TF" tune "$OUT/badgraph.json" --data-dir "$OUT/kb-badgraph"
+refused 2 "input 'hiddn' is not a graph input, weight or node output" "$TF" report "$OUT/badgraph.json" --data-dir "$OUT/kb-graph"
 
 # Boundaries are accepted: seed 0, and a small budget tunes.
 timeout 120 "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 5 --seed 0 --patience 0 > "$OUT/tune.txt" \

@@ -77,6 +77,25 @@ rc=$?
 grep -q "cancelled without a config that ran" "$OUT/cancelled.txt" || fail "no cancel line: $(cat "$OUT/cancelled.txt")"
 grep -q "0 op(s) tuned, 0 failed, 1 cancelled" "$OUT/cancelled.txt" || fail "closing line: $(cat "$OUT/cancelled.txt")"
 
+# report against the coordinator's knowledge base: a graph whose MatMul is `proj`'s op.
+cat > "$OUT/graph.json" <<'GRAPH'
+{"name": "proj_relu", "soc": "Ascend910B2",
+ "inputs": [{"name": "x", "shape": [256, 128], "dtype": "float16"}],
+ "weights": [{"name": "w", "shape": [128, 256], "dtype": "float16"}],
+ "outputs": ["y"],
+ "nodes": [{"name": "proj", "op": "MatMul", "inputs": ["x", "w"], "outputs": [{"name": "h", "shape": [256, 256], "dtype": "float16"}]},
+           {"name": "act", "op": "Relu", "inputs": ["h"], "outputs": [{"name": "y", "shape": [256, 256], "dtype": "float16"}]}]}
+GRAPH
+timeout 30 "$TF" report "$OUT/graph.json" --coordinator "$CL" --json > "$OUT/report.json" || fail "report via the coordinator exited $?"
+$PY - "$OUT/report.json" "$OUT/status.json" <<'CHECK' || fail "report via the coordinator: $(cat "$OUT/report.json")"
+import json, sys
+r, status = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert r["tuned_kernel_nodes"] == 1 and r["untuned_operators"] == ["act"], r
+(proj,) = r["repo_modified_operators"]
+tuned = next(t for t in status["tasks"] if t["name"] == "proj")
+assert proj["op_name"] == "proj" and proj["performance_after(us)"] <= proj["performance_before(us)"], proj
+CHECK
+
 timeout 30 "$TF" watch 999 --coordinator "$CL" > /dev/null 2> "$OUT/err"
 rc=$?
 [ $rc -eq 2 ] && grep -q "no submission 999" "$OUT/err" || fail "watch of an unknown submission: exit $rc, $(cat "$OUT/err")"

@@ -1,0 +1,131 @@
+#include "cli/verify_cmd.h"
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/report.h"
+#include "coordinator/lookup.h"
+#include "coordinator/store.h"
+#include "tunefleet/common/graph.h"
+#include "tunefleet/common/tuning_problem.h"
+#include "worker/profile/verify.h"
+
+namespace tunefleet::cli {
+namespace {
+
+// The knowledge base's entries for `keys` (nullopt where none), exact hits only: a
+// nearest shape's config is a guess, not a tuned result to verify.
+Result<std::vector<std::optional<KbEntry>>> LookUpExact(const std::string& data_dir, client::Client* c,
+                                                        const std::vector<OpKey>& keys) {
+  std::vector<std::optional<KbEntry>> out;
+  if (c != nullptr) {
+    TF_ASSIGN_OR_RETURN(auto found, c->Lookup(keys));
+    for (auto& f : found) out.push_back(f ? std::optional<KbEntry>(static_cast<KbEntry&>(*f)) : std::nullopt);
+    return out;
+  }
+  TF_ASSIGN_OR_RETURN(auto store, coordinator::Store::OpenReadOnly(data_dir));
+  TF_ASSIGN_OR_RETURN(auto answers, coordinator::LookUp(*store, keys, false, [](const OpKey&) { return Status::Ok(); }));
+  for (auto& a : answers) out.push_back(a.exact() ? a.entry : std::nullopt);
+  return out;
+}
+
+// The entry's best config in the op's parameter order, by name.
+Result<Config> ConfigOf(const KbEntry& e, const SearchSpace& space) {
+  Config config;
+  for (const auto& p : space.params()) {
+    auto it = std::find_if(e.best_config.begin(), e.best_config.end(), [&](const auto& nv) { return nv.first == p.name; });
+    if (it == e.best_config.end()) {
+      return FailedPrecondition("the knowledge base's config for " + e.key.Display() + " has no '" + p.name +
+                                "' (an entry of another simulator model version?): re-tune it with --force");
+    }
+    config.push_back(it->second);
+  }
+  TF_RETURN_IF_ERROR(space.Validate(config).WithContext("the knowledge base's config for " + e.key.Display()));
+  return config;
+}
+
+void PrintText(const profile::VerifyReport& r, size_t kernels, size_t tuned_nodes) {
+  fmt::print("model {} on {}: {} of {} kernel nodes have a tuned config\n", r.model, r.soc, tuned_nodes, kernels);
+  fmt::print("model_baseline_performance(ms)  {:.4f}\n", r.baseline_us / 1000);
+  fmt::print("model_result_performance(ms)    {:.4f}\n", r.result_us / 1000);
+  fmt::print("model_performance_improvement   {:.2f}%\n", r.ImprovementPercent());
+  fmt::print("repo_modified_operators:\n");
+  fmt::print("  {:>12}  {:>12}  {:>8}  {}\n", "before (us)", "after (us)", "change", "op");
+  for (const auto& op : r.ops) {
+    if (!op.tuned) continue;
+    fmt::print("  {:12.3f}  {:12.3f}  {:7.2f}%  {}  {}\n", op.before_us, op.after_us,
+               op.before_us > 0 ? 100.0 * (op.before_us - op.after_us) / op.before_us : 0.0, op.name, op.op_key);
+  }
+  std::vector<std::string> untuned;
+  for (const auto& op : r.ops) {
+    if (!op.tuned) untuned.push_back(op.name);
+  }
+  if (!untuned.empty()) {
+    std::string names;
+    for (size_t i = 0; i < untuned.size() && i < 8; ++i) names += (i ? ", " : "") + untuned[i];
+    fmt::print("not tuned ({} kernels, run at their default tiling): {}{}\n", untuned.size(), names,
+               untuned.size() > 8 ? ", ..." : "");
+  }
+}
+
+}  // namespace
+
+void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
+  f.cmd = app.add_subcommand(
+      "report", "verify a tuned model: run it with default tilings and with the knowledge base's tuned configs; "
+                "print both step times, the improvement and each tuned kernel's time before and after");
+  f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md)")->required()->check(CLI::ExistingFile);
+  f.cmd->add_option("--soc", f.soc, "SoC (overrides the graph's)");
+  f.cmd->add_option("--data-dir", f.data_dir, "read the tuned configs from this knowledge-base folder (what `tune` wrote) "
+                                             "instead of asking a coordinator")
+      ->check(CLI::ExistingDirectory);
+  f.cmd->add_flag("--json", f.json, "print JSON under AOE's report keys");
+  f.cmd->add_flag("--training", f.training, "with the backward pass and gradient all-reduce (backward kernels run their default tiling)");
+  f.cmd->add_option("--devices", f.devices, "data-parallel devices (overrides the graph's 'devices')")->check(CLI::Range(1, 4096));
+}
+
+int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client* c) {
+  auto graph = LoadGraphFile(f.model, f.soc);
+  if (!graph.ok()) return Fail(graph.status());
+  if (f.training) graph->training = true;
+  if (f.devices > 0) graph->devices = f.devices;
+  auto soc = catalog.Find(graph->soc);
+  if (!soc.ok()) return Fail(soc.status().WithContext(f.model + ": 'soc'"));
+  std::vector<const GraphNode*> kernels;
+  std::vector<OpKey> keys;
+  for (const auto& node : graph->nodes) {
+    if (node.IsView()) continue;
+    kernels.push_back(&node);
+    keys.push_back(NodeOpKey(*graph, node));
+  }
+  auto found = LookUpExact(f.data_dir, c, keys);
+  if (!found.ok()) return Fail(found.status());
+  std::map<std::string, Config> configs;
+  size_t tuned_nodes = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (!(*found)[i]) continue;
+    auto problem = MakeTuningProblem(keys[i], **soc);
+    if (!problem.ok()) return Fail(problem.status().WithContext("node '" + kernels[i]->name + "'"));
+    auto config = ConfigOf(*(*found)[i], problem->space);
+    if (!config.ok()) return Fail(config.status().WithContext("node '" + kernels[i]->name + "'"));
+    configs[keys[i].Canonical()] = std::move(config).value();
+    ++tuned_nodes;
+  }
+  auto report = profile::Verify(*graph, **soc, configs);
+  if (!report.ok()) return Fail(report.status().WithContext(f.model));
+  if (f.json) {
+    nlohmann::json out = report->ToJson();
+    out["kernel_nodes"] = kernels.size();
+    out["tuned_kernel_nodes"] = tuned_nodes;
+    fmt::print("{}\n", out.dump(2));
+  } else {
+    PrintText(*report, kernels.size(), tuned_nodes);
+  }
+  return kExitOk;
+}
+
+}  // namespace tunefleet::cli

@@ -1,0 +1,32 @@
+// `tunefleet report MODEL` (DESIGN.md step 5, verify): runs the model graph on the
+// embedded simulator with its default tilings and again with the knowledge base's tuned
+// configs, and prints the step times, the improvement and each kernel's time before and
+// after (AOE's report keys with --json). The knowledge base is a `--data-dir` folder
+// (what `tune` wrote) or a coordinator's (looked up over the client protocol).
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/client.h"
+#include "tunefleet/common/soc_spec.h"
+
+namespace tunefleet::cli {
+
+struct VerifyCommand {
+  CLI::App* cmd = nullptr;
+  std::string model, soc, data_dir;
+  bool json = false;
+  bool training = false;  // overrides the graph's "training" when set
+  int devices = 0;        // overrides the graph's "devices" when > 0
+};
+
+// Adds `report` to `app`; `f` receives the parsed options and must outlive parsing.
+void AddVerifyCommand(CLI::App& app, VerifyCommand& f);
+
+// Exit 0, 1 (I/O, coordinator unavailable) or 2 (bad model or config). `c` is the
+// coordinator's client, nullptr when f.data_dir names a local knowledge base.
+int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client* c);
+
+}  // namespace tunefleet::cli

@@ -1,0 +1,94 @@
+// Verify: the tuned run differs from the baseline exactly where configs were given, by
+// what the simulator says those configs take; the report carries AOE's keys.
+#include "worker/profile/verify.h"
+
+#include <limits>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/profile/test_util.h"
+#include "tunefleet/common/tuning_problem.h"
+#include "worker/sim/simulator.h"
+
+namespace tunefleet::profile {
+namespace {
+
+using testing::Node;
+using testing::Tensor;
+
+Graph TwoOpGraph() {
+  auto g = GraphFromJson({{"name", "two"},
+                          {"soc", "Ascend910B2"},
+                          {"inputs", {Tensor("x", {1024, 1024})}},
+                          {"weights", {Tensor("w", {1024, 1024})}},
+                          {"outputs", {"y"}},
+                          {"nodes", {Node("mm", "MatMul", {"x", "w"}, Tensor("h", {1024, 1024})),
+                                     Node("act", "Relu", {"h"}, Tensor("y", {1024, 1024}))}}});
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return *g;
+}
+
+TEST(Verify, WithoutConfigsTheTunedRunIsTheBaseline) {
+  const SocSpec soc = testing::Soc910B2();
+  auto r = Verify(TwoOpGraph(), soc, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_DOUBLE_EQ(r->baseline_us, r->result_us);
+  EXPECT_EQ(r->TunedKernels(), 0u);
+  ASSERT_EQ(r->ops.size(), 2u);
+  for (const auto& op : r->ops) EXPECT_DOUBLE_EQ(op.before_us, op.after_us) << op.name;
+  EXPECT_EQ(r->ToJson()["model_performance_improvement"], "0.00%");
+}
+
+TEST(Verify, ATunedOpTakesWhatItsConfigTakesAndTheStepGainsIt) {
+  const SocSpec soc = testing::Soc910B2();
+  const Graph graph = TwoOpGraph();
+  const OpKey key = NodeOpKey(graph, graph.nodes[0]);
+  auto problem = MakeTuningProblem(key, soc);
+  ASSERT_TRUE(problem.ok());
+  // The fastest of 5000 configs spread over the space: faster than the default tiling here.
+  Config best;
+  double best_us = std::numeric_limits<double>::infinity(), best_duration_us = 0;
+  const ConfigIndex stride = std::max<ConfigIndex>(1, problem->space.size() / 5000);
+  for (ConfigIndex i = 0; i < problem->space.size(); i += stride) {
+    Config c = problem->space.Decode(i);
+    if (!problem->space.Validate(c).ok()) continue;
+    auto est = sim::Simulate(*problem, c, soc);
+    if (est.ok() && est->latency_us < best_us) {
+      best_us = est->latency_us;
+      best_duration_us = est->duration_us;  // what the profile shows (the launch is apart)
+      best = c;
+    }
+  }
+  ASSERT_FALSE(best.empty());
+  auto r = Verify(graph, soc, {{key.Canonical(), best}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->ops.size(), 2u);
+  const OpChange& mm = r->ops[0].name == "mm" ? r->ops[0] : r->ops[1];
+  const OpChange& act = r->ops[0].name == "mm" ? r->ops[1] : r->ops[0];
+  EXPECT_TRUE(mm.tuned);
+  EXPECT_FALSE(act.tuned);
+  EXPECT_NEAR(mm.after_us, best_duration_us, 1e-9 * best_duration_us)
+      << "the tuned op takes what the simulator says its config takes";
+  ASSERT_LT(mm.after_us, mm.before_us) << "pick a test config faster than the default";
+  EXPECT_DOUBLE_EQ(act.after_us, act.before_us);
+  // Two ops in a chain: the step gains what the MatMul gained.
+  EXPECT_NEAR(r->baseline_us - r->result_us, mm.before_us - mm.after_us, 1e-6);
+  nlohmann::json j = r->ToJson();
+  EXPECT_NEAR(j["model_baseline_performance(ms)"].get<double>(), r->baseline_us / 1000, 1e-12);
+  EXPECT_NEAR(j["model_result_performance(ms)"].get<double>(), r->result_us / 1000, 1e-12);
+  ASSERT_EQ(j["repo_modified_operators"].size(), 1u);
+  EXPECT_EQ(j["repo_modified_operators"][0]["op_name"], "mm");
+  EXPECT_EQ(j["untuned_operators"], nlohmann::json::array({"act"}));
+}
+
+TEST(Verify, AConfigThatDoesNotFitItsOpNamesTheNode) {
+  const SocSpec soc = testing::Soc910B2();
+  const Graph graph = TwoOpGraph();
+  auto r = Verify(graph, soc, {{NodeOpKey(graph, graph.nodes[0]).Canonical(), Config{1, 2}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("node 'mm'"), std::string::npos) << r.status().ToString();
+}
+
+}  // namespace
+}  // namespace tunefleet::profile

@@ -1,0 +1,70 @@
+#include "worker/profile/verify.h"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "worker/profile/graph_run.h"
+
+namespace tunefleet::profile {
+
+double VerifyReport::ImprovementPercent() const {
+  return baseline_us > 0 ? 100.0 * (baseline_us - result_us) / baseline_us : 0;
+}
+
+size_t VerifyReport::TunedKernels() const {
+  size_t n = 0;
+  for (const auto& op : ops) n += op.tuned;
+  return n;
+}
+
+nlohmann::json VerifyReport::ToJson() const {
+  nlohmann::json modified = nlohmann::json::array();
+  nlohmann::json untuned = nlohmann::json::array();
+  for (const auto& op : ops) {
+    if (!op.tuned) {
+      untuned.push_back(op.name);
+      continue;
+    }
+    modified.push_back({{"op_name", op.name},
+                        {"op_type", op.op_type},
+                        {"op_key", op.op_key},
+                        {"performance_before(us)", op.before_us},
+                        {"performance_after(us)", op.after_us},
+                        {"performance_improvement",
+                         fmt::format("{:.2f}%", op.before_us > 0 ? 100.0 * (op.before_us - op.after_us) / op.before_us : 0)}});
+  }
+  return {{"model", model},
+          {"soc", soc},
+          {"model_baseline_performance(ms)", baseline_us / 1000},
+          {"model_result_performance(ms)", result_us / 1000},
+          {"model_performance_improvement", fmt::format("{:.2f}%", ImprovementPercent())},
+          {"repo_modified_operators", modified},
+          {"untuned_operators", untuned}};
+}
+
+Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::map<std::string, Config>& configs) {
+  TF_ASSIGN_OR_RETURN(RunProfile before, RunGraph(graph, soc));
+  RunOptions tuned_options;
+  tuned_options.configs = configs;
+  TF_ASSIGN_OR_RETURN(RunProfile after, RunGraph(graph, soc, tuned_options));
+  std::map<std::string, double> after_us;
+  for (const auto& op : after.ops) after_us[op.name] = op.duration_us;
+  VerifyReport report;
+  report.model = graph.name;
+  report.soc = soc.name;
+  report.baseline_us = before.step_us;
+  report.result_us = after.step_us;
+  for (const auto& op : before.ops) {
+    OpChange c;
+    c.name = op.name;
+    c.op_type = op.op_type;
+    c.op_key = op.op_key;
+    c.before_us = op.duration_us;
+    c.after_us = after_us.count(op.name) ? after_us[op.name] : 0;
+    c.tuned = !op.backward && configs.count(NodeOpKey(graph, graph.nodes[op.node]).Canonical()) > 0;
+    report.ops.push_back(std::move(c));
+  }
+  return report;
+}
+
+}  // namespace tunefleet::profile
