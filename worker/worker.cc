@@ -132,6 +132,7 @@ struct Worker::Impl {
       return !task_stopped;
     };
     const auto pace = worker.options_.min_eval_time;
+    auto last_sent = worker.clock_.Now();
     auto next_due = std::chrono::steady_clock::now();
     auto evaluate = [&](ConfigIndex index, bool skip_rejected) {
       Evaluation e = (*prepared)->Evaluate(index);
@@ -143,9 +144,11 @@ struct Worker::Impl {
       // the valid configs in it. A list job reports every config it named.
       if (e.rejected && skip_rejected) return;
       chunk.push_back(std::move(e));
-      if (chunk.size() >= protocol::kResultChunk) {
+      const auto now = worker.clock_.Now();
+      if (chunk.size() >= protocol::kResultChunk || now - last_sent >= protocol::kResultFlushInterval) {
         SendChunk(push, job, chunk, false, "");
         chunk.clear();
+        last_sent = now;
       }
     };
     if (job.is_range) {

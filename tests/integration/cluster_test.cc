@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/client.h"
+#include "tunefleet/common/protocol.h"
 #include "process.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/tuning_problem.h"
@@ -375,6 +376,33 @@ TEST_F(ClusterTest, CancellingStopsTheJobARealWorkerIsRunning) {
   EXPECT_LT(static_cast<double>(before) + std::max(dropped, 0.0), 201.0)
       << "the worker measured the whole job of a cancelled task (" << before << " recorded, " << dropped
       << " dropped)";
+}
+
+// Results of slow evaluations arrive at least once a second, not only per 128: each chunk
+// renews the job's lease, and a job of 128 configs at 300 ms each (38 s) used to be
+// requeued at its 30 s deadline while its healthy worker was measuring it.
+TEST_F(ClusterTest, ASlowJobsResultsArriveEverySecondSoItsLeaseIsRenewed) {
+  Cluster cluster(data_dir());
+  ASSERT_TRUE(cluster.StartCoordinator());
+  cluster.StartWorker(1, 20000);  // 20 ms per evaluation: 128 take 2.6 s
+  client::Client c(ctx_, cluster.client_endpoint());
+  client::SubmitSpec slow;
+  slow.ops = {Matmul(256, 256, 128)};
+  slow.strategy = "random";
+  slow.budget = 301;
+  slow.job_size = 300;
+  auto a = c.Submit(slow);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  // After the baseline (one config), the first figure above 1 is what one chunk carried.
+  uint64_t first = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (first <= 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    first = c.GetStatus(a->submission_id)->tasks[0].evaluated;
+  }
+  EXPECT_GT(first, 1u);
+  EXPECT_LT(first, 1u + protocol::kResultChunk) << "the job's first results waited for a full chunk";
+  cluster.WaitDone(c, a->submission_id, 60s);
 }
 
 TEST_F(ClusterTest, BadSubmissionGetsAnErrorThatSaysWhatToFixAndTheCoordinatorKeepsServing) {

@@ -33,6 +33,10 @@ inline constexpr uint32_t kKbImportMax = 1000;
 // Default configs per job and evaluations per streamed result chunk.
 inline constexpr uint32_t kDefaultJobSize = 512;
 inline constexpr uint32_t kResultChunk = 128;
+// A chunk goes out also when this long has passed since the last one: each chunk renews
+// the job's lease (kLeaseFloor from its arrival), so slow evaluations -- real hardware,
+// up to kLeaseFloor each -- keep a healthy job's lease alive.
+inline constexpr std::chrono::milliseconds kResultFlushInterval = 1000ms;
 
 inline constexpr uint16_t kDefaultClientPort = 5555;
 inline constexpr uint16_t kDefaultWorkerPort = 5556;
