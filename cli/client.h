@@ -67,6 +67,7 @@ struct TaskView {
   double best_latency_us = 0, baseline_latency_us = 0;
   NamedConfig best_config;
   std::string name;  // the op's name in its submission ("" when none was given)
+  std::vector<std::pair<std::string, uint64_t>> failure_reasons;  // why configs failed, with counts
 };
 
 struct StatusView {

@@ -1,5 +1,7 @@
 #include "cli/report.h"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include "tunefleet/common/tuning_problem.h"
@@ -32,6 +34,19 @@ std::string Improvement(double baseline, double best) {
 }
 }  // namespace
 
+namespace {
+// "  failed because     12 x <reason>" per reason, the most frequent first.
+std::string FailureLines(const client::TaskView& t) {
+  auto reasons = t.failure_reasons;
+  std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string s;
+  for (const auto& [reason, count] : reasons) {
+    s += fmt::format("  {:19}{} x {}\n", s.empty() ? "failed because" : "", count, reason);
+  }
+  return s;
+}
+}  // namespace
+
 std::string TaskText(const std::string& name, const client::TaskView& t, bool from_cache,
                      const SocCatalog& catalog) {
   std::string s = fmt::format("{}  {}  [{}{}]\n", name, t.key.Display(), t.state,
@@ -40,12 +55,17 @@ std::string TaskText(const std::string& name, const client::TaskView& t, bool fr
     if (t.evaluated == 0) {
       return s + fmt::format("  nothing measured yet (it waits for a worker that serves {})\n", t.key.soc);
     }
-    return s + fmt::format("  no config succeeded yet ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs);
+    return s + fmt::format("  no config succeeded yet ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs) +
+           FailureLines(t);
   }
   const bool cancelled = t.state == "cancelled";
   if (!t.has_best) {
-    if (cancelled) return s + fmt::format("  cancelled before a config succeeded ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs);
-    return s + fmt::format("  no config succeeded ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs);
+    if (cancelled) {
+      return s + fmt::format("  cancelled before a config succeeded ({} evaluated, {} failed)\n", t.evaluated,
+                             t.failed_configs) + FailureLines(t);
+    }
+    return s + fmt::format("  no config succeeded ({} evaluated, {} failed)\n", t.evaluated, t.failed_configs) +
+           FailureLines(t);
   }
   // A cancelled search's best is what it had found, not the op's: it is not in the
   // knowledge base.
@@ -57,7 +77,7 @@ std::string TaskText(const std::string& name, const client::TaskView& t, bool fr
                    def.empty() ? "" : "  (" + def + ")");
   s += fmt::format("  improvement        {}\n", Improvement(t.baseline_latency_us, t.best_latency_us));
   if (!from_cache) s += fmt::format("  evaluations        {} ({} failed)\n", t.evaluated, t.failed_configs);
-  return s;
+  return s + FailureLines(t);
 }
 
 nlohmann::json TaskJson(const std::string& name, const client::TaskView& t, bool from_cache) {
@@ -70,6 +90,8 @@ nlohmann::json TaskJson(const std::string& name, const client::TaskView& t, bool
   j["from_cache"] = from_cache;
   j["evaluated"] = t.evaluated;
   j["failed_configs"] = t.failed_configs;
+  j["failure_reasons"] = nlohmann::json::array();
+  for (const auto& [reason, count] : t.failure_reasons) j["failure_reasons"].push_back({{"reason", reason}, {"count", count}});
   if (t.has_best) {
     j["best_config_index"] = t.best_index;
     j["best_config"] = nlohmann::json::object();

@@ -501,6 +501,7 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   task.rec.state = TaskState::kRunning;
   task.rec.evaluated = 0;
   task.rec.failed_configs = 0;
+  task.rec.failure_reasons.clear();  // counted again from the recovered results
   task.rec.has_best = false;
 
   // Restore the strategy's checkpoint when there is one: it has seen the results with
@@ -567,6 +568,7 @@ void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, b
     if (improved && out) Emit(task, ProgressKind::kImproved);
   } else {
     ++task.rec.failed_configs;
+    CountFailureReason(task.rec, error.empty() ? "(no reason given)" : error);
     if (out) metrics_.failed_evaluations.Increment();
   }
   if (task.strategy && tell) task.strategy->Tell(index, ok ? std::optional<double>(latency) : std::nullopt);
@@ -1531,6 +1533,11 @@ void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Bui
   b.setEvaluated(task.rec.evaluated);
   b.setPlanned(IsFinished(task.rec.state) ? task.rec.evaluated : task.planned.size());
   b.setFailedConfigs(task.rec.failed_configs);
+  auto reasons = b.initFailureReasons(static_cast<unsigned>(task.rec.failure_reasons.size()));
+  for (unsigned i = 0; i < task.rec.failure_reasons.size(); ++i) {
+    reasons[i].setReason(task.rec.failure_reasons[i].first);
+    reasons[i].setCount(task.rec.failure_reasons[i].second);
+  }
   b.setHasBest(task.rec.has_best);
   b.setBestConfigIndex(task.rec.best_index);
   b.setBestLatencyUs(task.rec.best_latency_us);

@@ -39,12 +39,20 @@ struct TaskRecord {
   // Outcome (final once the task has finished).
   uint64_t evaluated = 0;
   uint64_t failed_configs = 0;
+  // Why configs failed: the first kMaxFailureReasons distinct messages in the order met,
+  // each with its count; later ones are counted under kOtherFailureReasons.
+  std::vector<std::pair<std::string, uint64_t>> failure_reasons;
   bool has_best = false;
   ConfigIndex best_index = 0;
   double best_latency_us = 0;
   double baseline_latency_us = 0;
   bool from_cache = false;
 };
+
+inline constexpr size_t kMaxFailureReasons = 8;
+inline constexpr const char* kOtherFailureReasons = "(other reasons)";
+// Counts one failed config under its reason (TaskRecord::failure_reasons).
+void CountFailureReason(TaskRecord& t, const std::string& reason);
 
 struct SubmissionRecord {
   uint64_t submission_id = 0;

@@ -16,6 +16,21 @@
 
 namespace tunefleet::coordinator {
 
+void CountFailureReason(TaskRecord& t, const std::string& reason) {
+  for (auto& [known, count] : t.failure_reasons) {
+    if (known == reason) {
+      ++count;
+      return;
+    }
+  }
+  if (t.failure_reasons.size() + 1 < kMaxFailureReasons) {
+    t.failure_reasons.emplace_back(reason, 1);
+    return;
+  }
+  if (t.failure_reasons.size() + 1 == kMaxFailureReasons) t.failure_reasons.emplace_back(kOtherFailureReasons, 0);
+  ++t.failure_reasons.back().second;
+}
+
 const char* TaskStateName(TaskState s) {
   switch (s) {
     case TaskState::kQueued: return "queued";
@@ -135,6 +150,11 @@ std::string EncodeTask(const TaskRecord& t) {
   r.setBudgetSeconds(t.budget_seconds);
   r.setPatience(t.patience);
   r.setStartedUnixMs(t.started_ms);
+  auto reasons = r.initFailureReasons(static_cast<unsigned>(t.failure_reasons.size()));
+  for (unsigned i = 0; i < t.failure_reasons.size(); ++i) {
+    reasons[i].setReason(t.failure_reasons[i].first);
+    reasons[i].setCount(t.failure_reasons[i].second);
+  }
   return ToBytes(b);
 }
 
@@ -165,6 +185,7 @@ Result<TaskRecord> DecodeTask(const std::string& bytes) {
     t.budget_seconds = r.getBudgetSeconds();
     t.patience = r.getPatience();
     t.started_ms = r.getStartedUnixMs();
+    for (auto f : r.getFailureReasons()) t.failure_reasons.emplace_back(f.getReason(), f.getCount());
     return Status::Ok();
   });
   if (!s.ok()) return s;

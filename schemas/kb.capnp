@@ -45,6 +45,12 @@ struct TaskRecord {
   budgetSeconds @18 :Float64;  # stop planning after this long since the task started (0: none)
   patience @19 :UInt64;        # stop after this many evaluations without improvement (0: none)
   startedUnixMs @20 :Int64;    # first dispatch
+  failureReasons @21 :List(FailureCount);  # why configs failed: 8 distinct reasons at most
+}
+
+struct FailureCount {
+  reason @0 :Text;             # the evaluator's message; "(other reasons)" collects the rest
+  count @1 :UInt64;
 }
 
 # Column family `tasks`, key = "s/" + big-endian submission id.

@@ -128,6 +128,16 @@ timeout 120 "$TF" tune "$OUT/mixed.json" --data-dir "$OUT/kb-mixed" --budget 5 -
   > "$OUT/mixed.txt" || fail "mixed tune exited $?: $(cat "$OUT/mixed.txt")"
 grep -q "2 ops on Ascend910B2, replay" "$OUT/mixed.txt" || fail "tune does not name both SoCs: $(cat "$OUT/mixed.txt")"
 [ "$(grep -c "evaluations        5 " "$OUT/mixed.txt")" -eq 2 ] || fail "mixed tune: $(cat "$OUT/mixed.txt")"
+# Why configs failed, counted per reason: the toy's whole product has 2 absent configs and 1 measured failure.
+cat > "$OUT/toy_ops.json" <<'JSON'
+{"ops": [{"name": "toy", "soc": "replay", "op": "toy_kernel", "inputs": [{"shape": [1024], "dtype": "float32"}]}]}
+JSON
+timeout 120 "$TF" tune "$OUT/toy_ops.json" --data-dir "$OUT/kb-toy" --budget 8 --strategy random \
+  --replay-cache "$OUT/toy.json" > "$OUT/toy.txt" || fail "toy tune exited $?"
+grep -q "evaluations        8 (3 failed)" "$OUT/toy.txt" \
+  && grep -q "^  failed because     2 x absent from the cache (violates the kernel's restrictions)$" "$OUT/toy.txt" \
+  && grep -q "^                     1 x measured as failed: RuntimeFailedConfig$" "$OUT/toy.txt" \
+  || fail "tune does not say why configs failed: $(cat "$OUT/toy.txt")"
 
 # lookup --data-dir answers from what tune wrote, with no coordinator running.
 timeout 60 "$TF" lookup "$OPS" --data-dir "$OUT/kb" --json > "$OUT/lookup.json" || fail "lookup --data-dir exited $?"

@@ -146,6 +146,23 @@ class ScriptedWorker {
   // Heartbeats from the coordinator that NextJob() skipped so far.
   int heartbeats() const { return heartbeats_; }
 
+  // Every config of the job failed, for `why`.
+  void AnswerFailed(const ReceivedJob& job, const std::string& why) {
+    wire::Outgoing msg;
+    auto r = msg.Body().initJobResult();
+    r.setTaskId(job.task_id);
+    r.setJobId(job.job_id);
+    r.setAttempt(job.attempt);
+    r.setFinal(true);
+    auto list = r.initResults(static_cast<unsigned>(job.configs.size()));
+    for (unsigned i = 0; i < job.configs.size(); ++i) {
+      list[i].setConfigIndex(job.configs[i]);
+      list[i].setOk(false);
+      list[i].setError(why);
+    }
+    EXPECT_TRUE(transport::Send(socket_, msg).ok());
+  }
+
   void Answer(const ReceivedJob& job, double latency_us, bool vary = true) {
     wire::Outgoing msg;
     auto r = msg.Body().initJobResult();
@@ -1066,6 +1083,39 @@ TEST_F(CoordinatorTest, AWatchIsHeldUntilItsSubmissionsTaskReportsAndSeesOnlyIts
   EXPECT_TRUE(after_restart->done);
   EXPECT_GT(LabeledCounterValue(registry_, "tunefleet_client_requests_total", "kind", "watch"), 0)
       << "watch requests are counted under their own kind";
+}
+
+TEST_F(CoordinatorTest, StatusSaysWhyConfigsFailedCountedOnceAcrossARestart) {
+  auto sub = client::Client(ctx_, options_.client_endpoint).Submit(RandomSearch(3, 1));
+  ASSERT_TRUE(sub.ok());
+  auto reasons_now = [&] {
+    client::Client c(ctx_, options_.client_endpoint);
+    auto st = c.GetStatus(sub->submission_id);
+    EXPECT_TRUE(st.ok());
+    return st.ok() ? st->tasks[0].failure_reasons : std::vector<std::pair<std::string, uint64_t>>{};
+  };
+  using Reasons = std::vector<std::pair<std::string, uint64_t>>;
+  {
+    ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+    auto baseline = w.NextJob();
+    ASSERT_TRUE(baseline);
+    w.Answer(*baseline, 50);
+    auto second = w.NextJob();
+    ASSERT_TRUE(second);
+    w.AnswerFailed(*second, "UB overflow: needs 300 KB");
+    std::this_thread::sleep_for(200ms);
+    EXPECT_EQ(reasons_now(), (Reasons{{"UB overflow: needs 300 KB", 1}}));
+  }
+  Restart();  // running: counted again from the recovered results, not added to the old count
+  EXPECT_EQ(reasons_now(), (Reasons{{"UB overflow: needs 300 KB", 1}}));
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w2");
+  auto third = w.NextJob();
+  ASSERT_TRUE(third);
+  w.AnswerFailed(*third, "UB overflow: needs 300 KB");
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(reasons_now(), (Reasons{{"UB overflow: needs 300 KB", 2}}));
+  Restart();  // finished: its results are gone, its record keeps the reasons
+  EXPECT_EQ(reasons_now(), (Reasons{{"UB overflow: needs 300 KB", 2}}));
 }
 
 TEST_F(CoordinatorTest, ATaskIsQueuedUntilAWorkerTakesItsFirstJob) {

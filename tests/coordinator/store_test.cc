@@ -112,6 +112,30 @@ TEST_F(StoreTest, EverythingSurvivesAReopen) {
   EXPECT_EQ(store->NextId("task").value(), 4u) << "id counters must be durable";
 }
 
+// A finished task's results are deleted: why its configs failed lives on in its record,
+// the first distinct reasons each with a count and the rest together.
+TEST_F(StoreTest, AFinishedTaskKeepsWhyItsConfigsFailed) {
+  TaskRecord t = Task(1, 64);
+  for (int i = 0; i < 3; ++i) CountFailureReason(t, "L0A overflow");
+  for (int i = 0; i < 12; ++i) CountFailureReason(t, "reason " + std::to_string(i));
+  CountFailureReason(t, "L0A overflow");
+  ASSERT_EQ(t.failure_reasons.size(), kMaxFailureReasons);
+  EXPECT_EQ(t.failure_reasons[0], (std::pair<std::string, uint64_t>{"L0A overflow", 4}));
+  EXPECT_EQ(t.failure_reasons[1].first, "reason 0");
+  EXPECT_EQ(t.failure_reasons.back(), (std::pair<std::string, uint64_t>{kOtherFailureReasons, 6}))
+      << "reasons 6..11 have no line of their own";
+  uint64_t counted = 0;
+  for (const auto& [reason, n] : t.failure_reasons) counted += n;
+  EXPECT_EQ(counted, 16u) << "every failure is counted once";
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->FinishTask(t, std::nullopt).ok());
+  }
+  auto tasks = Open()->LoadTasks().value();
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].failure_reasons, t.failure_reasons);
+}
+
 TEST_F(StoreTest, FinishingATaskDeletesOnlyItsResults) {
   auto store = Open();
   ASSERT_TRUE(store->PutResults(1, {{5, true, 1.5, "", 1}}).ok());
