@@ -28,19 +28,17 @@ std::vector<std::pair<std::string, double>> TopOps(const profile::RunProfile& ru
 }
 
 int RunProfile(const ProfileCommands& f, const SocCatalog& catalog) {
-  auto graph = LoadGraphFile(f.model, f.soc);
-  if (!graph.ok()) return Fail(graph.status());
-  if (f.training) graph->training = true;
-  if (f.devices > 0) graph->devices = f.devices;
-  auto soc = catalog.Find(graph->soc);
-  if (!soc.ok()) return Fail(soc.status().WithContext(f.model + ": 'soc'"));
-  auto run = profile::RunGraph(*graph, **soc);
+  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog);
+  if (!model.ok()) return Fail(model.status());
+  const Graph& graph = model->graph;
+  const SocSpec& soc = *model->soc;
+  auto run = profile::RunGraph(graph, soc);
   if (!run.ok()) return Fail(run.status().WithContext(f.model));
   if (!f.trace_ops.empty() && f.trace.empty()) {
     return Fail(InvalidArgument("--trace-ops needs --trace FILE to write the tile timelines into"));
   }
   if (!f.trace.empty()) {
-    auto tiles = profile::TileTimelines(*graph, **soc, f.trace_ops);
+    auto tiles = profile::TileTimelines(graph, soc, f.trace_ops);
     if (!tiles.ok()) return Fail(tiles.status());
     if (Status s = profile::WriteChromeTrace(*run, f.trace, *tiles); !s.ok()) return Fail(s);
   }
@@ -92,6 +90,18 @@ int RunAnalyze(const ProfileCommands& f) {
 }
 
 }  // namespace
+
+Result<ModelToRun> LoadModelToRun(const std::string& path, const std::string& soc, bool training, int devices,
+                                  const SocCatalog& catalog) {
+  ModelToRun m;
+  TF_ASSIGN_OR_RETURN(m.graph, LoadGraphFile(path, soc));
+  if (training) m.graph.training = true;
+  if (devices > 0) m.graph.devices = devices;
+  auto spec = catalog.Find(m.graph.soc);
+  if (!spec.ok()) return spec.status().WithContext(path + ": 'soc'");
+  m.soc = *spec;
+  return m;
+}
 
 void AddProfileCommands(CLI::App& app, ProfileCommands& f) {
   f.profile = app.add_subcommand(

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tunefleet/common/graph.h"
 #include "tunefleet/common/soc_spec.h"
 
 namespace tunefleet::cli {
@@ -23,6 +24,15 @@ struct ProfileCommands {
   std::string analyze_path;
   bool analyze_json = false;
 };
+
+// A model graph to run: the file (with --soc, --training and --devices applied) and its
+// SoC's spec from `catalog`. Errors name the file and what to fix.
+struct ModelToRun {
+  Graph graph;
+  const SocSpec* soc = nullptr;
+};
+Result<ModelToRun> LoadModelToRun(const std::string& path, const std::string& soc, bool training, int devices,
+                                  const SocCatalog& catalog);
 
 // Adds both subcommands to `app`; `flags` receives the parsed options and must outlive parsing.
 void AddProfileCommands(CLI::App& app, ProfileCommands& flags);

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/profile_cmd.h"
 #include "cli/report.h"
 #include "coordinator/lookup.h"
 #include "coordinator/store.h"
@@ -89,18 +90,16 @@ void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
 }
 
 int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client* c) {
-  auto graph = LoadGraphFile(f.model, f.soc);
-  if (!graph.ok()) return Fail(graph.status());
-  if (f.training) graph->training = true;
-  if (f.devices > 0) graph->devices = f.devices;
-  auto soc = catalog.Find(graph->soc);
-  if (!soc.ok()) return Fail(soc.status().WithContext(f.model + ": 'soc'"));
+  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog);
+  if (!model.ok()) return Fail(model.status());
+  const Graph& graph = model->graph;
+  const SocSpec& soc = *model->soc;
   std::vector<const GraphNode*> kernels;
   std::vector<OpKey> keys;
-  for (const auto& node : graph->nodes) {
+  for (const auto& node : graph.nodes) {
     if (node.IsView()) continue;
     kernels.push_back(&node);
-    keys.push_back(NodeOpKey(*graph, node));
+    keys.push_back(NodeOpKey(graph, node));
   }
   auto found = LookUpExact(f.data_dir, c, keys);
   if (!found.ok()) return Fail(found.status());
@@ -108,14 +107,14 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
   size_t tuned_nodes = 0;
   for (size_t i = 0; i < kernels.size(); ++i) {
     if (!(*found)[i]) continue;
-    auto problem = MakeTuningProblem(keys[i], **soc);
+    auto problem = MakeTuningProblem(keys[i], soc);
     if (!problem.ok()) return Fail(problem.status().WithContext("node '" + kernels[i]->name + "'"));
     auto config = ConfigOf(*(*found)[i], problem->space);
     if (!config.ok()) return Fail(config.status().WithContext("node '" + kernels[i]->name + "'"));
     configs[keys[i].Canonical()] = std::move(config).value();
     ++tuned_nodes;
   }
-  auto report = profile::Verify(*graph, **soc, configs);
+  auto report = profile::Verify(graph, soc, configs);
   if (!report.ok()) return Fail(report.status().WithContext(f.model));
   if (f.json) {
     nlohmann::json out = report->ToJson();

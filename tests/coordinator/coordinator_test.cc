@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <limits>
 #include <set>
@@ -148,22 +149,21 @@ class ScriptedWorker {
 
   // Every config of the job failed, for `why`.
   void AnswerFailed(const ReceivedJob& job, const std::string& why) {
-    wire::Outgoing msg;
-    auto r = msg.Body().initJobResult();
-    r.setTaskId(job.task_id);
-    r.setJobId(job.job_id);
-    r.setAttempt(job.attempt);
-    r.setFinal(true);
-    auto list = r.initResults(static_cast<unsigned>(job.configs.size()));
-    for (unsigned i = 0; i < job.configs.size(); ++i) {
-      list[i].setConfigIndex(job.configs[i]);
-      list[i].setOk(false);
-      list[i].setError(why);
-    }
-    EXPECT_TRUE(transport::Send(socket_, msg).ok());
+    Respond(job, [&](ConfigIndex, schema::EvalResult::Builder b) {
+      b.setOk(false);
+      b.setError(why);
+    });
   }
 
   void Answer(const ReceivedJob& job, double latency_us, bool vary = true) {
+    Respond(job, [&](ConfigIndex config, schema::EvalResult::Builder b) {
+      b.setOk(true);
+      b.setLatencyUs(latency_us + (vary ? static_cast<double>(config % 97) : 0.0));
+    });
+  }
+
+  // The job's final result chunk, each config's result filled by `fill`.
+  void Respond(const ReceivedJob& job, const std::function<void(ConfigIndex, schema::EvalResult::Builder)>& fill) {
     wire::Outgoing msg;
     auto r = msg.Body().initJobResult();
     r.setTaskId(job.task_id);
@@ -173,8 +173,7 @@ class ScriptedWorker {
     auto list = r.initResults(static_cast<unsigned>(job.configs.size()));
     for (unsigned i = 0; i < job.configs.size(); ++i) {
       list[i].setConfigIndex(job.configs[i]);
-      list[i].setOk(true);
-      list[i].setLatencyUs(latency_us + (vary ? static_cast<double>(job.configs[i] % 97) : 0.0));
+      fill(job.configs[i], list[i]);
     }
     EXPECT_TRUE(transport::Send(socket_, msg).ok());
   }
