@@ -48,6 +48,12 @@ Result<std::unique_ptr<wire::Incoming>> Client::RoundTrip(wire::Outgoing& msg) {
   auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (abandon_ != nullptr && abandon_->load()) {
+      socket_ = NewSocket();  // its reply, if it comes, is for nobody
+      connected_ = false;
+      return DeadlineExceeded("interrupted while waiting for the coordinator's reply");
+    }
+    if (abandon_ != nullptr) left = std::min(left, std::chrono::milliseconds(100));
     if (left.count() <= 0) {
       // A fresh socket, so a late reply cannot be mistaken for the next one's.
       socket_ = NewSocket();

@@ -3,6 +3,7 @@
 // answer to a timed-out request) is discarded. One Client per thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -146,6 +147,11 @@ class Client {
   Result<KbPage> ExportKb(const std::string& after, uint32_t limit = 0);
   // Merges entries (at most protocol::kKbImportMax) into the knowledge base.
   Result<KbImportView> ImportKb(const std::vector<KbEntry>& entries, bool dry_run, bool skip_refused);
+  // While *flag is set, a request waiting for its reply gives up within 100 ms
+  // (kDeadlineExceeded, "interrupted"): Ctrl-C ends a wait on a coordinator that does not
+  // answer. nullptr: wait the whole timeout. The flag must outlive the client's requests.
+  void AbandonWhen(const std::atomic<bool>* flag) { abandon_ = flag; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
   // The workers the coordinator knows now, by routing id.
   Result<std::vector<WorkerView>> ListWorkers();
   // The submission's progress events after `after` (0: the oldest kept); with nothing
@@ -163,6 +169,7 @@ class Client {
   Status socket_setup_;  // a CURVE option the socket refused, reported by the next request
   zmq::socket_t socket_;
   uint64_t next_request_id_ = 1;
+  const std::atomic<bool>* abandon_ = nullptr;
   bool connected_ = false;
 
   zmq::socket_t NewSocket();

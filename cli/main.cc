@@ -138,7 +138,12 @@ Result<std::optional<client::StatusView>> Wait(client::Client& c, uint64_t submi
       if (tty) fmt::print(stderr, "\n");
       return std::optional<client::StatusView>();
     }
-    TF_ASSIGN_OR_RETURN(client::StatusView st, c.GetStatus(submission));
+    auto got = c.GetStatus(submission);
+    if (!got.ok() && interrupted.load()) {  // abandoned mid-request (Client::AbandonWhen)
+      if (tty) fmt::print(stderr, "\n");
+      return std::optional<client::StatusView>();
+    }
+    TF_ASSIGN_OR_RETURN(client::StatusView st, std::move(got));
     if (tty) {
       uint64_t evaluated = 0, planned = 0, done = 0;
       for (const auto& t : st.tasks) {
@@ -163,7 +168,10 @@ Result<std::optional<client::StatusView>> Wait(client::Client& c, uint64_t submi
 Result<std::optional<client::StatusView>> WaitUntilInterrupted(client::Client& c, uint64_t submission, bool quiet) {
   std::atomic<bool> interrupted{false};
   TerminationWatcher watcher([&] { interrupted.store(true); });
-  return Wait(c, submission, quiet, interrupted);
+  c.AbandonWhen(&interrupted);
+  auto waited = Wait(c, submission, quiet, interrupted);
+  c.AbandonWhen(nullptr);  // the flag dies here
+  return waited;
 }
 
 // done; running once any task has had a job; else queued (no worker for its SoC yet).
@@ -576,7 +584,14 @@ int Run(int argc, char** argv) {
     auto sub = c.Submit(*spec);
     if (!sub.ok()) return Fail(sub.status());
     if (submit_watch) {
-      if (!submit_flags.json) fmt::print("submission {}\n", sub->submission_id);
+      if (submit_flags.json) {
+        fmt::print("{}\n", nlohmann::json{{"submission_id", sub->submission_id}, {"event", "submitted"},
+                                          {"task_ids", sub->task_ids}}
+                               .dump());
+      } else {
+        fmt::print("submission {}\n", sub->submission_id);
+      }
+      std::fflush(stdout);
       return RunWatch(c, sub->submission_id, submit_flags.json);
     }
     if (!submit_wait) {

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <map>
 #include <string>
+#include <thread>
 
 #include <fmt/chrono.h>
 #include <fmt/core.h>
@@ -19,9 +20,14 @@
 namespace tunefleet::cli {
 namespace {
 
-// How long the coordinator may hold a turn with nothing new: short enough that SIGINT
-// is seen within it.
+// How long the coordinator may hold a turn with nothing new.
 constexpr std::chrono::milliseconds kTurnWait(1000);
+// An empty answer that came back sooner than this was not held (the coordinator holds a
+// bounded number of watches): wait this long before asking again, not spin.
+constexpr std::chrono::milliseconds kEmptyTurnPause(250);
+// How long a coordinator may stay unreachable (restarting, a stalled loop) before the
+// watch gives up.
+constexpr std::chrono::seconds kReconnectFor(120);
 
 // Each task's label: the names the submission gave its ops (several ops may share one
 // task), else the op.
@@ -74,25 +80,59 @@ nlohmann::json EventJson(uint64_t submission, const client::ProgressView& e, con
 
 }  // namespace
 
-int RunWatch(client::Client& c, uint64_t submission, bool json) {
-  auto first = c.GetStatus(submission);
-  if (!first.ok()) return Fail(first.status());
-  std::map<uint64_t, std::string> labels = TaskLabels(*first);
+namespace {
+// The watch itself; RunWatch owns the interrupt flag.
+int Follow(client::Client& c, uint64_t submission, bool json, const std::atomic<bool>& interrupted) {
   const bool tty = !json && isatty(fileno(stderr));
-  std::atomic<bool> interrupted{false};
-  TerminationWatcher watcher([&] { interrupted.store(true); });
+  auto stopped = [&] {
+    if (tty) fmt::print(stderr, "\r\x1b[K");
+    fmt::print(stderr, "tunefleet: stopped watching; submission {0} keeps running: `tunefleet watch {0}` "
+               "follows it again\n", submission);
+    return kExitInterrupted;
+  };
+  auto first = c.GetStatus(submission);
+  if (!first.ok()) return interrupted.load() ? stopped() : Fail(first.status());
+  std::map<uint64_t, std::string> labels = TaskLabels(*first);
   if (!json) fmt::print("submission {}: {} task(s){}\n", submission, labels.size(),
                         first->priority ? fmt::format(", priority {}", first->priority) : "");
+  // Held turns need a reply timeout that outlasts them, with room for the coordinator's
+  // loop turn; a very short --timeout-ms asks without holding.
+  const auto wait = c.timeout() >= std::chrono::milliseconds(200) ? std::min(kTurnWait, c.timeout() / 2)
+                                                                   : std::chrono::milliseconds(0);
   uint64_t after = 0;
-  for (;;) {
-    if (interrupted.load()) {
-      if (tty) fmt::print(stderr, "\r\x1b[K");
-      fmt::print(stderr, "tunefleet: stopped watching; submission {0} keeps running: `tunefleet watch {0}` "
-                 "follows it again\n", submission);
-      return kExitInterrupted;
+  bool unreachable = false;
+  std::chrono::steady_clock::time_point unreachable_since{};
+  auto pause = [&](std::chrono::milliseconds d) {
+    for (auto slept = std::chrono::milliseconds(0); slept < d && !interrupted.load(); slept += std::chrono::milliseconds(50)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    auto turn = c.Watch(submission, after, kTurnWait);
-    if (!turn.ok()) return Fail(turn.status());
+  };
+  for (;;) {
+    if (interrupted.load()) return stopped();
+    const auto asked = std::chrono::steady_clock::now();
+    auto turn = c.Watch(submission, after, wait);
+    if (interrupted.load()) return stopped();
+    if (!turn.ok()) {
+      // A restarting coordinator, or one whose loop stalled: ask again (the new process
+      // answers the old position with a gap) until kReconnectFor has passed.
+      if (turn.status().code() != StatusCode::kUnavailable) return Fail(turn.status());
+      if (!unreachable) {
+        unreachable = true;
+        unreachable_since = asked;
+        if (tty) fmt::print(stderr, "\r\x1b[K");
+        fmt::print(stderr, "tunefleet: the coordinator does not answer; still trying for {} s (Ctrl-C stops "
+                   "watching)\n", kReconnectFor.count());
+      } else if (std::chrono::steady_clock::now() - unreachable_since > kReconnectFor) {
+        return Fail(turn.status());
+      }
+      pause(std::chrono::milliseconds(500));
+      continue;
+    }
+    unreachable = false;
+    if (turn->events.empty() && !turn->gap && !turn->done &&
+        std::chrono::steady_clock::now() - asked < std::min<std::chrono::milliseconds>(wait, kEmptyTurnPause)) {
+      pause(kEmptyTurnPause);
+    }
     if (tty) fmt::print(stderr, "\r\x1b[K");
     if (turn->gap) {
       if (json) {
@@ -135,6 +175,17 @@ int RunWatch(client::Client& c, uint64_t submission, bool json) {
                "configs)\n", submission, ok, failed, cancelled, submission);
   }
   return failed + cancelled ? kExitTaskFailed : kExitOk;
+}
+
+}  // namespace
+
+int RunWatch(client::Client& c, uint64_t submission, bool json) {
+  std::atomic<bool> interrupted{false};
+  TerminationWatcher watcher([&] { interrupted.store(true); });
+  c.AbandonWhen(&interrupted);
+  const int rc = Follow(c, submission, json, interrupted);
+  c.AbandonWhen(nullptr);  // the flag dies here
+  return rc;
 }
 
 }  // namespace tunefleet::cli

@@ -91,9 +91,8 @@ class JobMembership {
 // recorded (first result per config wins, DESIGN.md "Leases"). Bounded, oldest first out.
 constexpr size_t kRetiredLeases = 4096;
 
-// Progress events kept for `watch` (about 64 bytes each), and watches held at once; a
-// watch beyond that is answered at once, so a flood of watchers costs polls, not memory.
-constexpr size_t kProgressWindow = 65536;
+// Watches held at once: a watch beyond that is answered at once (the CLI then pauses
+// before asking again), so a flood of watchers costs polls, not held replies.
 constexpr size_t kMaxHeldWatches = 1024;
 constexpr uint32_t kMaxWatchWaitMs = 10000;
 constexpr uint32_t kMaxWatchEvents = 1000;
@@ -104,6 +103,7 @@ struct Task {
   std::optional<TuningProblem> problem;
   std::unique_ptr<Strategy> strategy;
   std::string strategy_ran;  // the strategy as asked, and for "auto" what it chose
+  double emitted_best_us = std::numeric_limits<double>::infinity();  // in the last `improved` event
   IndexSet recorded;
   IndexSet planned;  // handed out: in flight, waiting, or recorded
   std::deque<JobSpec> waiting;              // requeued jobs (and the baseline), sent first
@@ -206,7 +206,7 @@ class Coordinator::Impl {
     worker_endpoint_ = transport::LastEndpoint(workers_sock_);
     TF_ASSIGN_OR_RETURN(uint64_t epoch, store_.NextId("job-epoch"));
     next_job_id_ = epoch << 32;
-    progress_ = ProgressLog(epoch << 32, kProgressWindow);  // numbers no earlier process gave
+    progress_ = ProgressLog(epoch << 32, options_.progress_window);  // numbers no earlier process gave
     return Resume();
   }
 
@@ -273,6 +273,15 @@ class Coordinator::Impl {
   // NextJob notices it only for tasks a slot reaches, and under priorities a lower
   // level's task may wait long for one.
   void EndSpentTasks();
+  // Drops the schedules whose tasks have all finished (their records stay for status):
+  // about 5 KB each, kept until restart they added up over months of total-budget
+  // submissions. Once a heartbeat interval, outside any dispatch that holds a schedule.
+  void DropEndedSchedules();
+  // Forgets the shared task sets of submissions no held watch uses (their next watch
+  // builds it again), so ended submissions' sets do not stay.
+  void DropUnwatched() {
+    std::erase_if(watched_, [](const auto& entry) { return entry.second.tasks.use_count() == 1; });
+  }
   void UpdateTaskGauges();
   // Running, but no job of it was ever sent: reported as queued.
   static bool IsWaiting(const Task& task) {
@@ -292,6 +301,17 @@ class Coordinator::Impl {
   // otherwise parks the request in held_ (the caller keeps its route) to be answered by
   // AnswerHeldWatches.
   Status HandleWatch(schema::WatchRequest::Reader req, schema::Envelope::Body::Builder reply);
+  // What watches of one submission share: its distinct task ids, and where its tasks
+  // stand (recounted at most every kWatchTotalsAge, or when one of its tasks finished:
+  // every request recounting 10,000 tasks cost 0.8 ms per watcher). Kept while the
+  // submission runs or a held watch uses it.
+  struct WatchedSubmission {
+    std::shared_ptr<const std::unordered_set<uint64_t>> tasks;
+    uint32_t tasks_total = 0, finished = 0;
+    uint64_t evaluated = 0, planned = 0;
+    TimePoint counted_at;
+    bool counted = false;
+  };
   // A watch reply's content: the events after `after` of the submission's tasks, and
   // where its tasks stand.
   struct WatchAnswer {
@@ -301,10 +321,12 @@ class Coordinator::Impl {
     uint64_t evaluated = 0, planned = 0;
     bool Worth() const { return !read.events.empty() || read.gap || done; }
   };
-  WatchAnswer ReadWatch(const std::unordered_set<uint64_t>& tasks, uint64_t after, uint32_t max) const;
+  WatchAnswer ReadWatch(uint64_t submission, uint64_t after, uint32_t max);
+  WatchedSubmission& Watched(const SubmissionRecord& sub);
   static void FillWatchReply(uint64_t submission, const WatchAnswer& a, schema::WatchReply::Builder out);
-  // Answers the held watches that have news, or whose wait is over; each loop turn.
-  void AnswerHeldWatches();
+  // Answers the held watches that have news, or whose wait is over (all of them with
+  // `all`: at shutdown, so watchers hear at once rather than at their timeout); each loop turn.
+  void AnswerHeldWatches(bool all = false);
   void SendToClient(const std::vector<zmq::message_t>& route, wire::Outgoing& reply);
   // A task event for `watch`, from the task's record as it is now.
   void Emit(const Task& task, ProgressKind kind);
@@ -366,12 +388,17 @@ class Coordinator::Impl {
   std::map<uint64_t, uint64_t> dispatch_task_cursor_;  // per submission served: its task served last
   std::string dispatch_worker_cursor_;  // identity of the worker served last
   // `watch`: task events, and the requests waiting for one.
-  ProgressLog progress_{0, kProgressWindow};
+  ProgressLog progress_{0, 1};  // sized in Init
+  std::unordered_map<uint64_t, WatchedSubmission> watched_;
+  // The progress head when each submission was accepted by this process: none of its
+  // events come before it, so a watch from 0 that finds older events dropped lost none
+  // of its own. Submissions resumed at a restart start at the process's first number.
+  std::unordered_map<uint64_t, uint64_t> progress_floor_;
   struct HeldWatch {
     std::vector<zmq::message_t> route;  // the frames before the request's payload
     uint64_t request_id = 0;
     uint64_t submission = 0;
-    std::unordered_set<uint64_t> tasks;  // the submission's
+    std::shared_ptr<const std::unordered_set<uint64_t>> tasks;  // the submission's (shared)
     uint64_t after = 0;
     uint32_t max_events = 0;
     TimePoint deadline;
@@ -564,8 +591,12 @@ void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, b
       task.best_job_id = job_id;
     }
     if (task.problem && index == task.problem->default_index) task.rec.baseline_latency_us = latency;
-    // Live results only: results recovered at a restart were news before it.
-    if (improved && out) Emit(task, ProgressKind::kImproved);
+    // Live results only: results recovered at a restart were news before it. One more
+    // decimal of float noise (1e-14 us) is not news to a watcher either.
+    if (improved && out && latency < task.emitted_best_us * (1 - 1e-9)) {
+      task.emitted_best_us = latency;
+      Emit(task, ProgressKind::kImproved);
+    }
   } else {
     ++task.rec.failed_configs;
     CountFailureReason(task.rec, error.empty() ? "(no reason given)" : error);
@@ -1481,6 +1512,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   // Task never moves) and then stored with their submission in one synced write: one
   // write per task kept a 10,000-op submission waiting for seconds of fsyncs.
   submissions_[sub.submission_id] = sub;
+  progress_floor_[sub.submission_id] = progress_.head();
   auto forget = [&] {
     for (const TaskRecord& rec : new_tasks) tasks_.erase(rec.task_id);
     submissions_.erase(sub.submission_id);
@@ -1764,20 +1796,43 @@ Status Coordinator::Impl::HandleWorkers(schema::Envelope::Body::Builder reply) {
   return Status::Ok();
 }
 
-Coordinator::Impl::WatchAnswer Coordinator::Impl::ReadWatch(const std::unordered_set<uint64_t>& tasks,
-                                                            uint64_t after, uint32_t max) const {
+Coordinator::Impl::WatchedSubmission& Coordinator::Impl::Watched(const SubmissionRecord& sub) {
+  WatchedSubmission& w = watched_[sub.submission_id];
+  if (!w.tasks) w.tasks = std::make_shared<const std::unordered_set<uint64_t>>(sub.task_ids.begin(), sub.task_ids.end());
+  return w;
+}
+
+Coordinator::Impl::WatchAnswer Coordinator::Impl::ReadWatch(uint64_t submission, uint64_t after, uint32_t max) {
+  WatchedSubmission& w = Watched(submissions_.at(submission));
   WatchAnswer a;
-  a.read = progress_.Read(after, tasks, max);
-  for (uint64_t id : tasks) {
-    auto t = tasks_.find(id);
-    if (t == tasks_.end()) continue;
-    const Task& task = t->second;
-    const bool finished = IsFinished(task.rec.state);
-    ++a.tasks;
-    a.finished += finished;
-    a.evaluated += task.rec.evaluated;
-    a.planned += finished ? task.rec.evaluated : task.planned.size();
+  // A number of this process from before the submission was accepted: nothing of it
+  // came earlier, so it reads from there (a gap before it is not its own).
+  const uint64_t floor = progress_floor_.contains(submission) ? progress_floor_[submission] : progress_.first_after();
+  if (after == 0 || (after >= progress_.first_after() && after < floor)) after = floor;
+  a.read = progress_.Read(after, *w.tasks, max);
+  const TimePoint now = clock_.Now();
+  const bool ended_one = std::any_of(a.read.events.begin(), a.read.events.end(),
+                                     [](const ProgressEvent& e) { return e.kind == ProgressKind::kFinished; });
+  if (!w.counted || ended_one || now - w.counted_at >= std::chrono::milliseconds(250)) {
+    w.tasks_total = w.finished = 0;
+    w.evaluated = w.planned = 0;
+    for (uint64_t id : *w.tasks) {
+      auto t = tasks_.find(id);
+      if (t == tasks_.end()) continue;
+      const Task& task = t->second;
+      const bool finished = IsFinished(task.rec.state);
+      ++w.tasks_total;
+      w.finished += finished;
+      w.evaluated += task.rec.evaluated;
+      w.planned += finished ? task.rec.evaluated : task.planned.size();
+    }
+    w.counted_at = now;
+    w.counted = true;
   }
+  a.tasks = w.tasks_total;
+  a.finished = w.finished;
+  a.evaluated = w.evaluated;
+  a.planned = w.planned;
   a.done = a.finished == a.tasks;
   return a;
 }
@@ -1816,15 +1871,14 @@ Status Coordinator::Impl::HandleWatch(schema::WatchRequest::Reader req, schema::
                                        req.getWaitMs(), kMaxWatchWaitMs));
   }
   const uint32_t max = req.getMaxEvents() == 0 ? kMaxWatchEvents : std::min(req.getMaxEvents(), kMaxWatchEvents);
-  std::unordered_set<uint64_t> tasks(sub->task_ids.begin(), sub->task_ids.end());
-  WatchAnswer a = ReadWatch(tasks, req.getAfter(), max);
+  WatchAnswer a = ReadWatch(sub->submission_id, req.getAfter(), max);
   if (a.Worth() || req.getWaitMs() == 0 || held_.size() >= kMaxHeldWatches) {
     FillWatchReply(sub->submission_id, a, reply.initWatchReply());
     return Status::Ok();
   }
   HeldWatch h;
   h.submission = sub->submission_id;
-  h.tasks = std::move(tasks);
+  h.tasks = watched_.at(sub->submission_id).tasks;
   h.after = a.read.next;  // what this read looked at held nothing of the submission's
   h.max_events = max;
   h.deadline = clock_.Now() + std::chrono::milliseconds(req.getWaitMs());
@@ -1832,15 +1886,15 @@ Status Coordinator::Impl::HandleWatch(schema::WatchRequest::Reader req, schema::
   return Status::Ok();
 }
 
-void Coordinator::Impl::AnswerHeldWatches() {
+void Coordinator::Impl::AnswerHeldWatches(bool all) {
   if (held_.empty()) return;
   const TimePoint now = clock_.Now();
   const bool news = progress_.head() != held_seen_head_;
   held_seen_head_ = progress_.head();
   std::erase_if(held_, [&](HeldWatch& h) {
-    if (!news && now < h.deadline) return false;
-    WatchAnswer a = ReadWatch(h.tasks, h.after, h.max_events);
-    if (!a.Worth() && now < h.deadline) {
+    if (!news && !all && now < h.deadline) return false;
+    WatchAnswer a = ReadWatch(h.submission, h.after, h.max_events);
+    if (!a.Worth() && !all && now < h.deadline) {
       h.after = a.read.next;
       return false;
     }
@@ -1883,6 +1937,8 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
       }
       next_heartbeat_ = now + options_.heartbeat_interval;
       EndSpentTasks();
+      DropEndedSchedules();
+      DropUnwatched();
       const Store::DbStats db = store_.Stats();
       metrics_.rocksdb_sst_bytes.Set(static_cast<double>(db.sst_bytes));
       metrics_.rocksdb_memtable_bytes.Set(static_cast<double>(db.memtable_bytes));
@@ -1896,7 +1952,18 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
     Dispatch();
     AnswerHeldWatches();
   }
+  AnswerHeldWatches(/*all=*/true);  // a watcher hears now, and reconnects to the next process
   return Status::Ok();
+}
+
+void Coordinator::Impl::DropEndedSchedules() {
+  std::erase_if(schedules_, [&](const auto& entry) {
+    return std::all_of(entry.second.task_ids.begin(), entry.second.task_ids.end(), [&](uint64_t id) {
+      auto t = tasks_.find(id);
+      return t == tasks_.end() || IsFinished(t->second.rec.state);
+    });
+  });
+  metrics_.schedules.Set(static_cast<double>(schedules_.size()));
 }
 
 void Coordinator::Impl::EndSpentTasks() {

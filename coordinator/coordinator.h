@@ -36,6 +36,8 @@ struct CoordinatorOptions {
   std::vector<std::shared_ptr<const KtCache>> replay_caches;
   // CURVE on both sockets with a ZAP allow-list (curve.h); nullopt: plaintext, any peer.
   std::optional<curve::ServerKeys> curve;
+  // Progress events kept for `watch` (progress_log.h), about 64 bytes each.
+  size_t progress_window = 65536;
 };
 
 class Coordinator {

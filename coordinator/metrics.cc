@@ -37,6 +37,7 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       worker_slots(BuildGauge().Name("tunefleet_worker_slots").Help("Evaluation slots of live workers").Register(r).Add({})),
       jobs_in_flight(BuildGauge().Name("tunefleet_jobs_in_flight").Help("Jobs leased to workers").Register(r).Add({})),
       kb_entries(BuildGauge().Name("tunefleet_kb_entries").Help("Knowledge-base entries (RocksDB estimate)").Register(r).Add({})),
+      schedules(BuildGauge().Name("tunefleet_scheduled_submissions").Help("Submissions whose tasks share a total budget and have not all ended").Register(r).Add({})),
       lookups(BuildCounter().Name("tunefleet_lookups_total").Help("Keys looked up in the knowledge base (lookup requests, not submissions), by result").Register(r)),
       lookup_hits(lookups.Add({{"result", "hit"}})),
       lookup_misses(lookups.Add({{"result", "miss"}})),

@@ -40,6 +40,7 @@ struct CoordinatorMetrics {
   prometheus::Gauge& worker_slots;
   prometheus::Gauge& jobs_in_flight;
   prometheus::Gauge& kb_entries;
+  prometheus::Gauge& schedules;  // submissions splitting a total budget, not yet ended
   prometheus::Family<prometheus::Counter>& lookups;  // {result=hit|miss}
   prometheus::Counter& lookup_hits;
   prometheus::Counter& lookup_misses;

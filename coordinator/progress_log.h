@@ -45,6 +45,7 @@ class ProgressLog {
   uint64_t Append(ProgressEvent event);
   // The last sequence number given out (first_after while empty).
   uint64_t head() const { return head_; }
+  uint64_t first_after() const { return first_after_; }
 
   // Events of `tasks` after `after`, at most `max`. An `after` older than the window,
   // or newer than head() (another process's numbers), reads from the window's start

@@ -46,6 +46,23 @@ rc=$?
 grep -q "submission 1 keeps running: \`tunefleet watch 1\` follows it again" "$OUT/watch.err" \
   || fail "watch after SIGINT: $(cat "$OUT/watch.err")"
 grep -q "submission 1: 1 task(s)" "$OUT/watch.out" || fail "watch did not say what it follows: $(cat "$OUT/watch.out")"
+# Ctrl-C is heard also while a request waits on a coordinator that does not answer (it
+# used to wait out the 10 s reply timeout and exit 1).
+kill -STOP "${pids[0]}"
+for cmd in "watch 1" "status 1 --wait"; do
+  # shellcheck disable=SC2086
+  "$TF" $cmd --coordinator "$CL" > /dev/null 2> "$OUT/stuck.err" &
+  spid=$!
+  pids+=($spid)
+  sleep 1
+  start=$(date +%s%N)
+  interrupt INT $spid
+  rc=$?
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ $rc -eq 130 ] || fail "$cmd on a stopped coordinator exited $rc after SIGINT, not 130: $(cat "$OUT/stuck.err")"
+  [ $ms -lt 3000 ] || fail "$cmd took $ms ms to stop after SIGINT"
+done
+kill -CONT "${pids[0]}"
 "$TF" status 1 --json --coordinator "$CL" > "$OUT/status.json" || fail "status after the interrupts exited $?"
 # No worker has joined: the task waits, queued, for one that serves its SoC.
 grep -q '"state": *"queued"' "$OUT/status.json" || fail "the submission did not stay queued: $(cat "$OUT/status.json")"

@@ -96,6 +96,28 @@ tuned = next(t for t in status["tasks"] if t["name"] == "proj")
 assert proj["op_name"] == "proj" and proj["performance_after(us)"] <= proj["performance_before(us)"], proj
 CHECK
 
+# A watch outlives a coordinator restart: it says the coordinator does not answer, asks
+# again, is told of the gap (the old process's events are gone) and follows to the end.
+timeout 30 "$TF" submit "$SRC/examples/matmul_small.json" --budget 30 --force --coordinator "$CL" > "$OUT/rsub.txt" \
+  || fail "submit before the restart exited $?"
+RSUB=$(sed -n 's/^submission \([0-9]*\)$/\1/p' "$OUT/rsub.txt")
+timeout 120 "$TF" watch "$RSUB" --json --timeout-ms 2000 --coordinator "$CL" > "$OUT/rwatch.jsonl" 2> "$OUT/rwatch.err" &
+rwpid=$!
+pids+=($rwpid)
+sleep 1.5  # past its first (held, empty) turn: it holds a position of this process
+kill -9 "${pids[0]}"
+wait "${pids[0]}" 2> /dev/null
+"$BUILD/coordinator/tunefleet-coordinator" --client-bind "$CL" --worker-bind "$WK" --metrics-port -1 \
+  --data-dir "$OUT/kb" > "$OUT/coord2.out" 2> "$OUT/coord2.err" &
+pids+=($!)
+"$BUILD/worker/tunefleet-worker" --coordinator "$WK" --slots 2 > "$OUT/worker2.out" 2>&1 &
+pids+=($!)
+wait $rwpid || fail "watch across a restart exited $?: $(cat "$OUT/rwatch.err")"
+grep -q "the coordinator does not answer; still trying" "$OUT/rwatch.err" || fail "no retry note: $(cat "$OUT/rwatch.err")"
+grep -q '"event":"gap"' "$OUT/rwatch.jsonl" || fail "no gap after the restart: $(cat "$OUT/rwatch.jsonl")"
+grep -q '"event":"finished"' "$OUT/rwatch.jsonl" && tail -1 "$OUT/rwatch.jsonl" | grep -q '"done":1' \
+  || fail "the watch did not follow the task to its end after the restart: $(cat "$OUT/rwatch.jsonl")"
+
 timeout 30 "$TF" watch 999 --coordinator "$CL" > /dev/null 2> "$OUT/err"
 rc=$?
 [ $rc -eq 2 ] && grep -q "no submission 999" "$OUT/err" || fail "watch of an unknown submission: exit $rc, $(cat "$OUT/err")"

@@ -184,6 +184,24 @@ class ScriptedWorker {
   std::vector<uint64_t> stopped_;
 };
 
+// -1 when there is no such gauge.
+double GaugeValue(prometheus::Registry& registry, const std::string& name) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name == name && !family.metric.empty()) return family.metric[0].gauge.value;
+  }
+  return -1;
+}
+
+// Polls the gauge (set at the coordinator's heartbeat tick) until it reads `want`, for up to 1 s.
+double AwaitGauge(prometheus::Registry& registry, const std::string& name, double want) {
+  double v = GaugeValue(registry, name);
+  for (int i = 0; i < 50 && v != want; ++i) {
+    std::this_thread::sleep_for(20ms);
+    v = GaugeValue(registry, name);
+  }
+  return v;
+}
+
 double CounterValue(prometheus::Registry& registry, const std::string& name) {
   for (const auto& family : registry.Collect()) {
     if (family.name == name && !family.metric.empty()) return family.metric[0].counter.value;
@@ -1073,8 +1091,15 @@ TEST_F(CoordinatorTest, AWatchIsHeldUntilItsSubmissionsTaskReportsAndSeesOnlyIts
   auto unknown = client.Watch(999, 0, 0ms);
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
 
+  // A stopping coordinator answers the watches it holds, so watchers move to the next
+  // process at once instead of at their reply timeout.
+  auto held_at_stop = std::async(std::launch::async,
+                                 [&] { return watcher.Watch(other->submission_id, other_now->next, 4000ms); });
+  EXPECT_EQ(held_at_stop.wait_for(300ms), std::future_status::timeout);
   // After a restart the old position is another process's: a gap, and the reader goes on.
   Restart();
+  ASSERT_EQ(held_at_stop.wait_for(1s), std::future_status::ready) << "a held watch outlived its coordinator";
+  EXPECT_TRUE(held_at_stop.get().ok());
   client::Client again(ctx_, options_.client_endpoint);
   auto after_restart = again.Watch(sub->submission_id, after, 0ms);
   ASSERT_TRUE(after_restart.ok()) << after_restart.status().ToString();
@@ -1082,6 +1107,56 @@ TEST_F(CoordinatorTest, AWatchIsHeldUntilItsSubmissionsTaskReportsAndSeesOnlyIts
   EXPECT_TRUE(after_restart->done);
   EXPECT_GT(LabeledCounterValue(registry_, "tunefleet_client_requests_total", "kind", "watch"), 0)
       << "watch requests are counted under their own kind";
+}
+
+// Once the window has dropped events, a watch of a newer submission from the start is
+// not told of a gap (nothing of it was dropped); and an improvement within float noise
+// is not an event.
+TEST_F(CoordinatorTest, AWatchFromTheStartHasNoGapForEventsOlderThanItsSubmission) {
+  StopCoordinator();
+  options_.progress_window = 4;
+  options_.client_endpoint += "-small-window";
+  options_.worker_endpoint += "-small-window";
+  auto c = Coordinator::Create(options_, *store_, catalog_, clock_, registry2_, ctx_);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  coordinator_ = std::move(c).value();
+  thread_ = std::thread([this] { EXPECT_TRUE(coordinator_->Run().ok()); });
+
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  auto old = client.Submit(RandomSearch(4, 1));  // started, improvements, finished: > 4 events
+  ASSERT_TRUE(old.ok());
+  for (int i = 0; i < 4; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    w.Answer(*job, 100 - 10 * i, false);
+  }
+  std::this_thread::sleep_for(200ms);
+  auto old_watch = client.Watch(old->submission_id, 0, 0ms);
+  ASSERT_TRUE(old_watch.ok());
+  EXPECT_TRUE(old_watch->gap) << "the old submission's first events were dropped";
+
+  client::SubmitSpec spec = RandomSearch(3, 1);
+  spec.ops = {SmallMatmul(48)};
+  auto fresh = client.Submit(spec);
+  ASSERT_TRUE(fresh.ok());
+  const double best = 50;
+  for (double latency : {best, best * (1 - 1e-12), best * (1 - 1e-13)}) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    w.Respond(*job, [&](ConfigIndex, schema::EvalResult::Builder b) {
+      b.setOk(true);
+      b.setLatencyUs(latency);
+    });
+  }
+  std::this_thread::sleep_for(200ms);
+  auto fresh_watch = client.Watch(fresh->submission_id, 0, 0ms);
+  ASSERT_TRUE(fresh_watch.ok());
+  EXPECT_FALSE(fresh_watch->gap) << "a gap reported for events older than the submission";
+  std::vector<std::string> kinds;
+  for (const auto& e : fresh_watch->events) kinds.push_back(e.kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"started", "improved", "finished"}))
+      << "improvements of 1e-12 relative are float noise, not news";
 }
 
 TEST_F(CoordinatorTest, StatusSaysWhyConfigsFailedCountedOnceAcrossARestart) {
@@ -1173,6 +1248,8 @@ TEST_F(CoordinatorTest, ATotalBudgetIsSplitAcrossTasksExactlyAndFavoursTheHeavie
   spec.job_size = 2;
   auto sub = client.Submit(spec);
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  clock_.Advance(1100ms);  // a heartbeat tick: the gauge counts the live schedule
+  EXPECT_EQ(AwaitGauge(registry_, "tunefleet_scheduled_submissions", 1), 1);
   for (int jobs = 0; jobs < 100; ++jobs) {
     auto job = w.NextJob(1s);
     if (!job) break;
@@ -1185,6 +1262,10 @@ TEST_F(CoordinatorTest, ATotalBudgetIsSplitAcrossTasksExactlyAndFavoursTheHeavie
   EXPECT_EQ(st->tasks[0].evaluated + st->tasks[1].evaluated, 24u) << "the shared budget is spent exactly";
   EXPECT_GT(st->tasks[0].evaluated, st->tasks[1].evaluated) << "the op that runs 8x per step gets more";
   EXPECT_GE(st->tasks[1].evaluated, 1u) << "every op gets at least its baseline";
+  // Ended: its schedule is dropped at the next heartbeat tick (it stayed until restart).
+  clock_.Advance(1100ms);
+  EXPECT_EQ(AwaitGauge(registry_, "tunefleet_scheduled_submissions", 0), 0)
+      << "the ended submission's schedule is still held";
 }
 
 // Regression: one task's first job used to take the whole shared budget, leaving the
