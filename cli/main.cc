@@ -101,12 +101,12 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   cmd->add_flag("--json", f.json, "print JSON instead of text");
 }
 
-Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& ops) {
+Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& ops, const SocCatalog& catalog) {
   if (!f.scheduler.empty() && f.total_budget == 0) {
     return InvalidArgument("--scheduler splits a --total-budget among the ops: give --total-budget N too, or leave "
                            "--scheduler out (each op then has its own --budget)");
   }
-  TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc));
+  TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc, &catalog));
   client::SubmitSpec spec;
   for (const auto& op : ops) spec.ops.push_back(op.key);
   spec.strategy = f.strategy;
@@ -216,9 +216,9 @@ int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
 
 int RunTune(const SubmitFlags& f, const std::string& data_dir, int slots, const std::string& replay_path) {
   std::vector<NamedOp> ops;
-  auto spec = MakeSpec(f, ops);
-  if (!spec.ok()) return Fail(spec.status());
   SocCatalog catalog = SocCatalog::Builtin();
+  auto spec = MakeSpec(f, ops, catalog);
+  if (!spec.ok()) return Fail(spec.status());
   // --replay-cache: the worker slots serve a Kernel Tuner cache's measured times instead
   // of simulating, for ops with soc "replay" (kt_cache.h).
   std::shared_ptr<const KtCache> replay;
@@ -579,7 +579,7 @@ int Run(int argc, char** argv) {
   client::Client c(ctx, coordinator_ep, std::chrono::milliseconds(timeout_ms), std::move(curve_keys));
   if (submit->parsed()) {
     std::vector<NamedOp> ops;
-    auto spec = MakeSpec(submit_flags, ops);
+    auto spec = MakeSpec(submit_flags, ops, catalog);
     if (!spec.ok()) return Fail(spec.status());
     auto sub = c.Submit(*spec);
     if (!sub.ok()) return Fail(sub.status());

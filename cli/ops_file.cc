@@ -16,9 +16,14 @@ namespace {
 // A model graph's kernels, one op per node (views have no kernel), named as the nodes
 // are. The same op at several nodes is tuned once: the coordinator shares identical keys.
 Result<std::vector<NamedOp>> OpsOfGraph(const nlohmann::json& j, const std::string& path,
-                                        const std::string& soc_override) {
+                                        const std::string& soc_override, const SocCatalog* catalog) {
   auto graph = GraphFromJson(j, soc_override);
   if (!graph.ok()) return graph.status().WithContext(path);
+  if (catalog != nullptr) {
+    if (auto soc = catalog->Find(graph->soc); soc.ok()) {
+      if (Status s = ValidateGraphOps(*graph, **soc); !s.ok()) return s.WithContext(path);
+    }
+  }
   std::vector<NamedOp> out;
   for (const GraphNode& node : graph->nodes) {
     if (node.IsView()) continue;
@@ -33,7 +38,8 @@ Result<std::vector<NamedOp>> OpsOfGraph(const nlohmann::json& j, const std::stri
 
 }  // namespace
 
-Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override) {
+Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override,
+                                         const SocCatalog* catalog) {
   std::ifstream in(path);
   if (!in) return NotFound("cannot read ops file '" + path + "'");
   nlohmann::json j;
@@ -45,7 +51,7 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
   std::string soc = soc_override;
   const nlohmann::json* ops = &j;
   if (j.is_object()) {
-    if (j.contains("nodes")) return OpsOfGraph(j, path, soc_override);
+    if (j.contains("nodes")) return OpsOfGraph(j, path, soc_override, catalog);
     TF_RETURN_IF_ERROR(CheckKnownFields(j, {"soc", "ops"}, path));
     if (soc.empty() && j.contains("soc")) {
       if (!j["soc"].is_string()) return InvalidArgument(path + ": 'soc' must be a string");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tunefleet/common/op_key.h"
+#include "tunefleet/common/soc_spec.h"
 #include "tunefleet/common/status.h"
 
 namespace tunefleet::cli {
@@ -19,7 +20,10 @@ struct NamedOp {
   double count = 1;  // "count": how often the op runs per model step
 };
 
-// soc_override, when non-empty, replaces every op's SoC.
-Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override);
+// soc_override, when non-empty, replaces every op's SoC. With a catalog that knows a
+// graph's SoC, the graph's kernels are checked against it first, so an error names the
+// node to fix (the coordinator, which may know more SoCs, checks every op anyway).
+Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override,
+                                         const SocCatalog* catalog = nullptr);
 
 }  // namespace tunefleet::cli

@@ -36,9 +36,15 @@ std::string Improvement(double baseline, double best) {
 
 namespace {
 // "  failed because     12 x <reason>" per reason, the most frequent first.
-std::string FailureLines(const client::TaskView& t) {
+// The task's failure reasons, the most met first.
+std::vector<std::pair<std::string, uint64_t>> ByCount(const client::TaskView& t) {
   auto reasons = t.failure_reasons;
   std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return reasons;
+}
+
+std::string FailureLines(const client::TaskView& t) {
+  const auto reasons = ByCount(t);
   std::string s;
   for (const auto& [reason, count] : reasons) {
     s += fmt::format("  {:19}{} x {}\n", s.empty() ? "failed because" : "", count, reason);
@@ -91,7 +97,7 @@ nlohmann::json TaskJson(const std::string& name, const client::TaskView& t, bool
   j["evaluated"] = t.evaluated;
   j["failed_configs"] = t.failed_configs;
   j["failure_reasons"] = nlohmann::json::array();
-  for (const auto& [reason, count] : t.failure_reasons) j["failure_reasons"].push_back({{"reason", reason}, {"count", count}});
+  for (const auto& [reason, count] : ByCount(t)) j["failure_reasons"].push_back({{"reason", reason}, {"count", count}});
   if (t.has_best) {
     j["best_config_index"] = t.best_index;
     j["best_config"] = nlohmann::json::object();

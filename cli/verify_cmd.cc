@@ -50,10 +50,13 @@ Result<Config> ConfigOf(const KbEntry& e, const SearchSpace& space) {
 }
 
 void PrintText(const profile::VerifyReport& r, size_t kernels, size_t tuned_nodes) {
-  fmt::print("model {} on {}: {} of {} kernel nodes have a tuned config\n", r.model, r.soc, tuned_nodes, kernels);
+  fmt::print("model {} on {}{}: {} of {} kernel nodes have a tuned config\n", r.model, r.soc,
+             r.training ? fmt::format(" (training, {} device(s); a backward kernel follows its forward's config)", r.devices)
+                        : std::string(),
+             tuned_nodes, kernels);
   fmt::print("model_baseline_performance(ms)  {:.4f}\n", r.baseline_us / 1000);
   fmt::print("model_result_performance(ms)    {:.4f}\n", r.result_us / 1000);
-  fmt::print("model_performance_improvement   {:.2f}%\n", r.ImprovementPercent());
+  fmt::print("model_performance_improvement   {}\n", r.ToJson()["model_performance_improvement"].get<std::string>());
   fmt::print("repo_modified_operators:\n");
   fmt::print("  {:>12}  {:>12}  {:>8}  {}\n", "before (us)", "after (us)", "change", "op");
   for (const auto& op : r.ops) {
@@ -85,7 +88,7 @@ void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
                                              "instead of asking a coordinator")
       ->check(CLI::ExistingDirectory);
   f.cmd->add_flag("--json", f.json, "print JSON under AOE's report keys");
-  f.cmd->add_flag("--training", f.training, "with the backward pass and gradient all-reduce (backward kernels run their default tiling)");
+  f.cmd->add_flag("--training", f.training, "with the backward pass and gradient all-reduce (a backward kernel's time follows its forward's config)");
   f.cmd->add_option("--devices", f.devices, "data-parallel devices (overrides the graph's 'devices')")->check(CLI::Range(1, 4096));
 }
 
@@ -116,6 +119,16 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
   }
   auto report = profile::Verify(graph, soc, configs);
   if (!report.ok()) return Fail(report.status().WithContext(f.model));
+  // What a reader might take for a tuning failure, said where it comes from.
+  if (auto slower = report->SlowerKernels(); !slower.empty()) {
+    fmt::print(stderr, "tunefleet report: note: {} tuned kernel(s) run slower here than at their default tiling (first: "
+               "{}, {:.3f} -> {:.3f} us): a best measured with noise, or kernels running beside it that share HBM\n",
+               slower.size(), slower[0]->name, slower[0]->before_us, slower[0]->after_us);
+  }
+  if (report->result_us > report->baseline_us * (1 + 1e-9)) {
+    fmt::print(stderr, "tunefleet report: note: the tuned step is slower than the baseline: kernels that run at once "
+               "share HBM bandwidth, so a faster one can slow the one beside it (docs/profiling.md)\n");
+  }
   if (f.json) {
     nlohmann::json out = report->ToJson();
     out["kernel_nodes"] = kernels.size();
@@ -123,6 +136,11 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
     fmt::print("{}\n", out.dump(2));
   } else {
     PrintText(*report, kernels.size(), tuned_nodes);
+  }
+  if (tuned_nodes == 0) {
+    fmt::print(stderr, "tunefleet report: nothing of {} is in the knowledge base yet: tune it first (`tunefleet tune "
+               "{}`, or `submit`)\n", f.model, f.model);
+    return kExitMiss;  // as lookup: a valid model, not tuned yet
   }
   return kExitOk;
 }

@@ -25,7 +25,8 @@ struct VerifyCommand {
 // Adds `report` to `app`; `f` receives the parsed options and must outlive parsing.
 void AddVerifyCommand(CLI::App& app, VerifyCommand& f);
 
-// Exit 0, 1 (I/O, coordinator unavailable) or 2 (bad model or config). `c` is the
+// Exit 0, 1 (I/O, coordinator unavailable), 2 (bad model or config) or 3 (nothing of the
+// model in the knowledge base yet). `c` is the
 // coordinator's client, nullptr when f.data_dir names a local knowledge base.
 int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client* c);
 

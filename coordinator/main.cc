@@ -91,16 +91,6 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tunefleet-coordinator: CURVE: {}\n", key_dir.status().ToString());
     return 2;
   }
-  if (!options.curve) {
-    for (const std::string* endpoint : {&options.client_endpoint, &options.worker_endpoint}) {
-      if (transport::IsLoopback(*endpoint)) continue;
-      fmt::print(stderr,
-                 "tunefleet-coordinator: warning: {} is reachable beyond this host without CURVE: anyone who reaches "
-                 "it may submit, cancel and import into the knowledge base, or serve as a worker. Give --curve-dir "
-                 "(docs/architecture.md, \"Security\"), or bind 127.0.0.1\n",
-                 *endpoint);
-    }
-  }
   for (const auto& path : replay_paths) {
     auto cache = KtCache::Load(path);
     if (!cache.ok()) {
@@ -148,6 +138,17 @@ int main(int argc, char** argv) {
   if (!coord.ok()) {
     fmt::print(stderr, "tunefleet-coordinator: {}\n", coord.status().ToString());
     return ExitCodeFor(coord.status());  // 2 for a malformed --client-bind, 1 for a port in use
+  }
+  // Once bound: a malformed endpoint is refused above, not warned about.
+  if (!options.curve) {
+    for (const std::string* endpoint : {&options.client_endpoint, &options.worker_endpoint}) {
+      if (transport::IsLoopback(*endpoint)) continue;
+      fmt::print(stderr,
+                 "tunefleet-coordinator: warning: {} is reachable beyond this host without CURVE: anyone who reaches "
+                 "it may submit, cancel and import into the knowledge base, or serve as a worker. Give --curve-dir "
+                 "(docs/architecture.md, \"Security\"), or bind 127.0.0.1\n",
+                 *endpoint);
+    }
   }
   TerminationWatcher watcher([&] { (*coord)->Stop(); });
   // The loop turns at least every 20 ms when well; a liveness probe only sees the HTTP

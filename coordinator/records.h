@@ -39,8 +39,9 @@ struct TaskRecord {
   // Outcome (final once the task has finished).
   uint64_t evaluated = 0;
   uint64_t failed_configs = 0;
-  // Why configs failed: the first kMaxFailureReasons distinct messages in the order met,
-  // each with its count; later ones are counted under kOtherFailureReasons.
+  // Why configs failed: the first kMaxFailureReasons distinct messages in the order met
+  // (on one line, cut at kMaxFailureReasonChars), each with its count; later ones are
+  // counted under kOtherFailureReasons, the last entry.
   std::vector<std::pair<std::string, uint64_t>> failure_reasons;
   bool has_best = false;
   ConfigIndex best_index = 0;
@@ -49,7 +50,8 @@ struct TaskRecord {
   bool from_cache = false;
 };
 
-inline constexpr size_t kMaxFailureReasons = 8;
+inline constexpr size_t kMaxFailureReasons = 8;       // distinct ones, beside kOtherFailureReasons
+inline constexpr size_t kMaxFailureReasonChars = 300;  // longer ones are cut, ending "..."
 inline constexpr const char* kOtherFailureReasons = "(other reasons)";
 // Counts one failed config under its reason (TaskRecord::failure_reasons).
 void CountFailureReason(TaskRecord& t, const std::string& reason);

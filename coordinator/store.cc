@@ -16,18 +16,21 @@
 
 namespace tunefleet::coordinator {
 
-void CountFailureReason(TaskRecord& t, const std::string& reason) {
+void CountFailureReason(TaskRecord& t, const std::string& raw) {
+  // One line of at most kMaxFailureReasonChars: it is shown in a column of `status`.
+  std::string reason = raw.size() > kMaxFailureReasonChars ? raw.substr(0, kMaxFailureReasonChars - 3) + "..." : raw;
+  std::replace_if(reason.begin(), reason.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
   for (auto& [known, count] : t.failure_reasons) {
     if (known == reason) {
       ++count;
       return;
     }
   }
-  if (t.failure_reasons.size() + 1 < kMaxFailureReasons) {
+  if (t.failure_reasons.size() < kMaxFailureReasons) {
     t.failure_reasons.emplace_back(reason, 1);
     return;
   }
-  if (t.failure_reasons.size() + 1 == kMaxFailureReasons) t.failure_reasons.emplace_back(kOtherFailureReasons, 0);
+  if (t.failure_reasons.size() == kMaxFailureReasons) t.failure_reasons.emplace_back(kOtherFailureReasons, 0);
   ++t.failure_reasons.back().second;
 }
 

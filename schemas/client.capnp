@@ -56,7 +56,7 @@ struct TaskStatus {
   hasBest @10 :Bool;
   opKey @11 :Common.OpKey;
   name @12 :Text;              # the op's name in this submission ("" when none was given)
-  failureReasons @13 :List(Kb.FailureCount);  # why failedConfigs failed, most met first
+  failureReasons @13 :List(Kb.FailureCount);  # why failedConfigs failed: first met first, "(other reasons)" last
 }
 
 # Stops the submission's unfinished tasks that no other submission also waits on: no

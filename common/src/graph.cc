@@ -196,6 +196,10 @@ Result<Graph> LoadGraphFile(const std::string& path, const std::string& soc_over
   } catch (const nlohmann::json::parse_error& e) {
     return InvalidArgument(path + ": not valid JSON: " + e.what());
   }
+  if (j.is_array() || (j.is_object() && j.contains("ops") && !j.contains("nodes"))) {
+    return InvalidArgument(path + ": this is an ops file (a list of ops to tune), not a model graph: profile and "
+                           "report take a graph with 'nodes' (examples/bert_base_layer.json, docs/profiling.md)");
+  }
   auto g = GraphFromJson(j, soc_override);
   if (!g.ok()) return g.status().WithContext(path);
   return g;

@@ -1,5 +1,7 @@
 #include "tunefleet/common/transport.h"
 
+#include <algorithm>
+#include <cctype>
 #include <iterator>
 
 #include <zmq_addon.hpp>
@@ -45,10 +47,13 @@ bool IsLoopback(const std::string& endpoint) {
   if (endpoint.starts_with("inproc://") || endpoint.starts_with("ipc://")) return true;
   if (!endpoint.starts_with("tcp://")) return false;
   std::string host = endpoint.substr(6);
-  // A local address may precede the host with ';' (connect only); the port follows the last ':'.
+  std::transform(host.begin(), host.end(), host.begin(), [](unsigned char c) { return std::tolower(c); });
+  // The port follows the last ':'; an IPv6 address is in brackets.
   if (host.starts_with('[')) {
     const auto close = host.find(']');
-    return close != std::string::npos && host.substr(1, close - 1) == "::1";
+    if (close == std::string::npos) return false;
+    const std::string v6 = host.substr(1, close - 1);
+    return v6 == "::1" || v6 == "0:0:0:0:0:0:0:1" || v6.starts_with("::ffff:127.");
   }
   host = host.substr(0, host.rfind(':'));
   return host.starts_with("127.") || host == "localhost" || host == "lo";

@@ -96,13 +96,31 @@ CHECK
 # Nothing of this model tuned: it runs as it is, every kernel listed as not tuned.
 RN="$SRC/examples/resnet50_block.json"
 rn_kernels=$(( $(grep -c '"op": "' "$RN") - $(grep -c '"op": "Reshape"' "$RN") ))
-"$TF" report "$RN" --data-dir "$OUT/kb-graph" > "$OUT/report0.txt" 2>&1 \
+"$TF" report "$RN" --data-dir "$OUT/kb-graph" > "$OUT/report0.txt" 2>&1
+rc=$?
+[ $rc -eq 3 ] && grep -q "nothing of $RN is in the knowledge base yet: tune it first" "$OUT/report0.txt" \
   && grep -q "0 of $rn_kernels kernel nodes have a tuned config" "$OUT/report0.txt" \
   && grep -q "not tuned ($rn_kernels kernels" "$OUT/report0.txt" \
-  && grep -q "model_performance_improvement   0.00%" "$OUT/report0.txt" || fail "report of an empty folder: $(cat "$OUT/report0.txt")"
+  && grep -q "model_performance_improvement   0.00%" "$OUT/report0.txt"\
+  || fail "report of a model not tuned (exit $rc, want 3 as lookup's miss): $(cat "$OUT/report0.txt")"
+refused 2 "this is an ops file (a list of ops to tune), not a model graph" "$TF" report "$OPS" --data-dir "$OUT/kb-graph"
+# Training: a backward kernel's time follows its forward's config, so it counts as tuned.
+"$TF" report "$SRC/examples/bert_base_layer.json" --data-dir "$OUT/kb-graph" --training --json > "$OUT/train.json" \
+  || fail "report --training exited $?"
+/usr/bin/python3 - "$OUT/train.json" <<'CHECK' || fail "report --training: $(head -c 600 "$OUT/train.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["training"] is True and not r["untuned_operators"], r["untuned_operators"]
+names = [o["op_name"] for o in r["repo_modified_operators"]]
+assert "ffn.gelu_grad" in names and "ffn.gelu" in names, names
+CHECK
 sed 's/"inputs": \["hidden", "w_q"\]/"inputs": ["hiddn", "w_q"]/' "$SRC/examples/bert_base_layer.json" > "$OUT/badgraph.json"
 refused 2 "input 'hiddn' is not a graph input, weight or node output" "$TF" tune "$OUT/badgraph.json" --data-dir "$OUT/kb-badgraph"
 refused 2 "input 'hiddn' is not a graph input, weight or node output" "$TF" report "$OUT/badgraph.json" --data-dir "$OUT/kb-graph"
+# A node whose op could never be tuned is named (the coordinator's error counts ops, not nodes), and nothing is created.
+sed 's/{"name": "w_ffn2", "shape": \[3072, 768\]/{"name": "w_ffn2", "shape": [3000, 768]/' "$SRC/examples/bert_base_layer.json" > "$OUT/badk.json"
+refused 2 "node 'ffn.output.matmul' (MatMul): MatMul inner dimensions differ" "$TF" tune "$OUT/badk.json" --data-dir "$OUT/kb-badk"
+[ ! -e "$OUT/kb-badk" ] || fail "a refused graph tune created its knowledge base"
 
 # Boundaries are accepted: seed 0, and a small budget tunes.
 timeout 120 "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget 5 --seed 0 --patience 0 > "$OUT/tune.txt" \

@@ -8,7 +8,8 @@ namespace {
 
 TEST(Transport, OnlyEndpointsThisHostAloneCanReachAreLoopback) {
   for (const char* local : {"tcp://127.0.0.1:5555", "tcp://127.0.0.2:*", "tcp://localhost:5555", "tcp://lo:5555",
-                            "tcp://[::1]:5555", "inproc://clients", "ipc:///tmp/tf.sock"}) {
+                            "tcp://[::1]:5555", "tcp://[0:0:0:0:0:0:0:1]:5555", "tcp://[::ffff:127.0.0.1]:5555",
+                            "tcp://LOCALHOST:5555", "inproc://clients", "ipc:///tmp/tf.sock"}) {
     EXPECT_TRUE(IsLoopback(local)) << local;
   }
   for (const char* open : {"tcp://0.0.0.0:5555", "tcp://*:5555", "tcp://10.0.0.5:5555", "tcp://eth0:5555",

@@ -119,11 +119,18 @@ TEST_F(StoreTest, AFinishedTaskKeepsWhyItsConfigsFailed) {
   for (int i = 0; i < 3; ++i) CountFailureReason(t, "L0A overflow");
   for (int i = 0; i < 12; ++i) CountFailureReason(t, "reason " + std::to_string(i));
   CountFailureReason(t, "L0A overflow");
-  ASSERT_EQ(t.failure_reasons.size(), kMaxFailureReasons);
+  ASSERT_EQ(t.failure_reasons.size(), kMaxFailureReasons + 1) << "8 distinct reasons and the rest";
   EXPECT_EQ(t.failure_reasons[0], (std::pair<std::string, uint64_t>{"L0A overflow", 4}));
   EXPECT_EQ(t.failure_reasons[1].first, "reason 0");
-  EXPECT_EQ(t.failure_reasons.back(), (std::pair<std::string, uint64_t>{kOtherFailureReasons, 6}))
-      << "reasons 6..11 have no line of their own";
+  EXPECT_EQ(t.failure_reasons[7].first, "reason 6");
+  EXPECT_EQ(t.failure_reasons.back(), (std::pair<std::string, uint64_t>{kOtherFailureReasons, 5}))
+      << "reasons 7..11 have no line of their own";
+  TaskRecord odd = Task(2, 64);
+  CountFailureReason(odd, "two\nlines\tand a tab");
+  CountFailureReason(odd, std::string(1000, 'x'));
+  EXPECT_EQ(odd.failure_reasons[0].first, "two lines and a tab");
+  EXPECT_EQ(odd.failure_reasons[1].first.size(), kMaxFailureReasonChars);
+  EXPECT_TRUE(odd.failure_reasons[1].first.ends_with("..."));
   uint64_t counted = 0;
   for (const auto& [reason, n] : t.failure_reasons) counted += n;
   EXPECT_EQ(counted, 16u) << "every failure is counted once";

@@ -89,6 +89,21 @@ TEST(GraphRun, ABackwardRowsBlockDimCountsTheCoreTimeOfBothItsKernels) {
   EXPECT_LT(grad->estimate.block_dim, dx.block_dim);
 }
 
+// Regression: a graph whose last node is a view (a Reshape as its output) failed with
+// "schedule made no progress (a bug)": the views finished at once after the last kernel.
+TEST(GraphRun, AGraphEndingInAViewRuns) {
+  auto g = GraphFromJson({{"soc", "Ascend910B2"},
+                          {"inputs", {Tensor("x", {256, 128})}},
+                          {"weights", {Tensor("w", {128, 256})}},
+                          {"outputs", {"flat"}},
+                          {"nodes", {Node("mm", "MatMul", {"x", "w"}, Tensor("h", {256, 256})),
+                                     Node("flatten", "Reshape", {"h"}, Tensor("flat", {65536}))}}});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  RunProfile run = MustRun(*g);
+  ASSERT_EQ(run.ops.size(), 1u);
+  EXPECT_GT(run.step_us, run.ops[0].EndUs());
+}
+
 TEST(GraphRun, NoOpStartsBeforeEveryProducerOfItsInputsHasFinished) {
   Graph g = testing::LoadExample("bert_base_layer.json");
   RunProfile run = MustRun(g);

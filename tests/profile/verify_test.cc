@@ -82,6 +82,25 @@ TEST(Verify, ATunedOpTakesWhatItsConfigTakesAndTheStepGainsIt) {
   EXPECT_EQ(j["untuned_operators"], nlohmann::json::array({"act"}));
 }
 
+// Regression: after-times were matched by name, so a node called like another's backward
+// kernel ("a_grad") was given that kernel's time.
+TEST(Verify, KernelsAreMatchedByNodeNotByNameInTraining) {
+  auto g = GraphFromJson({{"name", "clash"},
+                          {"soc", "Ascend910B2"},
+                          {"training", true},
+                          {"inputs", {Tensor("x", {1024, 1024})}},
+                          {"weights", {Tensor("w", {1024, 1024})}},
+                          {"outputs", {"y"}},
+                          {"nodes", {Node("a", "MatMul", {"x", "w"}, Tensor("h", {1024, 1024})),
+                                     Node("a_grad", "Relu", {"h"}, Tensor("y", {1024, 1024}))}}});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto r = Verify(*g, testing::Soc910B2(), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->ops.size(), 4u) << "two forward kernels and their backward ones";
+  for (const auto& op : r->ops) EXPECT_DOUBLE_EQ(op.after_us, op.before_us) << op.name << (op.backward ? " (backward)" : "");
+  EXPECT_TRUE(r->ToJson()["training"].get<bool>());
+}
+
 TEST(Verify, AConfigThatDoesNotFitItsOpNamesTheNode) {
   const SocSpec soc = testing::Soc910B2();
   const Graph graph = TwoOpGraph();

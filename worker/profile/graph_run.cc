@@ -379,6 +379,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
       }
       while (next_unstarted < items.size() && items[next_unstarted].started) ++next_unstarted;
     }
+    if (finished == items.size()) break;  // the last ops were views: they finished at once
     if (running.empty()) {
       return Internal("graph schedule made no progress at " + std::to_string(t) + " us (a bug)");
     }

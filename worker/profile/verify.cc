@@ -1,5 +1,7 @@
 #include "worker/profile/verify.h"
 
+#include <cmath>
+
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +11,22 @@ namespace tunefleet::profile {
 
 double VerifyReport::ImprovementPercent() const {
   return baseline_us > 0 ? 100.0 * (baseline_us - result_us) / baseline_us : 0;
+}
+
+namespace {
+// Percent with two decimals; -0.00% is 0.00%.
+std::string Percent(double x) {
+  const double rounded = std::round(x * 100) / 100;
+  return fmt::format("{:.2f}%", rounded == 0 ? 0.0 : rounded);
+}
+}  // namespace
+
+std::vector<const OpChange*> VerifyReport::SlowerKernels() const {
+  std::vector<const OpChange*> out;
+  for (const auto& op : ops) {
+    if (op.tuned && op.after_us > op.before_us * (1 + 1e-9)) out.push_back(&op);
+  }
+  return out;
 }
 
 size_t VerifyReport::TunedKernels() const {
@@ -31,13 +49,15 @@ nlohmann::json VerifyReport::ToJson() const {
                         {"performance_before(us)", op.before_us},
                         {"performance_after(us)", op.after_us},
                         {"performance_improvement",
-                         fmt::format("{:.2f}%", op.before_us > 0 ? 100.0 * (op.before_us - op.after_us) / op.before_us : 0)}});
+                         Percent(op.before_us > 0 ? 100.0 * (op.before_us - op.after_us) / op.before_us : 0)}});
   }
   return {{"model", model},
           {"soc", soc},
+          {"training", training},
+          {"devices", devices},
           {"model_baseline_performance(ms)", baseline_us / 1000},
           {"model_result_performance(ms)", result_us / 1000},
-          {"model_performance_improvement", fmt::format("{:.2f}%", ImprovementPercent())},
+          {"model_performance_improvement", Percent(ImprovementPercent())},
           {"repo_modified_operators", modified},
           {"untuned_operators", untuned}};
 }
@@ -47,11 +67,14 @@ Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::m
   RunOptions tuned_options;
   tuned_options.configs = configs;
   TF_ASSIGN_OR_RETURN(RunProfile after, RunGraph(graph, soc, tuned_options));
-  std::map<std::string, double> after_us;
-  for (const auto& op : after.ops) after_us[op.name] = op.duration_us;
+  // By node and direction, not name: a node may be called like another's "<name>_grad".
+  std::map<std::pair<int, bool>, double> after_us;
+  for (const auto& op : after.ops) after_us[{op.node, op.backward}] = op.duration_us;
   VerifyReport report;
   report.model = graph.name;
   report.soc = soc.name;
+  report.training = graph.training;
+  report.devices = graph.devices;
   report.baseline_us = before.step_us;
   report.result_us = after.step_us;
   for (const auto& op : before.ops) {
@@ -59,9 +82,10 @@ Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::m
     c.name = op.name;
     c.op_type = op.op_type;
     c.op_key = op.op_key;
+    c.backward = op.backward;
     c.before_us = op.duration_us;
-    c.after_us = after_us.count(op.name) ? after_us[op.name] : 0;
-    c.tuned = !op.backward && configs.count(NodeOpKey(graph, graph.nodes[op.node]).Canonical()) > 0;
+    c.after_us = after_us.count({op.node, op.backward}) ? after_us[{op.node, op.backward}] : 0;
+    c.tuned = configs.count(NodeOpKey(graph, graph.nodes[op.node]).Canonical()) > 0;
     report.ops.push_back(std::move(c));
   }
   return report;

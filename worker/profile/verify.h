@@ -20,18 +20,26 @@ namespace tunefleet::profile {
 
 struct OpChange {
   std::string name, op_type, op_key;  // node name (backward kernels "<name>_grad"), OpKey::Display()
+  bool backward = false;
   double before_us = 0, after_us = 0;
-  bool tuned = false;  // its op key had a config
+  // Its node's op key had a config. A backward kernel's time follows its forward's
+  // config (graph_run.h: a vector op's backward is twice its forward), so it counts too.
+  bool tuned = false;
 };
 
 struct VerifyReport {
   std::string model, soc;
+  bool training = false;
+  int devices = 1;
   double baseline_us = 0, result_us = 0;  // step times
   std::vector<OpChange> ops;              // every kernel, in the baseline run's start order
 
   // Share of the baseline step time saved, in percent (negative when slower).
   double ImprovementPercent() const;
   size_t TunedKernels() const;
+  // Tuned kernels that run slower than at their default tiling (a noisy measurement's
+  // best, or concurrent kernels sharing HBM).
+  std::vector<const OpChange*> SlowerKernels() const;
   // AOE's report keys; repo_modified_operators lists the tuned kernels.
   nlohmann::json ToJson() const;
 };
