@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What `tunefleet watch` costs the coordinator: one N-op submission (default 2,000
-# distinct MatMuls, random, budget 30, jobs of 10) on a worker with 8 slots and the
-# `fixed` evaluator, run with W watchers (default 4) and with none, alternating, ROUNDS
-# times (default 3). Prints the coordinator's CPU seconds and wall time per run and the
+# distinct MatMuls, random, budget 30, jobs of 10) on a simulating worker with 2 slots
+# (the setup of the audit that measured the first version), run with W watchers
+# (default 4) and with none, alternating, ROUNDS times (default 3). Prints the coordinator's CPU seconds and wall time per run and the
 # median ratio watched / unwatched (the anchor: no watcher).
 #   bash bench/watch_cost.sh [N] [W] [ROUNDS]     (TUNEFLEET_BUILD_DIR picks the build folder)
 set -euo pipefail
@@ -32,7 +32,7 @@ run() {
   local t0 c0
   t0=$(date +%s.%N)
   c0=$(awk '{ print $14 + $15 }' "/proc/$cpid/stat")
-  "$build/worker/tunefleet-worker" --coordinator "$worker" --slots 8 --evaluator fixed > /dev/null 2>&1 &
+  "$build/worker/tunefleet-worker" --coordinator "$worker" --slots 2 > /dev/null 2>&1 &
   local wk=$!
   pids+=($wk)
   # Done when the coordinator has logged every task's end (polling status would cost

@@ -25,6 +25,10 @@ constexpr std::chrono::milliseconds kTurnWait(1000);
 // An empty answer that came back sooner than this was not held (the coordinator holds a
 // bounded number of watches): wait this long before asking again, not spin.
 constexpr std::chrono::milliseconds kEmptyTurnPause(250);
+// At most one turn this often: a held turn is answered by the first event, and what
+// happens in the next 200 ms comes in one answer, not one round trip per event (a busy
+// submission's watcher otherwise asked once per coordinator loop turn).
+constexpr std::chrono::milliseconds kMinTurnInterval(200);
 // How long a coordinator may stay unreachable (restarting, a stalled loop) before the
 // watch gives up.
 constexpr std::chrono::seconds kReconnectFor(120);
@@ -129,10 +133,7 @@ int Follow(client::Client& c, uint64_t submission, bool json, const std::atomic<
       continue;
     }
     unreachable = false;
-    if (turn->events.empty() && !turn->gap && !turn->done &&
-        std::chrono::steady_clock::now() - asked < std::min<std::chrono::milliseconds>(wait, kEmptyTurnPause)) {
-      pause(kEmptyTurnPause);
-    }
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked);
     if (tty) fmt::print(stderr, "\r\x1b[K");
     if (turn->gap) {
       if (json) {
@@ -154,6 +155,13 @@ int Follow(client::Client& c, uint64_t submission, bool json, const std::atomic<
       fmt::print(stderr, "  tasks {}/{}  evaluations {}/{}", turn->finished_tasks, turn->tasks, turn->evaluated,
                  turn->planned);
       std::fflush(stderr);
+    }
+    // Before the next turn (this one's lines are out): no spin on answers that were not
+    // held, and no round trip per event on a busy submission.
+    if (turn->events.empty() && !turn->gap && took < std::min<std::chrono::milliseconds>(wait, kEmptyTurnPause)) {
+      pause(kEmptyTurnPause);
+    } else if (took < kMinTurnInterval) {
+      pause(kMinTurnInterval - took);
     }
   }
   // The end as status has it (whatever a gap hid): a task without a config, or cancelled,

@@ -302,12 +302,13 @@ class Coordinator::Impl {
   // AnswerHeldWatches.
   Status HandleWatch(schema::WatchRequest::Reader req, schema::Envelope::Body::Builder reply);
   // What watches of one submission share: its distinct task ids, and where its tasks
-  // stand (recounted at most every kWatchTotalsAge, or when one of its tasks finished:
-  // every request recounting 10,000 tasks cost 0.8 ms per watcher). Kept while the
-  // submission runs or a held watch uses it.
+  // stand (recounted at most every 250 ms, or when its last tasks may have finished:
+  // every request recounting 10,000 tasks cost 0.8 ms per watcher). Kept while a held
+  // watch uses it, and until the next heartbeat tick after.
   struct WatchedSubmission {
     std::shared_ptr<const std::unordered_set<uint64_t>> tasks;
     uint32_t tasks_total = 0, finished = 0;
+    uint32_t finished_seen = 0;  // `finished` events read since the count
     uint64_t evaluated = 0, planned = 0;
     TimePoint counted_at;
     bool counted = false;
@@ -1811,10 +1812,15 @@ Coordinator::Impl::WatchAnswer Coordinator::Impl::ReadWatch(uint64_t submission,
   if (after == 0 || (after >= progress_.first_after() && after < floor)) after = floor;
   a.read = progress_.Read(after, *w.tasks, max);
   const TimePoint now = clock_.Now();
-  const bool ended_one = std::any_of(a.read.events.begin(), a.read.events.end(),
-                                     [](const ProgressEvent& e) { return e.kind == ProgressKind::kFinished; });
-  if (!w.counted || ended_one || now - w.counted_at >= std::chrono::milliseconds(250)) {
-    w.tasks_total = w.finished = 0;
+  // `done` must be exact, the rest may be 250 ms old. A read with tasks' ends recounts
+  // only when they may be the last ones: finished_seen overcounts (every watcher reads
+  // the same ends), which recounts early, never late.
+  const auto ended = static_cast<uint32_t>(std::count_if(a.read.events.begin(), a.read.events.end(),
+                                      [](const ProgressEvent& e) { return e.kind == ProgressKind::kFinished; }));
+  w.finished_seen += ended;
+  if (!w.counted || (ended > 0 && w.finished + w.finished_seen >= w.tasks_total) ||
+      now - w.counted_at >= std::chrono::milliseconds(250)) {
+    w.tasks_total = w.finished = w.finished_seen = 0;
     w.evaluated = w.planned = 0;
     for (uint64_t id : *w.tasks) {
       auto t = tasks_.find(id);
