@@ -271,7 +271,7 @@ class Coordinator::Impl {
   void CheckLiveness();
   // Ends the running tasks whose time or patience is spent, once a heartbeat interval:
   // NextJob notices it only for tasks a slot reaches, and under priorities a lower
-  // level's task may wait long for one.
+  // level's task may wait long for one. Sets the queue depth on the way.
   void EndSpentTasks();
   // Drops the schedules whose tasks have all finished (their records stay for status):
   // about 5 KB each, kept until restart they added up over months of total-budget
@@ -789,6 +789,7 @@ void Coordinator::Impl::Requeue(Lease lease, const std::string& why) {
   if (!left.empty()) {
     if (spec.attempt >= protocol::kMaxJobAttempts) {
       // Failing on every attempt marks the configs failed, not the task.
+      metrics_.jobs_abandoned.Increment();
       RecordFailure(task, lease.job_id, left, "job failed on every attempt: " + why);
     } else {
       JobSpec again;
@@ -1973,12 +1974,19 @@ void Coordinator::Impl::DropEndedSchedules() {
 }
 
 void Coordinator::Impl::EndSpentTasks() {
+  std::unordered_set<uint64_t> starved;  // running, work to hand out, nothing at a worker
   for (auto& [priority, submissions] : runnable_) {
     for (auto& [submission, ids] : submissions) {
       for (uint64_t id : ids) {
         auto t = tasks_.find(id);
         if (t == tasks_.end()) continue;
         Task& task = t->second;
+        const auto sched = task.scheduled_by ? schedules_.find(task.scheduled_by) : schedules_.end();
+        const bool budget_left = sched == schedules_.end() ? task.planned.size() < task.limit() : !sched->second.finished;
+        if (task.rec.state == TaskState::kRunning && task.in_flight == 0 &&
+            (!task.waiting.empty() || (!task.strategy_done && budget_left))) {
+          starved.insert(id);
+        }
         if (task.rec.state != TaskState::kRunning || task.strategy_done) continue;
         if (!task.rec.budget_seconds && !task.rec.patience) continue;
         if (!OutOfPatienceOrTime(task)) continue;
@@ -1987,6 +1995,7 @@ void Coordinator::Impl::EndSpentTasks() {
       }
     }
   }
+  metrics_.queue_depth.Set(static_cast<double>(starved.size()));
 }
 
 // ----------------------------------------------------------------------------------

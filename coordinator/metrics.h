@@ -25,6 +25,7 @@ struct CoordinatorMetrics {
   prometheus::Counter& jobs_dispatched;
   prometheus::Counter& jobs_completed;
   prometheus::Counter& jobs_requeued;
+  prometheus::Counter& jobs_abandoned;  // failed on every attempt: their configs recorded failed
   prometheus::Counter& evaluations;
   prometheus::Counter& failed_evaluations;
   prometheus::Counter& duplicate_results;
@@ -41,6 +42,7 @@ struct CoordinatorMetrics {
   prometheus::Gauge& jobs_in_flight;
   prometheus::Gauge& kb_entries;
   prometheus::Gauge& schedules;  // submissions splitting a total budget, not yet ended
+  prometheus::Gauge& queue_depth;  // running tasks with work to hand out and no job out
   prometheus::Family<prometheus::Counter>& lookups;  // {result=hit|miss}
   prometheus::Counter& lookup_hits;
   prometheus::Counter& lookup_misses;

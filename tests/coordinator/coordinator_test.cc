@@ -162,6 +162,18 @@ class ScriptedWorker {
     });
   }
 
+  // The job could not run at all (a final chunk with a job error and no results).
+  void AnswerJobError(const ReceivedJob& job, const std::string& why) {
+    wire::Outgoing msg;
+    auto r = msg.Body().initJobResult();
+    r.setTaskId(job.task_id);
+    r.setJobId(job.job_id);
+    r.setAttempt(job.attempt);
+    r.setFinal(true);
+    r.setJobError(why);
+    EXPECT_TRUE(transport::Send(socket_, msg).ok());
+  }
+
   // The job's final result chunk, each config's result filled by `fill`.
   void Respond(const ReceivedJob& job, const std::function<void(ConfigIndex, schema::EvalResult::Builder)>& fill) {
     wire::Outgoing msg;
@@ -1157,6 +1169,54 @@ TEST_F(CoordinatorTest, AWatchFromTheStartHasNoGapForEventsOlderThanItsSubmissio
   for (const auto& e : fresh_watch->events) kinds.push_back(e.kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"started", "improved", "finished"}))
       << "improvements of 1e-12 relative are float noise, not news";
+}
+
+// A job that cannot run is retried up to kMaxJobAttempts times, then its configs are
+// recorded failed with the reason (the task goes on or ends; it is not stuck).
+TEST_F(CoordinatorTest, AJobFailingOnEveryAttemptMarksItsConfigsFailedWithTheReason) {
+  client::Client client(ctx_, options_.client_endpoint);
+  auto sub = client.Submit(RandomSearch(1, 1));
+  ASSERT_TRUE(sub.ok());
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  std::vector<ConfigIndex> configs;
+  for (uint32_t attempt = 1; attempt <= protocol::kMaxJobAttempts; ++attempt) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job) << "attempt " << attempt << " never came";
+    EXPECT_EQ(job->attempt, attempt);
+    if (attempt == 1) configs = job->configs;
+    EXPECT_EQ(job->configs, configs) << "the same configs each attempt";
+    w.AnswerJobError(*job, "cannot prepare the op");
+  }
+  EXPECT_FALSE(w.NextJob(500ms)) << "a fourth attempt";
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->tasks[0].state, "failed");
+  EXPECT_EQ(st->tasks[0].failed_configs, 1u);
+  EXPECT_EQ(st->tasks[0].failure_reasons,
+            (std::vector<std::pair<std::string, uint64_t>>{{"job failed on every attempt: cannot prepare the op", 1}}));
+  EXPECT_EQ(CounterValue(registry_, "tunefleet_jobs_requeued_total"), protocol::kMaxJobAttempts - 1.0);
+  EXPECT_EQ(CounterValue(registry_, "tunefleet_jobs_abandoned_total"), 1.0);
+}
+
+// The queue depth an operator scales workers on: running tasks with work and nothing at a worker.
+TEST_F(CoordinatorTest, TheQueueDepthCountsTasksWithWorkAndNoJobOut) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec spec = RandomSearch(4, 1);
+  spec.ops = {SmallMatmul(32), SmallMatmul(48), SmallMatmul(64)};
+  ASSERT_TRUE(client.Submit(spec).ok());
+  clock_.Advance(1100ms);
+  EXPECT_EQ(AwaitGauge(registry_, "tunefleet_queue_depth", 3), 3) << "three tasks, no worker";
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  auto job = w.NextJob();
+  ASSERT_TRUE(job);
+  clock_.Advance(1100ms);
+  EXPECT_EQ(AwaitGauge(registry_, "tunefleet_queue_depth", 2), 2) << "one task has its job at the worker";
+  for (int jobs = 0; jobs < 20 && job; ++jobs) {
+    w.Answer(*job, 10);
+    job = w.NextJob(500ms);
+  }
+  clock_.Advance(1100ms);
+  EXPECT_EQ(AwaitGauge(registry_, "tunefleet_queue_depth", 0), 0) << "every task ended";
 }
 
 TEST_F(CoordinatorTest, StatusSaysWhyConfigsFailedCountedOnceAcrossARestart) {
