@@ -164,29 +164,29 @@ class ScriptedWorker {
 
   // The job could not run at all (a final chunk with a job error and no results).
   void AnswerJobError(const ReceivedJob& job, const std::string& why) {
-    wire::Outgoing msg;
-    auto r = msg.Body().initJobResult();
-    r.setTaskId(job.task_id);
-    r.setJobId(job.job_id);
-    r.setAttempt(job.attempt);
-    r.setFinal(true);
-    r.setJobError(why);
-    EXPECT_TRUE(transport::Send(socket_, msg).ok());
+    SendFinal(job, [&](schema::JobResult::Builder r) { r.setJobError(why); });
   }
 
   // The job's final result chunk, each config's result filled by `fill`.
   void Respond(const ReceivedJob& job, const std::function<void(ConfigIndex, schema::EvalResult::Builder)>& fill) {
+    SendFinal(job, [&](schema::JobResult::Builder r) {
+      auto list = r.initResults(static_cast<unsigned>(job.configs.size()));
+      for (unsigned i = 0; i < job.configs.size(); ++i) {
+        list[i].setConfigIndex(job.configs[i]);
+        fill(job.configs[i], list[i]);
+      }
+    });
+  }
+
+  // The job's final chunk: its ids, and what `fill` adds.
+  void SendFinal(const ReceivedJob& job, const std::function<void(schema::JobResult::Builder)>& fill) {
     wire::Outgoing msg;
     auto r = msg.Body().initJobResult();
     r.setTaskId(job.task_id);
     r.setJobId(job.job_id);
     r.setAttempt(job.attempt);
     r.setFinal(true);
-    auto list = r.initResults(static_cast<unsigned>(job.configs.size()));
-    for (unsigned i = 0; i < job.configs.size(); ++i) {
-      list[i].setConfigIndex(job.configs[i]);
-      fill(job.configs[i], list[i]);
-    }
+    fill(r);
     EXPECT_TRUE(transport::Send(socket_, msg).ok());
   }
 
