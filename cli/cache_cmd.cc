@@ -1,5 +1,8 @@
 #include "cli/cache_cmd.h"
 
+#include <poll.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -164,7 +167,19 @@ struct ParsedFile {
   std::vector<std::pair<size_t, std::string>> errors;  // (line, what is wrong)
 };
 
-Result<ParsedFile> ReadExportFile(const std::string& path) {
+// Standard input, waited on in 100 ms polls so a signal (`stop`) is seen while nothing
+// arrives: std::getline on a pipe that stays open would block past SIGINT. Its own
+// buffer (no sync with C stdio) tells what is read already.
+bool StdinReadable(const std::atomic<bool>* stop) {
+  for (;;) {
+    if (std::cin.rdbuf()->in_avail() > 0) return true;
+    if (stop != nullptr && stop->load()) return false;
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) return true;  // data, or the end (POLLHUP): getline sees which
+  }
+}
+
+Result<ParsedFile> ReadExportFile(const std::string& path, const std::atomic<bool>* stop) {
   std::ifstream file;
   if (path != "-") {
     std::error_code ec;
@@ -172,10 +187,14 @@ Result<ParsedFile> ReadExportFile(const std::string& path) {
     file.open(path);
     if (!file) return InvalidArgument("cannot read " + path);
   }
-  std::istream& in = path == "-" ? std::cin : file;
+  const bool from_stdin = path == "-";
+  if (from_stdin) std::ios::sync_with_stdio(false);  // before cin's first read: see StdinReadable
+  std::istream& in = from_stdin ? std::cin : file;
   ParsedFile parsed;
   std::string line;
-  for (size_t n = 1; std::getline(in, line); ++n) {
+  for (size_t n = 1;; ++n) {
+    if (from_stdin && !StdinReadable(stop)) return Interrupted();
+    if (!std::getline(in, line)) break;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j;
     // A field given twice would silently keep its last value: refused, naming it.
@@ -237,8 +256,8 @@ void PrintImportJson(bool dry_run, bool written, const client::KbImportView& tot
 }
 
 int RunImport(const CacheCommands& f, const Backend& b) {
-  auto parsed = ReadExportFile(f.in);
-  if (!parsed.ok()) return Fail(parsed.status());
+  auto parsed = ReadExportFile(f.in, b.stop);
+  if (!parsed.ok()) return FailOrInterrupted(parsed.status(), b);
   if (!parsed->errors.empty()) {
     PrintSome(f.in, parsed->errors, "");
     if (f.json) PrintImportJson(f.dry_run, false, {}, {}, parsed->errors);

@@ -30,6 +30,21 @@ same='import json,sys
 rows=lambda p: sorted((e["op_key_hash"], e["best_config_index"], e["best_latency_us"]) for e in map(json.loads, open(p)))
 sys.exit(0 if rows(sys.argv[1]) == rows(sys.argv[2]) else 1)'
 $PY -c "$same" "$OUT/a.jsonl" "$OUT/b.jsonl" || fail "the exports differ: $(diff "$OUT/a.jsonl" "$OUT/b.jsonl")"
+# From standard input; and Ctrl-C is heard while the pipe stays open with nothing in it
+# (it used to wait for the input's end).
+"$TF" cache import - --coordinator "$CL" --dry-run < "$OUT/a.jsonl" > "$OUT/stdin.out" \
+  && grep -q "$n kept" "$OUT/stdin.out" || fail "import from stdin: $(cat "$OUT/stdin.out")"
+(sleep 30 | "$TF" cache import - --coordinator "$CL" > /dev/null 2> "$OUT/stdin.err") &
+spid=$!
+pids+=($spid)
+sleep 1
+ipid=$(pgrep -P $spid -f "cache import" || true)
+[ -n "$ipid" ] || fail "the stdin import is not running"
+kill -INT "$ipid"
+for _ in $(seq 30); do kill -0 "$ipid" 2> /dev/null || break; sleep 0.1; done
+kill -0 "$ipid" 2> /dev/null && fail "cache import - did not stop within 3 s of SIGINT while its input was open"
+grep -q "interrupted" "$OUT/stdin.err" || fail "stdin import after SIGINT: $(cat "$OUT/stdin.err")"
+pkill -P $spid sleep 2> /dev/null
 "$TF" cache import "$OUT/a.jsonl" --coordinator "$CL" --json > "$OUT/again.json" || fail "second import exited $?"
 grep -q "\"kept\":$n" "$OUT/again.json" || fail "a second import changed something: $(cat "$OUT/again.json")"
 
