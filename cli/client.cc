@@ -296,6 +296,8 @@ Result<WatchView> Client::Watch(uint64_t submission_id, uint64_t after, std::chr
     out.next = r.getNext();
     out.gap = r.getGap();
     out.done = r.getDone();
+    out.more = r.getMore();
+    out.closing = r.getClosing();
     out.tasks = r.getTasks();
     out.finished_tasks = r.getFinishedTasks();
     out.evaluated = r.getEvaluated();

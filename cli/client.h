@@ -121,6 +121,8 @@ struct WatchView {
   uint64_t next = 0;  // `after` for the next turn
   bool gap = false;   // events were dropped before this turn read them
   bool done = false;  // every task finished: nothing follows
+  bool more = false;  // cut at the event limit: more follow at once
+  bool closing = false;  // the coordinator is stopping
   uint32_t tasks = 0, finished_tasks = 0;
   uint64_t evaluated = 0, planned = 0;
 };

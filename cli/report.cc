@@ -36,10 +36,11 @@ std::string Improvement(double baseline, double best) {
 
 namespace {
 // "  failed because     12 x <reason>" per reason, the most frequent first.
-// The task's failure reasons, the most met first.
+// The task's failure reasons, the most met first; the rest ("(other reasons)") last.
 std::vector<std::pair<std::string, uint64_t>> ByCount(const client::TaskView& t) {
   auto reasons = t.failure_reasons;
-  std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  auto rank = [](const auto& r) { return r.first == "(other reasons)" ? 0 : r.second; };
+  std::stable_sort(reasons.begin(), reasons.end(), [&](const auto& a, const auto& b) { return rank(a) > rank(b); });
   return reasons;
 }
 

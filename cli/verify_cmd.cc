@@ -51,7 +51,8 @@ Result<Config> ConfigOf(const KbEntry& e, const SearchSpace& space) {
 
 void PrintText(const profile::VerifyReport& r, size_t kernels, size_t tuned_nodes) {
   fmt::print("model {} on {}{}: {} of {} kernel nodes have a tuned config\n", r.model, r.soc,
-             r.training ? fmt::format(" (training, {} device(s); a backward kernel follows its forward's config)", r.devices)
+             r.training ? fmt::format(" (training, {} device(s); a vector or fused kernel's backward follows its "
+                                      "forward's config, a cube kernel's backward GEMMs run their default tiling)", r.devices)
                         : std::string(),
              tuned_nodes, kernels);
   fmt::print("model_baseline_performance(ms)  {:.4f}\n", r.baseline_us / 1000);
@@ -88,7 +89,7 @@ void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
                                              "instead of asking a coordinator")
       ->check(CLI::ExistingDirectory);
   f.cmd->add_flag("--json", f.json, "print JSON under AOE's report keys");
-  f.cmd->add_flag("--training", f.training, "with the backward pass and gradient all-reduce (a backward kernel's time follows its forward's config)");
+  f.cmd->add_flag("--training", f.training, "with the backward pass and gradient all-reduce (a vector or fused kernel's backward follows its forward's config)");
   f.cmd->add_option("--devices", f.devices, "data-parallel devices (overrides the graph's 'devices')")->check(CLI::Range(1, 4096));
 }
 
@@ -126,8 +127,11 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
                slower.size(), slower[0]->name, slower[0]->before_us, slower[0]->after_us);
   }
   if (report->result_us > report->baseline_us * (1 + 1e-9)) {
-    fmt::print(stderr, "tunefleet report: note: the tuned step is slower than the baseline: kernels that run at once "
-               "share HBM bandwidth, so a faster one can slow the one beside it (docs/profiling.md)\n");
+    fmt::print(stderr, "tunefleet report: note: the tuned step is slower than the baseline: {}\n",
+               report->SlowerKernels().empty()
+                   ? "kernels that run at once share HBM bandwidth, so a faster one can slow the one beside it "
+                     "(docs/profiling.md)"
+                   : "see the slower tuned kernels above");
   }
   if (f.json) {
     nlohmann::json out = report->ToJson();

@@ -158,7 +158,16 @@ int Follow(client::Client& c, uint64_t submission, bool json, const std::atomic<
     }
     // Before the next turn (this one's lines are out): no spin on answers that were not
     // held, and no round trip per event on a busy submission.
-    if (turn->events.empty() && !turn->gap && took < std::min<std::chrono::milliseconds>(wait, kEmptyTurnPause)) {
+    if (turn->closing) {
+      if (tty) fmt::print(stderr, "\r\x1b[K");
+      fmt::print(stderr, "tunefleet: the coordinator is stopping; waiting up to {} s for it to come back (Ctrl-C "
+                 "stops watching)\n", kReconnectFor.count());
+      unreachable = true;  // the next turns' timeouts count towards kReconnectFor, unannounced
+      unreachable_since = std::chrono::steady_clock::now();
+      pause(std::chrono::milliseconds(500));
+    } else if (turn->more) {
+      // A backlog: read on at once.
+    } else if (turn->events.empty() && !turn->gap && took < std::min<std::chrono::milliseconds>(wait, kEmptyTurnPause)) {
       pause(kEmptyTurnPause);
     } else if (took < kMinTurnInterval) {
       pause(kMinTurnInterval - took);

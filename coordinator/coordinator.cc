@@ -1840,7 +1840,8 @@ Coordinator::Impl::WatchAnswer Coordinator::Impl::ReadWatch(uint64_t submission,
   a.finished = w.finished;
   a.evaluated = w.evaluated;
   a.planned = w.planned;
-  a.done = a.finished == a.tasks;
+  // Not done while the read stopped short: the last events are still to be read.
+  a.done = a.finished == a.tasks && !a.read.more;
   return a;
 }
 
@@ -1863,6 +1864,7 @@ void Coordinator::Impl::FillWatchReply(uint64_t submission, const WatchAnswer& a
   }
   out.setNext(a.read.next);
   out.setGap(a.read.gap);
+  out.setMore(a.read.more);
   out.setDone(a.done);
   out.setTasks(a.tasks);
   out.setFinishedTasks(a.finished);
@@ -1907,7 +1909,9 @@ void Coordinator::Impl::AnswerHeldWatches(bool all) {
     }
     wire::Outgoing reply;
     reply.Envelope().setRequestId(h.request_id);
-    FillWatchReply(h.submission, a, reply.Body().initWatchReply());
+    auto out = reply.Body().initWatchReply();
+    FillWatchReply(h.submission, a, out);
+    out.setClosing(all);
     SendToClient(h.route, reply);
     return true;
   });

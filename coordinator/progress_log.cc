@@ -38,7 +38,10 @@ ProgressRead ProgressLog::Read(uint64_t after, const std::unordered_set<uint64_t
   for (size_t i = static_cast<size_t>(after - before_window); i < window_.size(); ++i) {
     const ProgressEvent& e = window_[i];
     if (tasks.contains(e.task_id)) {
-      if (out.events.size() == max) break;
+      if (out.events.size() == max) {
+        out.more = true;
+        break;
+      }
       out.events.push_back(e);
     }
     out.next = e.seq;

@@ -33,6 +33,7 @@ struct ProgressRead {
   std::vector<ProgressEvent> events;  // of the asked tasks, oldest first
   uint64_t next = 0;  // pass as `after` to read on: the last sequence number looked at
   bool gap = false;   // events after `after` left the window (or came before a restart) unread
+  bool more = false;  // stopped at `max`: events of the asked tasks follow `next`
 };
 
 class ProgressLog {

@@ -192,4 +192,6 @@ struct WatchReply {
   finishedTasks @6 :UInt32;
   evaluated @7 :UInt64;
   planned @8 :UInt64;
+  more @9 :Bool;               # the answer stopped at maxEvents: ask again at once for the rest
+  closing @10 :Bool;           # the coordinator is stopping: the next answer comes from its next process
 }

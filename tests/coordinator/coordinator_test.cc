@@ -1074,6 +1074,21 @@ TEST_F(CoordinatorTest, AWatchIsHeldUntilItsSubmissionsTaskReportsAndSeesOnlyIts
   ASSERT_TRUE(st.ok());
   EXPECT_DOUBLE_EQ(events.back().best_latency_us, st->tasks[0].best_latency_us);
 
+  // Read again from the start two events at a time: "done" only with the last page (a
+  // full page of a finished submission said done, and its last events were never read).
+  std::vector<client::ProgressView> paged;
+  uint64_t at = 0;
+  for (int pages = 0; pages < 50; ++pages) {
+    auto page = client.Watch(sub->submission_id, at, 0ms, 2);
+    ASSERT_TRUE(page.ok());
+    paged.insert(paged.end(), page->events.begin(), page->events.end());
+    at = page->next;
+    EXPECT_EQ(page->more, !page->done) << "page " << pages;
+    if (page->done) break;
+  }
+  ASSERT_EQ(paged.size(), events.size());
+  EXPECT_EQ(paged.back().kind, "finished");
+
   // Done: answered at once whatever the wait.
   auto finished = client.Watch(sub->submission_id, after, 4000ms);
   ASSERT_TRUE(finished.ok());

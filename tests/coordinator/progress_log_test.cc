@@ -40,9 +40,12 @@ TEST(ProgressLog, AWatcherReadsOnlyItsTasksEventsInOrderAndPageByPage) {
   // everything looked at (task 8's events in between are skipped, not lost).
   ProgressRead page = log.Read(0, {7}, 2);
   EXPECT_EQ(Seqs(page), (std::vector<uint64_t>{1001, 1003}));
+  EXPECT_TRUE(page.more) << "1005 is the task's too";
+  EXPECT_FALSE(all.more);
   EXPECT_EQ(page.next, 1004u) << "task 8's 1004 was looked at and is not ours";
   ProgressRead rest = log.Read(page.next, {7}, 2);
   EXPECT_EQ(Seqs(rest), (std::vector<uint64_t>{1005}));
+  EXPECT_FALSE(rest.more);
   EXPECT_EQ(rest.next, 1005u);
 
   // Nothing new: an empty read that keeps the position.

@@ -22,8 +22,9 @@ struct OpChange {
   std::string name, op_type, op_key;  // node name (backward kernels "<name>_grad"), OpKey::Display()
   bool backward = false;
   double before_us = 0, after_us = 0;
-  // Its node's op key had a config. A backward kernel's time follows its forward's
-  // config (graph_run.h: a vector op's backward is twice its forward), so it counts too.
+  // Its node's op key had a config. A vector or fused kernel's backward time follows its
+  // forward's config (graph_run.h: a vector op's backward is twice its forward), so it
+  // counts too; a cube kernel's backward GEMMs run their default tiling and do not.
   bool tuned = false;
 };
 
