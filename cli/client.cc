@@ -157,7 +157,7 @@ Result<StatusView> Client::GetStatus(uint64_t submission_id) {
       v.best_latency_us = t.getBestLatencyUs();
       v.baseline_latency_us = t.getBaselineLatencyUs();
       v.best_config = ReadConfig(t.getBestConfig());
-      for (auto f : t.getFailureReasons()) v.failure_reasons.emplace_back(f.getReason(), f.getCount());
+      v.failure_reasons = wire::ReadFailureReasons(t.getFailureReasons());
       out.tasks.push_back(std::move(v));
     }
     return tunefleet::Status::Ok();

@@ -157,9 +157,7 @@ Result<std::optional<client::StatusView>> Wait(client::Client& c, uint64_t submi
       if (tty) fmt::print(stderr, "\n");
       return std::optional(std::move(st));
     }
-    for (auto slept = std::chrono::milliseconds(0); slept < poll && !interrupted.load(); slept += std::chrono::milliseconds(50)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    SleepUnless(interrupted, poll);
     poll = std::min(poll * 3 / 2, std::chrono::milliseconds(1000));
   }
 }

@@ -34,18 +34,15 @@ Result<std::vector<std::optional<KbEntry>>> LookUpExact(const std::string& data_
   return out;
 }
 
-// The entry's best config in the op's parameter order, by name.
+// The entry's best config in the op's parameter order, checked against the space.
 Result<Config> ConfigOf(const KbEntry& e, const SearchSpace& space) {
-  Config config;
-  for (const auto& p : space.params()) {
-    auto it = std::find_if(e.best_config.begin(), e.best_config.end(), [&](const auto& nv) { return nv.first == p.name; });
-    if (it == e.best_config.end()) {
-      return FailedPrecondition("the knowledge base's config for " + e.key.Display() + " has no '" + p.name +
-                                "' (an entry of another simulator model version?): re-tune it with --force");
-    }
-    config.push_back(it->second);
+  const std::string whose = "the knowledge base's config for " + e.key.Display();
+  auto config = space.FromNamed(e.best_config);
+  if (!config.ok()) {
+    return FailedPrecondition(whose + ": " + config.status().message() +
+                              " (an entry of another simulator model version?): re-tune it with --force");
   }
-  TF_RETURN_IF_ERROR(space.Validate(config).WithContext("the knowledge base's config for " + e.key.Display()));
+  TF_RETURN_IF_ERROR(space.Validate(*config).WithContext(whose));
   return config;
 }
 

@@ -8,7 +8,6 @@
 #include <ctime>
 #include <map>
 #include <string>
-#include <thread>
 
 #include <fmt/chrono.h>
 #include <fmt/core.h>
@@ -82,9 +81,6 @@ nlohmann::json EventJson(uint64_t submission, const client::ProgressView& e, con
   return j;
 }
 
-}  // namespace
-
-namespace {
 // The watch itself; RunWatch owns the interrupt flag.
 int Follow(client::Client& c, uint64_t submission, bool json, const std::atomic<bool>& interrupted) {
   const bool tty = !json && isatty(fileno(stderr));
@@ -106,11 +102,7 @@ int Follow(client::Client& c, uint64_t submission, bool json, const std::atomic<
   uint64_t after = 0;
   bool unreachable = false;
   std::chrono::steady_clock::time_point unreachable_since{};
-  auto pause = [&](std::chrono::milliseconds d) {
-    for (auto slept = std::chrono::milliseconds(0); slept < d && !interrupted.load(); slept += std::chrono::milliseconds(50)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  };
+  auto pause = [&](std::chrono::milliseconds d) { SleepUnless(interrupted, d); };
   for (;;) {
     if (interrupted.load()) return stopped();
     const auto asked = std::chrono::steady_clock::now();

@@ -280,7 +280,9 @@ class Coordinator::Impl {
   // Forgets the shared task sets of submissions no held watch uses (their next watch
   // builds it again), so ended submissions' sets do not stay.
   void DropUnwatched() {
-    std::erase_if(watched_, [](const auto& entry) { return entry.second.tasks.use_count() == 1; });
+    std::unordered_set<uint64_t> held;
+    for (const auto& h : held_) held.insert(h.submission);
+    std::erase_if(watched_, [&](const auto& entry) { return !held.contains(entry.first); });
   }
   void UpdateTaskGauges();
   // Running, but no job of it was ever sent: reported as queued.
@@ -303,13 +305,16 @@ class Coordinator::Impl {
   Status HandleWatch(schema::WatchRequest::Reader req, schema::Envelope::Body::Builder reply);
   // What watches of one submission share: its distinct task ids, and where its tasks
   // stand (recounted at most every 250 ms, or when its last tasks may have finished:
-  // every request recounting 10,000 tasks cost 0.8 ms per watcher). Kept while a held
-  // watch uses it, and until the next heartbeat tick after.
-  struct WatchedSubmission {
-    std::shared_ptr<const std::unordered_set<uint64_t>> tasks;
-    uint32_t tasks_total = 0, finished = 0;
-    uint32_t finished_seen = 0;  // `finished` events read since the count
+  // every request recounting 10,000 tasks cost 0.8 ms per watcher). Dropped at a
+  // heartbeat tick when no watch of it is held.
+  struct WatchTotals {
+    uint32_t tasks = 0, finished = 0;
     uint64_t evaluated = 0, planned = 0;
+  };
+  struct WatchedSubmission {
+    std::unordered_set<uint64_t> tasks;  // filled on the first watch
+    WatchTotals totals;
+    uint32_t finished_seen = 0;  // `finished` events read since the count
     TimePoint counted_at;
     bool counted = false;
   };
@@ -317,13 +322,11 @@ class Coordinator::Impl {
   // where its tasks stand.
   struct WatchAnswer {
     ProgressRead read;
+    WatchTotals totals;
     bool done = true;
-    uint32_t tasks = 0, finished = 0;
-    uint64_t evaluated = 0, planned = 0;
     bool Worth() const { return !read.events.empty() || read.gap || done; }
   };
   WatchAnswer ReadWatch(uint64_t submission, uint64_t after, uint32_t max);
-  WatchedSubmission& Watched(const SubmissionRecord& sub);
   static void FillWatchReply(uint64_t submission, const WatchAnswer& a, schema::WatchReply::Builder out);
   // Answers the held watches that have news, or whose wait is over (all of them with
   // `all`: at shutdown, so watchers hear at once rather than at their timeout); each loop turn.
@@ -399,7 +402,6 @@ class Coordinator::Impl {
     std::vector<zmq::message_t> route;  // the frames before the request's payload
     uint64_t request_id = 0;
     uint64_t submission = 0;
-    std::shared_ptr<const std::unordered_set<uint64_t>> tasks;  // the submission's (shared)
     uint64_t after = 0;
     uint32_t max_events = 0;
     TimePoint deadline;
@@ -1137,16 +1139,9 @@ size_t Coordinator::Impl::WarmStart(Task& task, size_t max_seeds) {
   const SearchSpace& space = task.problem->space;
   JobSpec seeds;
   for (const NearestEntry& n : *nearest) {
-    Config c(space.dims());
-    bool complete = true;
-    for (size_t p = 0; p < space.dims(); ++p) {
-      auto it = std::find_if(n.entry.best_config.begin(), n.entry.best_config.end(),
-                             [&](const auto& kv) { return kv.first == space.params()[p].name; });
-      if (it == n.entry.best_config.end()) complete = false;
-      else c[p] = it->second;
-    }
-    if (!complete || !space.Validate(c).ok()) continue;
-    auto index = space.Encode(c);
+    auto c = space.FromNamed(n.entry.best_config);
+    if (!c.ok() || !space.Validate(*c).ok()) continue;
+    auto index = space.Encode(*c);
     if (!index.ok() || task.planned.contains(*index) || task.planned.size() >= task.limit() ||
         seeds.configs.size() >= max_seeds) {
       continue;
@@ -1546,7 +1541,9 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   TF_RETURN_IF_ERROR(RestoreSchedule(sub));
   MakeRunnable(sub);
   metrics_.submissions.Increment();
-  UpdateTaskGauges();
+  // Counted where they start, as Retire and SendJob move them: a full count over every
+  // task in memory per submission was O(tasks), finished ones included.
+  for (const TaskRecord& rec : new_tasks) (rec.from_cache ? metrics_.tasks_done : metrics_.tasks_queued).Increment();
   Log(fmt::format("submission {}: {} ops, {} new tasks", sub.submission_id, keys.size(), new_tasks.size()));
 
   auto out = reply.initSubmitReply();
@@ -1567,11 +1564,8 @@ void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Bui
   b.setEvaluated(task.rec.evaluated);
   b.setPlanned(IsFinished(task.rec.state) ? task.rec.evaluated : task.planned.size());
   b.setFailedConfigs(task.rec.failed_configs);
-  auto reasons = b.initFailureReasons(static_cast<unsigned>(task.rec.failure_reasons.size()));
-  for (unsigned i = 0; i < task.rec.failure_reasons.size(); ++i) {
-    reasons[i].setReason(task.rec.failure_reasons[i].first);
-    reasons[i].setCount(task.rec.failure_reasons[i].second);
-  }
+  wire::FillFailureReasons(b.initFailureReasons(static_cast<unsigned>(task.rec.failure_reasons.size())),
+                           task.rec.failure_reasons);
   b.setHasBest(task.rec.has_best);
   b.setBestConfigIndex(task.rec.best_index);
   b.setBestLatencyUs(task.rec.best_latency_us);
@@ -1798,20 +1792,18 @@ Status Coordinator::Impl::HandleWorkers(schema::Envelope::Body::Builder reply) {
   return Status::Ok();
 }
 
-Coordinator::Impl::WatchedSubmission& Coordinator::Impl::Watched(const SubmissionRecord& sub) {
-  WatchedSubmission& w = watched_[sub.submission_id];
-  if (!w.tasks) w.tasks = std::make_shared<const std::unordered_set<uint64_t>>(sub.task_ids.begin(), sub.task_ids.end());
-  return w;
-}
-
 Coordinator::Impl::WatchAnswer Coordinator::Impl::ReadWatch(uint64_t submission, uint64_t after, uint32_t max) {
-  WatchedSubmission& w = Watched(submissions_.at(submission));
+  WatchedSubmission& w = watched_[submission];
+  if (w.tasks.empty()) {  // a submission has at least one task
+    const SubmissionRecord& sub = submissions_.at(submission);
+    w.tasks.insert(sub.task_ids.begin(), sub.task_ids.end());
+  }
   WatchAnswer a;
   // A number of this process from before the submission was accepted: nothing of it
   // came earlier, so it reads from there (a gap before it is not its own).
   const uint64_t floor = progress_floor_.contains(submission) ? progress_floor_[submission] : progress_.first_after();
   if (after == 0 || (after >= progress_.first_after() && after < floor)) after = floor;
-  a.read = progress_.Read(after, *w.tasks, max);
+  a.read = progress_.Read(after, w.tasks, max);
   const TimePoint now = clock_.Now();
   // `done` must be exact, the rest may be 250 ms old. A read with tasks' ends recounts
   // only when they may be the last ones: finished_seen overcounts (every watcher reads
@@ -1819,29 +1811,26 @@ Coordinator::Impl::WatchAnswer Coordinator::Impl::ReadWatch(uint64_t submission,
   const auto ended = static_cast<uint32_t>(std::count_if(a.read.events.begin(), a.read.events.end(),
                                       [](const ProgressEvent& e) { return e.kind == ProgressKind::kFinished; }));
   w.finished_seen += ended;
-  if (!w.counted || (ended > 0 && w.finished + w.finished_seen >= w.tasks_total) ||
+  if (!w.counted || (ended > 0 && w.totals.finished + w.finished_seen >= w.totals.tasks) ||
       now - w.counted_at >= std::chrono::milliseconds(250)) {
-    w.tasks_total = w.finished = w.finished_seen = 0;
-    w.evaluated = w.planned = 0;
-    for (uint64_t id : *w.tasks) {
+    w.totals = {};
+    w.finished_seen = 0;
+    for (uint64_t id : w.tasks) {
       auto t = tasks_.find(id);
       if (t == tasks_.end()) continue;
       const Task& task = t->second;
       const bool finished = IsFinished(task.rec.state);
-      ++w.tasks_total;
-      w.finished += finished;
-      w.evaluated += task.rec.evaluated;
-      w.planned += finished ? task.rec.evaluated : task.planned.size();
+      ++w.totals.tasks;
+      w.totals.finished += finished;
+      w.totals.evaluated += task.rec.evaluated;
+      w.totals.planned += finished ? task.rec.evaluated : task.planned.size();
     }
     w.counted_at = now;
     w.counted = true;
   }
-  a.tasks = w.tasks_total;
-  a.finished = w.finished;
-  a.evaluated = w.evaluated;
-  a.planned = w.planned;
+  a.totals = w.totals;
   // Not done while the read stopped short: the last events are still to be read.
-  a.done = a.finished == a.tasks && !a.read.more;
+  a.done = a.totals.finished == a.totals.tasks && !a.read.more;
   return a;
 }
 
@@ -1866,10 +1855,10 @@ void Coordinator::Impl::FillWatchReply(uint64_t submission, const WatchAnswer& a
   out.setGap(a.read.gap);
   out.setMore(a.read.more);
   out.setDone(a.done);
-  out.setTasks(a.tasks);
-  out.setFinishedTasks(a.finished);
-  out.setEvaluated(a.evaluated);
-  out.setPlanned(a.planned);
+  out.setTasks(a.totals.tasks);
+  out.setFinishedTasks(a.totals.finished);
+  out.setEvaluated(a.totals.evaluated);
+  out.setPlanned(a.totals.planned);
 }
 
 Status Coordinator::Impl::HandleWatch(schema::WatchRequest::Reader req, schema::Envelope::Body::Builder reply) {
@@ -1887,7 +1876,6 @@ Status Coordinator::Impl::HandleWatch(schema::WatchRequest::Reader req, schema::
   }
   HeldWatch h;
   h.submission = sub->submission_id;
-  h.tasks = watched_.at(sub->submission_id).tasks;
   h.after = a.read.next;  // what this read looked at held nothing of the submission's
   h.max_events = max;
   h.deadline = clock_.Now() + std::chrono::milliseconds(req.getWaitMs());

@@ -22,15 +22,9 @@ Status CheckConfig(KbEntry& e, const TuningProblem& problem) {
       return InvalidArgument("best_config has a parameter '" + name + "' that " + e.key.op_type + " does not tune");
     }
   }
-  Config config;
-  std::vector<std::pair<std::string, int64_t>> ordered;
-  for (const auto& param : space.params()) {
-    auto it = std::find_if(e.best_config.begin(), e.best_config.end(),
-                           [&](const auto& p) { return p.first == param.name; });
-    if (it == e.best_config.end()) return InvalidArgument("best_config lacks the parameter '" + param.name + "'");
-    config.push_back(it->second);
-    ordered.push_back(*it);
-  }
+  auto named = space.FromNamed(e.best_config);
+  if (!named.ok()) return named.status().WithContext("best_config");
+  const Config& config = *named;
   auto index = space.Encode(config);
   if (!index.ok()) return index.status().WithContext("best_config");
   if (*index != e.best_index) {
@@ -38,7 +32,8 @@ Status CheckConfig(KbEntry& e, const TuningProblem& problem) {
                                        e.best_index, *index));
   }
   if (Status valid = space.Validate(config); !valid.ok()) return valid.WithContext("best_config");
-  e.best_config = std::move(ordered);
+  e.best_config.clear();  // in parameter order
+  for (size_t p = 0; p < config.size(); ++p) e.best_config.emplace_back(space.params()[p].name, config[p]);
   return Status::Ok();
 }
 

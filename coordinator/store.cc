@@ -153,11 +153,7 @@ std::string EncodeTask(const TaskRecord& t) {
   r.setBudgetSeconds(t.budget_seconds);
   r.setPatience(t.patience);
   r.setStartedUnixMs(t.started_ms);
-  auto reasons = r.initFailureReasons(static_cast<unsigned>(t.failure_reasons.size()));
-  for (unsigned i = 0; i < t.failure_reasons.size(); ++i) {
-    reasons[i].setReason(t.failure_reasons[i].first);
-    reasons[i].setCount(t.failure_reasons[i].second);
-  }
+  wire::FillFailureReasons(r.initFailureReasons(static_cast<unsigned>(t.failure_reasons.size())), t.failure_reasons);
   return ToBytes(b);
 }
 
@@ -188,7 +184,7 @@ Result<TaskRecord> DecodeTask(const std::string& bytes) {
     t.budget_seconds = r.getBudgetSeconds();
     t.patience = r.getPatience();
     t.started_ms = r.getStartedUnixMs();
-    for (auto f : r.getFailureReasons()) t.failure_reasons.emplace_back(f.getReason(), f.getCount());
+    t.failure_reasons = wire::ReadFailureReasons(r.getFailureReasons());
     return Status::Ok();
   });
   if (!s.ok()) return s;

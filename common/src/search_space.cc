@@ -72,6 +72,17 @@ Result<ConfigIndex> SearchSpace::Encode(const Config& config) const {
   return index;
 }
 
+Result<Config> SearchSpace::FromNamed(const std::vector<std::pair<std::string, int64_t>>& named) const {
+  Config config;
+  config.reserve(params_.size());
+  for (const auto& param : params_) {
+    auto it = std::find_if(named.begin(), named.end(), [&](const auto& nv) { return nv.first == param.name; });
+    if (it == named.end()) return InvalidArgument("the config lacks the parameter '" + param.name + "'");
+    config.push_back(it->second);
+  }
+  return config;
+}
+
 int SearchSpace::IndexOf(std::string_view name) const {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (params_[i].name == name) return static_cast<int>(i);

@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <thread>
 
 namespace tunefleet {
 
@@ -17,6 +19,13 @@ sigset_t TerminationSet() {
   return set;
 }
 }  // namespace
+
+void SleepUnless(const std::atomic<bool>& stop, std::chrono::milliseconds d) {
+  constexpr std::chrono::milliseconds kStep(50);
+  for (auto slept = std::chrono::milliseconds(0); slept < d && !stop.load(); slept += kStep) {
+    std::this_thread::sleep_for(std::min(kStep, d - slept));
+  }
+}
 
 void BlockTerminationSignals() {
   sigset_t set = TerminationSet();

@@ -91,6 +91,19 @@ void FillConfig(capnp::List<schema::ParamValue>::Builder b, const SearchSpace& s
   }
 }
 
+void FillFailureReasons(capnp::List<schema::FailureCount>::Builder out, const FailureReasons& reasons) {
+  for (unsigned i = 0; i < out.size() && i < reasons.size(); ++i) {
+    out[i].setReason(reasons[i].first);
+    out[i].setCount(reasons[i].second);
+  }
+}
+
+FailureReasons ReadFailureReasons(capnp::List<schema::FailureCount>::Reader in) {
+  FailureReasons out;
+  for (auto f : in) out.emplace_back(f.getReason(), f.getCount());
+  return out;
+}
+
 void FillKbRecord(schema::KbRecord::Builder b, const KbEntry& e) {
   FillOpKey(b.initOpKey(), e.key);
   b.setBestConfigIndex(e.best_index);

@@ -513,6 +513,9 @@ TEST_F(CoordinatorTest, TheLookupMetricCountsLookedUpKeysNotSubmissionsAnsweredF
   auto again = client.Submit(RandomSearch(1, 1));
   ASSERT_TRUE(again.ok());
   ASSERT_TRUE(again->from_cache.at(0)) << "answered from the knowledge base";
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "done"), 2.0)
+      << "a task answered from the knowledge base is done from the start";
+  EXPECT_EQ(LabeledGaugeValue(registry_, "tunefleet_tasks", "state", "queued"), 0.0);
   auto found = client.Lookup({SmallMatmul(), SmallMatmul(48)});
   ASSERT_TRUE(found.ok());
   EXPECT_TRUE((*found)[0].has_value());

@@ -50,6 +50,10 @@ class SearchSpace {
 
   // Position of a parameter by name; -1 if absent.
   int IndexOf(std::string_view name) const;
+  // A config given by parameter name (a knowledge-base entry's best_config), in
+  // parameter order; kInvalidArgument naming a parameter it lacks. Names the space does
+  // not have are ignored; values are not checked (Encode, Validate).
+  Result<Config> FromNamed(const std::vector<std::pair<std::string, int64_t>>& named) const;
   // Value of the named parameter in config; requires the name to exist.
   int64_t Get(const Config& config, std::string_view name) const;
 

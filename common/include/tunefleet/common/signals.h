@@ -5,12 +5,18 @@
 // the default action and kills the process before a clean shutdown.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <thread>
 
 namespace tunefleet {
 
 void BlockTerminationSignals();
+
+// Sleeps `d`, in 50 ms steps, returning early once `stop` is set (by a
+// TerminationWatcher's callback): a wait between polls that Ctrl-C ends at once.
+void SleepUnless(const std::atomic<bool>& stop, std::chrono::milliseconds d);
 
 class TerminationWatcher {
  public:

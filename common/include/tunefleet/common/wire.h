@@ -74,6 +74,12 @@ Result<OpKey> ReadOpKey(schema::OpKey::Reader r);
 void FillKbRecord(schema::KbRecord::Builder b, const KbEntry& e);
 Result<KbEntry> ReadKbRecord(schema::KbRecord::Reader r);
 
+// Why a task's configs failed, with counts (schemas/kb.capnp FailureCount): in the task
+// record on disk and in status replies.
+using FailureReasons = std::vector<std::pair<std::string, uint64_t>>;
+void FillFailureReasons(capnp::List<schema::FailureCount>::Builder out, const FailureReasons& reasons);
+FailureReasons ReadFailureReasons(capnp::List<schema::FailureCount>::Reader in);
+
 void FillConfig(capnp::List<schema::ParamValue>::Builder b, const SearchSpace& space,
                 const Config& config);
 
