@@ -17,6 +17,7 @@
 #include "coordinator/lookup.h"
 #include "coordinator/metrics.h"
 #include "coordinator/nearest.h"
+#include "coordinator/plan_replay.h"
 #include "coordinator/progress_log.h"
 #include "coordinator/strategy.h"
 #include "coordinator/task_scheduler.h"
@@ -112,6 +113,9 @@ struct Task {
   uint64_t best_job_id = 0;
   uint64_t improved_at = 0;      // evaluations recorded when the best last improved
   uint64_t checkpointed_at = 0;  // evaluations recorded at the last strategy checkpoint
+  // Planned since the last checkpoint and not yet written: goes out with the next results.
+  std::vector<PlanRecord> unpersisted_plans;
+  uint64_t next_plan = 0;  // PlanRecord::number of the next one
   // Set when the task shares its submission's total budget: the submission's
   // scheduler, not the task's own budget, decides how much it gets.
   uint64_t scheduled_by = 0;
@@ -229,6 +233,11 @@ class Coordinator::Impl {
   // Queues the best configs of the nearest tuned shapes that are valid here (at most
   // max_seeds) right after the baseline. Returns how many were queued.
   size_t WarmStart(Task& task, size_t max_seeds);
+  // Logs what was planned (plan_replay.h), to be written with the task's next results.
+  void LogPlan(Task& task, bool asked, uint64_t max_configs, const JobSpec& spec);
+  // The strategy's state now, with what it handed out that is not recorded yet.
+  // Marks the task checkpointed now.
+  StrategyCheckpointRecord MakeCheckpoint(Task& task);
   // Records the results that belong to `job`; a config outside the job is dropped and a
   // config reported ok with a latency that is not positive and finite is recorded failed.
   void RecordResults(Task& task, const Lease& job, schema::JobResult::Reader r);
@@ -537,33 +546,74 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   // Restore the strategy's checkpoint when there is one: it has seen the results with
   // seq < told; the rest are told in recording order, and what was out when it was
   // taken is measured again. Without one, a fresh strategy learns every recovered result.
+  // Then what it planned since is replayed between those results (plan_replay.h), so
+  // it continues as it would have; what was planned and not recorded is measured again.
   std::optional<StrategyCheckpointRecord> checkpoint;
+  std::vector<PlanRecord> plans;
   if (!recovered.empty()) {
     TF_ASSIGN_OR_RETURN(checkpoint, store_.LoadCheckpoint(task.rec.task_id));
+    TF_ASSIGN_OR_RETURN(plans, store_.LoadPlans(task.rec.task_id));
   }
-  if (checkpoint) {
+  const ConfigIndex space_size = task.problem->space.size();
+  for (PlanRecord& p : plans) {
+    if (!p.is_range || !p.configs.empty()) continue;
+    for (ConfigIndex i = p.begin; i < std::min(p.end, space_size); ++i) {
+      if (task.problem->space.ValidateIndex(i).ok()) p.configs.push_back(i);
+    }
+  }
+  auto restore = [&]() -> Status {
+    TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
+    if (!checkpoint) return Status::Ok();
     Status restored = task.strategy->Restore(checkpoint->state);
     if (!restored.ok()) {
       fmt::print(stderr, "coordinator: task {}: {}; relearning from its results\n", task.rec.task_id, restored.ToString());
       TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
       checkpoint.reset();
     }
+    return Status::Ok();
+  };
+  TF_RETURN_IF_ERROR(restore());
+  std::vector<StoredResult> in_order;
+  in_order.reserve(recovered.size());
+  for (const StoredResult& r : recovered) {
+    if (r.index < space_size) in_order.push_back(r);  // one not of this space is measured again
   }
-  std::vector<StoredResult> in_order = recovered;
   std::stable_sort(in_order.begin(), in_order.end(),
                    [](const StoredResult& a, const StoredResult& b) { return a.seq < b.seq; });
+  bool replayed = true;
+  if (!in_order.empty()) {
+    IndexSet replay_planned(space_size);
+    Status s = ReplayPlans(*task.strategy, in_order, checkpoint ? &*checkpoint : nullptr, plans, replay_planned);
+    if (!s.ok()) {
+      fmt::print(stderr, "coordinator: task {}: cannot replay its plans ({}); it continues from its checkpoint and results\n",
+                 task.rec.task_id, s.ToString());
+      replayed = false;
+      TF_RETURN_IF_ERROR(restore());
+      for (const StoredResult& r : in_order) {
+        if (!checkpoint || r.seq >= checkpoint->told) {
+          task.strategy->Tell(r.index, r.ok ? std::optional<double>(r.latency_us) : std::nullopt);
+        }
+      }
+    }
+  }
   for (const StoredResult& r : in_order) {
-    if (r.index >= task.problem->space.size()) continue;  // not of this space: re-measure
     task.planned.insert(r.index);
-    Record(task, r.job_id, r.index, r.ok, r.latency_us, r.error, nullptr, !checkpoint || r.seq >= checkpoint->told);
+    Record(task, r.job_id, r.index, r.ok, r.latency_us, r.error, nullptr, /*tell=*/false);
   }
   task.checkpointed_at = task.rec.evaluated;
-  if (checkpoint) {
-    JobSpec again;
-    for (ConfigIndex i : checkpoint->outstanding) {
-      if (i < task.problem->space.size() && task.planned.insert(i)) again.configs.push_back(i);
-    }
-    if (!again.configs.empty()) task.waiting.push_back(std::move(again));
+  task.next_plan = plans.empty() ? 0 : plans.back().number + 1;
+  JobSpec again;
+  auto measure_again = [&](ConfigIndex i) {
+    if (i < space_size && task.planned.insert(i)) again.configs.push_back(i);
+  };
+  if (checkpoint) std::for_each(checkpoint->outstanding.begin(), checkpoint->outstanding.end(), measure_again);
+  for (const PlanRecord& p : plans) std::for_each(p.configs.begin(), p.configs.end(), measure_again);
+  if (!again.configs.empty()) task.waiting.push_back(std::move(again));
+  if (!replayed) {
+    // The log no longer describes the strategy: a checkpoint of where it is now replaces it.
+    StrategyCheckpointRecord now = MakeCheckpoint(task);
+    Status s = store_.PutResults(task.rec.task_id, {}, &now);
+    if (!s.ok()) fmt::print(stderr, "coordinator: cannot persist a strategy checkpoint: {}\n", s.ToString());
   }
   // The default tiling is measured first: it is the baseline improvements are quoted against.
   ConfigIndex def = task.problem->default_index;
@@ -571,6 +621,7 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
     task.planned.insert(def);
     JobSpec baseline;
     baseline.configs = {def};
+    LogPlan(task, /*asked=*/false, 0, baseline);
     task.waiting.push_back(std::move(baseline));
   }
   return Status::Ok();
@@ -616,23 +667,43 @@ void Coordinator::Impl::Persist(Task& task, const std::vector<StoredResult>& sto
   std::optional<StrategyCheckpointRecord> checkpoint;
   const uint64_t fresh = task.rec.evaluated - task.checkpointed_at;
   if (task.strategy && fresh >= std::max<uint64_t>(kCheckpointEvery, task.checkpointed_at / 4)) {
-    checkpoint.emplace();
-    checkpoint->state = task.strategy->Checkpoint();
-    checkpoint->told = task.rec.evaluated;
-    auto outstanding = [&](const JobSpec& spec) {
-      for (ConfigIndex i : spec.configs) {
-        if (!task.recorded.contains(i)) checkpoint->outstanding.push_back(i);
-      }
-    };
-    for (const auto& [id, lease] : leases_) {
-      if (lease.task_id == task.rec.task_id) outstanding(lease.spec);
-    }
-    for (const JobSpec& spec : task.waiting) outstanding(spec);
-    std::sort(checkpoint->outstanding.begin(), checkpoint->outstanding.end());
-    task.checkpointed_at = task.rec.evaluated;
+    checkpoint = MakeCheckpoint(task);
+    task.unpersisted_plans.clear();  // the checkpoint's state has seen them
   }
-  Status s = store_.PutResults(task.rec.task_id, stored, checkpoint ? &*checkpoint : nullptr);
+  Status s = store_.PutResults(task.rec.task_id, stored, checkpoint ? &*checkpoint : nullptr, task.unpersisted_plans);
   if (!s.ok()) fmt::print(stderr, "coordinator: cannot persist results: {}\n", s.ToString());
+  task.unpersisted_plans.clear();
+}
+
+StrategyCheckpointRecord Coordinator::Impl::MakeCheckpoint(Task& task) {
+  StrategyCheckpointRecord checkpoint;
+  checkpoint.state = task.strategy->Checkpoint();
+  checkpoint.told = task.rec.evaluated;
+  auto outstanding = [&](const JobSpec& spec) {
+    for (ConfigIndex i : spec.configs) {
+      if (!task.recorded.contains(i)) checkpoint.outstanding.push_back(i);
+    }
+  };
+  for (const auto& [id, lease] : leases_) {
+    if (lease.task_id == task.rec.task_id) outstanding(lease.spec);
+  }
+  for (const JobSpec& spec : task.waiting) outstanding(spec);
+  std::sort(checkpoint.outstanding.begin(), checkpoint.outstanding.end());
+  task.checkpointed_at = task.rec.evaluated;
+  return checkpoint;
+}
+
+void Coordinator::Impl::LogPlan(Task& task, bool asked, uint64_t max_configs, const JobSpec& spec) {
+  PlanRecord p;
+  p.number = task.next_plan++;
+  p.asked = asked;
+  p.told_before = task.rec.evaluated;
+  p.max_configs = max_configs;
+  if (!spec.is_range) p.configs = spec.configs;  // a range's are its valid configs: not written
+  p.is_range = spec.is_range;
+  p.begin = spec.begin;
+  p.end = spec.end;
+  task.unpersisted_plans.push_back(std::move(p));
 }
 
 uint64_t Coordinator::Impl::PlannedSincePatienceStart(const Task& task) const {
@@ -857,6 +928,7 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool
   spec.is_range = batch.is_range;
   spec.begin = batch.begin;
   spec.end = batch.end;
+  LogPlan(task, /*asked=*/true, max, spec);
   return spec;
 }
 
@@ -1150,7 +1222,10 @@ size_t Coordinator::Impl::WarmStart(Task& task, size_t max_seeds) {
     seeds.configs.push_back(*index);
   }
   size_t n = seeds.configs.size();
-  if (n) task.waiting.push_back(std::move(seeds));
+  if (n) {
+    LogPlan(task, /*asked=*/false, 0, seeds);
+    task.waiting.push_back(std::move(seeds));
+  }
   return n;
 }
 

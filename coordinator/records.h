@@ -87,4 +87,18 @@ struct StrategyCheckpointRecord {
   std::vector<ConfigIndex> outstanding;
 };
 
+// One thing a running task planned since its last checkpoint: a Strategy::Ask and its
+// answer, or configs the coordinator planned itself (the baseline, warm-start seeds).
+// Replayed in order at a restart, between the results recorded before each, so the
+// restored strategy sees the same calls as the uninterrupted one.
+struct PlanRecord {
+  uint64_t number = 0;       // order within the task
+  bool asked = false;
+  uint64_t told_before = 0;  // results recorded (seq) when it was planned
+  uint64_t max_configs = 0;  // the Ask's limit
+  std::vector<ConfigIndex> configs;  // not stored for a range: the valid configs of [begin, end)
+  bool is_range = false;
+  ConfigIndex begin = 0, end = 0;
+};
+
 }  // namespace tunefleet::coordinator

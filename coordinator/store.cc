@@ -87,6 +87,12 @@ std::string CheckpointKey(uint64_t id) {
   PutBe64(k, id);
   return k;
 }
+std::string PlanKey(uint64_t task, uint64_t number) {
+  std::string k = "p/";
+  PutBe64(k, task);
+  PutBe64(k, number);
+  return k;
+}
 std::string ResultKey(uint64_t task, ConfigIndex index) {
   std::string k;
   PutBe64(k, task);
@@ -425,10 +431,12 @@ Status Store::PutTask(const TaskRecord& task) {
 }
 
 Status Store::PutResults(uint64_t task_id, const std::vector<StoredResult>& results,
-                         const StrategyCheckpointRecord* checkpoint) {
+                         const StrategyCheckpointRecord* checkpoint,
+                         const std::vector<PlanRecord>& plans) {
   rocksdb::WriteBatch batch;
   for (const StoredResult& r : results) batch.Put(impl_->results, ResultKey(task_id, r.index), EncodeResult(r));
   if (checkpoint) {
+    batch.DeleteRange(impl_->tasks, PlanKey(task_id, 0), PlanKey(task_id + 1, 0));
     capnp::MallocMessageBuilder b;
     auto c = b.initRoot<schema::StrategyCheckpoint>();
     c.setState(capnp::Data::Reader(reinterpret_cast<const kj::byte*>(checkpoint->state.data()),
@@ -438,7 +446,43 @@ Status Store::PutResults(uint64_t task_id, const std::vector<StoredResult>& resu
     for (unsigned i = 0; i < checkpoint->outstanding.size(); ++i) out.set(i, checkpoint->outstanding[i]);
     batch.Put(impl_->tasks, CheckpointKey(task_id), ToBytes(b));
   }
+  for (const PlanRecord& p : plans) {
+    capnp::MallocMessageBuilder b;
+    auto r = b.initRoot<schema::PlanRecord>();
+    r.setAsked(p.asked);
+    r.setToldBefore(p.told_before);
+    r.setMaxConfigs(p.max_configs);
+    auto configs = r.initConfigs(static_cast<unsigned>(p.configs.size()));
+    for (unsigned i = 0; i < p.configs.size(); ++i) configs.set(i, p.configs[i]);
+    r.setIsRange(p.is_range);
+    r.setRangeBegin(p.begin);
+    r.setRangeEnd(p.end);
+    batch.Put(impl_->tasks, PlanKey(task_id, p.number), ToBytes(b));
+  }
   return impl_->Write(batch, "write results", /*sync=*/false);
+}
+
+Result<std::vector<PlanRecord>> Store::LoadPlans(uint64_t task_id) const {
+  std::vector<PlanRecord> out;
+  const std::string end = PlanKey(task_id + 1, 0);
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->tasks));
+  for (it->Seek(PlanKey(task_id, 0)); it->Valid() && it->key().compare(end) < 0; it->Next()) {
+    PlanRecord p;
+    p.number = GetBe64(it->key().data() + it->key().size() - 8);
+    TF_RETURN_IF_ERROR(FromBytes<schema::PlanRecord>(it->value().ToString(), [&](schema::PlanRecord::Reader r) -> Status {
+      p.asked = r.getAsked();
+      p.told_before = r.getToldBefore();
+      p.max_configs = r.getMaxConfigs();
+      for (uint64_t c : r.getConfigs()) p.configs.push_back(c);
+      p.is_range = r.getIsRange();
+      p.begin = r.getRangeBegin();
+      p.end = r.getRangeEnd();
+      return Status::Ok();
+    }));
+    out.push_back(std::move(p));
+  }
+  TF_RETURN_IF_ERROR(FromRocks(it->status(), "load strategy plans"));
+  return out;
 }
 
 Result<std::optional<StrategyCheckpointRecord>> Store::LoadCheckpoint(uint64_t task_id) const {
@@ -472,6 +516,7 @@ Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEnt
   }
   batch.DeleteRange(impl_->results, ResultKey(task.task_id, 0), ResultKey(task.task_id + 1, 0));
   batch.Delete(impl_->tasks, CheckpointKey(task.task_id));
+  batch.DeleteRange(impl_->tasks, PlanKey(task.task_id, 0), PlanKey(task.task_id + 1, 0));
   TF_RETURN_IF_ERROR(impl_->Write(batch, "finish task"));
   return wrote_kb;
 }

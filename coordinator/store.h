@@ -70,14 +70,19 @@ class Store {
   // 10,000, and a submission refused before this write uses up no id).
   Status PutSubmission(const SubmissionRecord& sub, const std::vector<TaskRecord>& new_tasks);
   Status PutTask(const TaskRecord& task);
-  // Appends results of a running task, and replaces its strategy checkpoint when one is
-  // given, in one batch (so the checkpoint never runs ahead of the results it saw).
+  // Appends results of a running task and what it planned before them, in one batch (so
+  // a recorded result's plan is never lost); a checkpoint, when given, replaces the last
+  // one and deletes the plans it covers (those stored before; `plans` come after it).
   Status PutResults(uint64_t task_id, const std::vector<StoredResult>& results,
-                    const StrategyCheckpointRecord* checkpoint = nullptr);
+                    const StrategyCheckpointRecord* checkpoint = nullptr,
+                    const std::vector<PlanRecord>& plans = {});
   // The task's last strategy checkpoint, or nullopt when it has none.
   Result<std::optional<StrategyCheckpointRecord>> LoadCheckpoint(uint64_t task_id) const;
+  // What the task planned since its last checkpoint, in order.
+  Result<std::vector<PlanRecord>> LoadPlans(uint64_t task_id) const;
   // Ends a task: its final record, the knowledge-base entry when it improves on the
-  // stored one (kept only if better), and deletion of its results, in one synced batch.
+  // stored one (kept only if better), and deletion of its results, checkpoint and plans,
+  // in one synced batch.
   // Returns whether the kb entry was written.
   Result<bool> FinishTask(const TaskRecord& task, const std::optional<KbEntry>& entry);
 

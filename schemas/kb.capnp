@@ -83,3 +83,16 @@ struct StrategyCheckpoint {
   told @1 :UInt64;             # results (by seq) the state has learned from
   outstanding @2 :List(UInt64);  # configs handed out but not yet recorded: re-measured on resume
 }
+
+# Column family `tasks`, key = "p/" + big-endian task id + big-endian plan number: what
+# a running task planned since its last strategy checkpoint, in order (a checkpoint
+# deletes them). A restart replays them so an adaptive strategy continues exactly.
+struct PlanRecord {
+  asked @0 :Bool;              # true: Strategy::Ask; false: planned by the coordinator (baseline, warm start)
+  toldBefore @1 :UInt64;       # results recorded (by seq) when it was planned
+  maxConfigs @2 :UInt64;       # the Ask's limit
+  configs @3 :List(UInt64);    # empty for a range: its valid configs
+  isRange @4 :Bool;            # the Ask answered the valid configs of [rangeBegin, rangeEnd)
+  rangeBegin @5 :UInt64;
+  rangeEnd @6 :UInt64;
+}

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -1675,6 +1676,158 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorRestoresTheStrategyCheckpointAndSpe
   auto gone = store_->LoadCheckpoint(task_id);
   ASSERT_TRUE(gone.ok());
   EXPECT_FALSE(gone->has_value()) << "a finished task's checkpoint is deleted with its results";
+}
+
+// Keeps two jobs out and answers the older one (latency depending on the config), until
+// `stop_after` configs were answered or all `total` were handed out and answered; the
+// configs in the order they went out. What is out at the end is left in `out`.
+std::vector<ConfigIndex> ServeTwoAtATime(ScriptedWorker& w, size_t stop_after, size_t total,
+                                         std::deque<ReceivedJob>* out) {
+  std::vector<ConfigIndex> order;
+  size_t answered = 0;
+  while (true) {
+    while (out->size() < 2 && order.size() < total) {
+      auto job = w.NextJob();
+      if (!job) {
+        ADD_FAILURE() << "no job after " << order.size() << " of " << total << " configs";
+        break;
+      }
+      order.insert(order.end(), job->configs.begin(), job->configs.end());
+      out->push_back(*job);
+    }
+    if (out->empty() || answered >= stop_after) break;
+    w.Answer(out->front(), 10);
+    answered += out->front().configs.size();
+    out->pop_front();
+  }
+  return order;
+}
+
+// Whether the submission is done within 5 s (its last results may still be on their way).
+bool AwaitDone(client::Client& client, uint64_t submission_id) {
+  for (int i = 0; i < 250; ++i) {
+    auto st = client.GetStatus(submission_id);
+    if (st.ok() && st->done) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// A restart in the middle of an adaptive search -- after its checkpoint, with a job whose
+// plan was written and one whose plan was not still out -- hands out the same configs, in
+// the same order, as the run that was not interrupted: the plans since the checkpoint
+// are replayed, so the strategy is where it was, not merely told the same results.
+TEST_F(CoordinatorTest, ARestartedAdaptiveSearchHandsOutWhatTheUninterruptedRunWould) {
+  for (const std::string strategy : {"model", "annealing"}) {
+    SCOPED_TRACE(strategy);
+    client::SubmitSpec spec;
+    spec.ops = {MediumMatmul()};
+    spec.strategy = strategy;
+    spec.budget = 160;
+    spec.job_size = 8;
+    spec.force = true;  // the run before left its best in the knowledge base
+    std::vector<ConfigIndex> whole;
+    {
+      client::Client client(ctx_, options_.client_endpoint);
+      ScriptedWorker w(ctx_, options_.worker_endpoint, "whole-" + strategy, /*slots=*/2);
+      auto sub = client.Submit(spec);
+      ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+      std::deque<ReceivedJob> out;
+      whole = ServeTwoAtATime(w, 1000, 160, &out);
+      ASSERT_EQ(whole.size(), 160u);
+      ASSERT_TRUE(AwaitDone(client, sub->submission_id));
+    }
+    std::vector<ConfigIndex> interrupted;
+    uint64_t task_id = 0, submission_id = 0;
+    {
+      Restart();  // a fresh coordinator for the interrupted run, as for the whole one
+      client::Client client(ctx_, options_.client_endpoint);
+      ScriptedWorker w(ctx_, options_.worker_endpoint, "before-" + strategy, /*slots=*/2);
+      auto sub = client.Submit(spec);
+      ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+      task_id = sub->task_ids[0];
+      submission_id = sub->submission_id;
+      std::deque<ReceivedJob> out;
+      interrupted = ServeTwoAtATime(w, 100, 160, &out);
+      ASSERT_EQ(out.size(), 2u);
+      for (const auto& job : out) interrupted.resize(interrupted.size() - job.configs.size());  // sent again
+      std::this_thread::sleep_for(100ms);
+      StopCoordinator();
+      auto checkpoint = store_->LoadCheckpoint(task_id);
+      ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
+      auto plans = store_->LoadPlans(task_id);
+      ASSERT_TRUE(plans.ok());
+      EXPECT_FALSE(plans->empty()) << "asks since the checkpoint at " << (*checkpoint)->told << " are logged";
+    }
+    Restart();
+    client::Client client(ctx_, options_.client_endpoint);
+    ScriptedWorker w(ctx_, options_.worker_endpoint, "after-" + strategy, /*slots=*/2);
+    std::deque<ReceivedJob> out;
+    std::vector<ConfigIndex> rest = ServeTwoAtATime(w, 1000, 160 - interrupted.size(), &out);
+    interrupted.insert(interrupted.end(), rest.begin(), rest.end());
+    EXPECT_EQ(interrupted, whole);
+    ASSERT_TRUE(AwaitDone(client, submission_id));
+    auto st = client.GetStatus(submission_id);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    EXPECT_EQ(st->tasks[0].evaluated, 160u);
+    auto plans = store_->LoadPlans(task_id);
+    ASSERT_TRUE(plans.ok());
+    EXPECT_TRUE(plans->empty()) << "a finished task's plans are deleted with its results";
+    Restart();  // the next strategy's runs start on a coordinator of their own
+  }
+}
+
+// A plan log the strategy does not answer the same way (a log of another build) is not
+// trusted: the task continues from its checkpoint and results, measures nothing twice
+// and spends its budget exactly.
+TEST_F(CoordinatorTest, APlanLogTheStrategyDoesNotReproduceFallsBackToItsResults) {
+  client::SubmitSpec spec;
+  spec.ops = {MediumMatmul()};
+  spec.strategy = "model";
+  spec.budget = 160;
+  spec.job_size = 8;
+  std::set<ConfigIndex> measured;
+  uint64_t task_id = 0;
+  {
+    client::Client client(ctx_, options_.client_endpoint);
+    auto sub = client.Submit(spec);
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    task_id = sub->task_ids[0];
+    ScriptedWorker w(ctx_, options_.worker_endpoint, "before");
+    while (measured.size() < 100) {
+      auto job = w.NextJob();
+      ASSERT_TRUE(job);
+      measured.insert(job->configs.begin(), job->configs.end());
+      w.Answer(*job, 10);
+    }
+    std::this_thread::sleep_for(100ms);
+    StopCoordinator();
+    PlanRecord bogus;
+    bogus.number = 1'000'000;
+    bogus.asked = true;
+    bogus.told_before = 100;
+    bogus.max_configs = 1;
+    bogus.configs = {0};
+    ASSERT_TRUE(store_->PutResults(task_id, {}, nullptr, {bogus}).ok());
+  }
+  Restart();
+  auto plans = store_->LoadPlans(task_id);
+  ASSERT_TRUE(plans.ok());
+  EXPECT_TRUE(plans->empty()) << "a checkpoint of where the strategy is now replaced the log";
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "after");
+  std::set<ConfigIndex> remeasured;
+  while (auto job = w.NextJob(1s)) {
+    for (ConfigIndex i : job->configs) {
+      if (!measured.insert(i).second) remeasured.insert(i);
+    }
+    w.Answer(*job, 10);
+  }
+  EXPECT_TRUE(remeasured.empty()) << remeasured.size() << " recorded configs were handed out again";
+  auto st = client.GetStatus(1);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].evaluated, 160u);
 }
 
 // Regression: with the default job size of 512, a budget of 300 went out as one job

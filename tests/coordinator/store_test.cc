@@ -152,6 +152,60 @@ TEST_F(StoreTest, FinishingATaskDeletesOnlyItsResults) {
   EXPECT_EQ(store->LoadResults(2).value().size(), 1u);
 }
 
+// A task's plans are kept in order beside its results until a checkpoint covers them
+// or the task ends; another task's are untouched.
+TEST_F(StoreTest, PlansLastUntilACheckpointOrTheTasksEnd) {
+  PlanRecord ask;
+  ask.number = 300;  // after 255: numbers order as big-endian bytes, not as text
+  ask.asked = true;
+  ask.told_before = 7;
+  ask.max_configs = 8;
+  ask.configs = {9, 3, 5};
+  PlanRecord seed;
+  seed.number = 2;
+  seed.configs = {4};
+  PlanRecord range;
+  range.number = 301;
+  range.asked = true;
+  range.is_range = true;
+  range.begin = 10;
+  range.end = 20;
+  range.configs = {10, 12};
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PutResults(1, {{5, true, 1.5, "", 1}}, nullptr, {ask, seed}).ok());
+    ASSERT_TRUE(store->PutResults(1, {}, nullptr, {range}).ok());
+    ASSERT_TRUE(store->PutResults(2, {}, nullptr, {seed}).ok());
+  }
+  auto store = Open();
+  auto plans = store->LoadPlans(1).value();
+  ASSERT_EQ(plans.size(), 3u);
+  EXPECT_EQ(plans[0].number, 2u);
+  EXPECT_FALSE(plans[0].asked);
+  EXPECT_EQ(plans[0].configs, (std::vector<ConfigIndex>{4}));
+  EXPECT_EQ(plans[1].number, 300u);
+  EXPECT_TRUE(plans[1].asked);
+  EXPECT_EQ(plans[1].told_before, 7u);
+  EXPECT_EQ(plans[1].max_configs, 8u);
+  EXPECT_EQ(plans[1].configs, (std::vector<ConfigIndex>{9, 3, 5}));
+  EXPECT_TRUE(plans[2].is_range);
+  EXPECT_EQ(plans[2].begin, 10u);
+  EXPECT_EQ(plans[2].end, 20u);
+  StrategyCheckpointRecord checkpoint;
+  checkpoint.state = "state";
+  checkpoint.told = 1;
+  PlanRecord after = seed;
+  after.number = 302;
+  ASSERT_TRUE(store->PutResults(1, {}, &checkpoint, {after}).ok());
+  plans = store->LoadPlans(1).value();
+  ASSERT_EQ(plans.size(), 1u) << "the checkpoint covers the plans before it";
+  EXPECT_EQ(plans[0].number, 302u);
+  EXPECT_EQ(store->LoadPlans(2).value().size(), 1u);
+  ASSERT_TRUE(store->FinishTask(Task(1, 64), std::nullopt).ok());
+  EXPECT_TRUE(store->LoadPlans(1).value().empty());
+  EXPECT_EQ(store->LoadPlans(2).value().size(), 1u);
+}
+
 TEST_F(StoreTest, SecondOpenOfALockedFolderIsUnavailable) {
   auto first = Open();
   auto second = Store::Open(dir_.string());

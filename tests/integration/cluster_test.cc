@@ -304,6 +304,58 @@ TEST_F(ClusterTest, CoordinatorKilledMidTaskResumesFromRocksDbAndEndsWithTheSame
   EXPECT_DOUBLE_EQ(st.tasks[0].best_latency_us, expected.latency_us);
 }
 
+// A model-based search on one single-slot worker proposes the same configs whatever the
+// timing, so a run whose coordinator is SIGKILLed halfway must end on the same best
+// config, after the same number of evaluations, as the run left alone: the restarted
+// coordinator replays what the strategy planned since its last checkpoint.
+TEST_F(ClusterTest, AnAdaptiveSearchWhoseCoordinatorIsKilledEndsOnTheBestOfTheRunLeftAlone) {
+  const OpKey key = Matmul(512, 384, 256);
+  client::SubmitSpec spec;
+  spec.ops = {key};
+  spec.strategy = "model";
+  spec.budget = 200;
+  spec.job_size = 8;
+  auto run = [&](const std::string& dir, bool kill) -> client::TaskView {
+    Cluster cluster(dir);
+    EXPECT_TRUE(cluster.StartCoordinator());
+    cluster.StartWorker(1, 2000);  // 2 ms per evaluation: a job takes 16 ms
+    uint64_t submission = 0;
+    {
+      client::Client c(ctx_, cluster.client_endpoint());
+      auto sub = c.Submit(spec);
+      EXPECT_TRUE(sub.ok()) << sub.status().ToString();
+      if (!sub.ok()) return {};
+      submission = sub->submission_id;
+      if (kill) {
+        for (auto deadline = std::chrono::steady_clock::now() + 60s;;) {
+          auto st = c.GetStatus(submission);
+          EXPECT_TRUE(st.ok());
+          if (!st.ok() || st->tasks[0].evaluated >= 100) break;  // past the first checkpoint, at 64
+          if (std::chrono::steady_clock::now() > deadline) {
+            ADD_FAILURE() << "100 evaluations did not come within 60 s";
+            return {};
+          }
+          std::this_thread::sleep_for(10ms);
+        }
+        const std::string client_ep = cluster.client_endpoint(), worker_ep = cluster.worker_endpoint();
+        cluster.KillCoordinator();
+        EXPECT_TRUE(cluster.StartCoordinator(client_ep, worker_ep));
+      }
+    }
+    client::Client c(ctx_, cluster.client_endpoint());
+    client::StatusView st = cluster.WaitDone(c, submission, 120s);
+    EXPECT_EQ(st.tasks.size(), 1u);
+    return st.tasks.empty() ? client::TaskView{} : st.tasks[0];
+  };
+  const client::TaskView whole = run((dir_ / "whole").string(), false);
+  const client::TaskView killed = run((dir_ / "killed").string(), true);
+  EXPECT_EQ(whole.state, "done");
+  EXPECT_EQ(killed.state, "done");
+  EXPECT_EQ(killed.evaluated, 200u);
+  EXPECT_EQ(killed.best_index, whole.best_index);
+  EXPECT_DOUBLE_EQ(killed.best_latency_us, whole.best_latency_us);
+}
+
 // The liveness probe only reaches the HTTP server; the watchdog watches the loop. Idle,
 // the loop turns every 20 ms and the watchdog stays quiet; held up by a submission of
 // 40,000 shapes (about a second of validation) it ends the process with exit 5, and a
