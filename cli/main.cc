@@ -33,6 +33,7 @@
 #include "cli/ops_file.h"
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
+#include "cli/fuse_cmd.h"
 #include "cli/verify_cmd.h"
 #include "cli/watch_cmd.h"
 #include "coordinator/lookup.h"
@@ -520,6 +521,8 @@ int Run(int argc, char** argv) {
 
   VerifyCommand verify;
   AddVerifyCommand(app, verify);
+  FuseCommand fuse;
+  AddFuseCommand(app, fuse);
 
   std::string curve_dir;
   std::vector<CLI::App*> coordinator_cmds{submit, status, watch, cancel, lookup, workers, verify.cmd};
@@ -552,6 +555,7 @@ int Run(int argc, char** argv) {
 
   SocCatalog catalog = SocCatalog::Builtin();
   if (int rc = RunProfileCommands(profile_commands, catalog); rc >= 0) return rc;
+  if (fuse.cmd->parsed()) return RunFuse(fuse, catalog);
   if (tune->parsed()) return RunTune(tune_flags, data_dir, slots, replay_cache);
   if (lookup->parsed() && !lookup_data_dir.empty()) {
     return RunLocalLookup(lookup_data_dir, lookup_file, lookup_soc, lookup_nearest, lookup_json, catalog);

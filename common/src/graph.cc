@@ -205,6 +205,32 @@ Result<Graph> LoadGraphFile(const std::string& path, const std::string& soc_over
   return g;
 }
 
+nlohmann::json GraphToJson(const Graph& graph) {
+  auto tensor = [](const NamedTensor& t) {
+    return nlohmann::json{{"name", t.name}, {"shape", t.desc.shape}, {"dtype", t.desc.dtype}, {"format", t.desc.format}};
+  };
+  auto tensors = [&](const std::vector<NamedTensor>& ts) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& t : ts) a.push_back(tensor(t));
+    return a;
+  };
+  nlohmann::json j{{"name", graph.name},
+                   {"soc", graph.soc},
+                   {"host_preprocess_us", graph.host_preprocess_us},
+                   {"devices", graph.devices},
+                   {"training", graph.training},
+                   {"inputs", tensors(graph.inputs)},
+                   {"weights", tensors(graph.weights)},
+                   {"outputs", graph.outputs},
+                   {"nodes", nlohmann::json::array()}};
+  for (const GraphNode& node : graph.nodes) {
+    nlohmann::json n{{"name", node.name}, {"op", node.op_type}, {"inputs", node.inputs}, {"outputs", tensors(node.outputs)}};
+    if (!node.attrs.empty()) n["attrs"] = node.attrs;
+    j["nodes"].push_back(std::move(n));
+  }
+  return j;
+}
+
 Result<std::vector<int>> TopologicalOrder(const Graph& graph) {
   const size_t n = graph.nodes.size();
   std::vector<std::vector<int>> consumers(n);

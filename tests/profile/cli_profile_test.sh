@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tunefleet profile` and `tunefleet analyze` end to end: exit 0 and files written on the
+# `tunefleet profile`, `analyze` and `fuse` end to end: exit 0 and files written on the
 # examples, --json output parses, exit 2 with a message on bad input.
 set -uo pipefail
 BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
@@ -71,4 +71,37 @@ expect_2 "unknown --trace-ops op" "$TF" profile "$SRC/examples/bert_base_layer.j
 expect_2 "missing profile" "$TF" analyze "$OUT/nothing"
 echo "name,time" > "$OUT/bad.csv"
 expect_2 "bad csv" "$TF" analyze "$OUT/bad.csv"
-echo "cli profile/analyze OK"
+
+# fuse (subgraph tuning, AOE job type 1): the fused graph is written where it is run from,
+# then its kernels are tuned (job type 2) and the tuned fused model verified.
+(cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" > fuse.txt) || fail "fuse bert exited $?"
+[ -s "$OUT/bert_base_layer_fused.json" ] || fail "fuse wrote no bert_base_layer_fused.json: $(cat "$OUT/fuse.txt")"
+grep -q "7 of 7 fusion chains fused, 22 -> 12 kernels" "$OUT/fuse.txt" || fail "fuse bert: $(cat "$OUT/fuse.txt")"
+grep -q "ffn.intermediate.matmul+ffn.intermediate.bias+ffn.gelu (FusedMatMul, epilogue BiasAdd,Gelu)" "$OUT/fuse.txt" \
+  || fail "fuse bert does not list the FFN's fusion: $(cat "$OUT/fuse.txt")"
+"$TF" fuse "$SRC/examples/resnet50_block.json" -o "$OUT/rn_fused.json" --json > "$OUT/rn_fuse.json" || fail "fuse --json exited $?"
+"$TF" profile "$OUT/rn_fused.json" --json > "$OUT/rn_fused_profile.json" || fail "the fused graph does not profile"
+/usr/bin/python3 - "$OUT/rn_fuse.json" "$OUT/rn_fused_profile.json" <<'PY' || fail "fuse --json: $(cat "$OUT/rn_fuse.json")"
+import json, sys
+r = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2]))
+assert r["job_type"] == 1 and r["kernels_after"] < r["kernels_before"], r
+assert r["model_result_performance(ms)"] < r["model_baseline_performance(ms)"], r
+assert abs(p["step_us"] / 1000 - r["model_result_performance(ms)"]) < 1e-9, (p["step_us"], r)
+assert r["model_performance_improvement"].endswith("%")
+assert all(o["step_saved_us"] > 0 and "+" in o["name"] for o in r["fused_operators"]), r["fused_operators"]
+assert any("which saves more" in n["reason"] for n in r["not_fused"]), r["not_fused"]
+PY
+timeout 300 "$TF" tune "$OUT/bert_base_layer_fused.json" --budget 3 --strategy random --data-dir "$OUT/kb-fused" \
+  > "$OUT/tune_fused.txt" 2>&1 || fail "tune of the fused graph exited $?: $(tail -5 "$OUT/tune_fused.txt")"
+grep -q "^ffn.intermediate.matmul+ffn.intermediate.bias+ffn.gelu  FusedMatMul" "$OUT/tune_fused.txt" \
+  || fail "the fused node was not tuned by its name: $(head -20 "$OUT/tune_fused.txt")"
+"$TF" report "$OUT/bert_base_layer_fused.json" --data-dir "$OUT/kb-fused" --json > "$OUT/report_fused.json" \
+  || fail "report of the tuned fused graph exited $?"
+/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 12, r" \
+  "$OUT/report_fused.json" || fail "report of the fused graph: $(head -c 400 "$OUT/report_fused.json")"
+expect_2 "fuse of an ops file" "$TF" fuse "$SRC/examples/matmul_small.json" -o "$OUT/x.json"
+cp "$SRC/examples/resnet50_block.json" "$OUT/rn.json"
+expect_2 "fuse over its own model" "$TF" fuse "$OUT/rn.json" -o "$OUT/rn.json"
+grep -q "is the model itself" "$OUT/bad.err" || fail "fuse -o MODEL: $(cat "$OUT/bad.err")"
+cmp -s "$SRC/examples/resnet50_block.json" "$OUT/rn.json" || fail "fuse -o MODEL overwrote the model"
+echo "cli profile/analyze/fuse OK"

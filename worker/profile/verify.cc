@@ -13,13 +13,10 @@ double VerifyReport::ImprovementPercent() const {
   return baseline_us > 0 ? 100.0 * (baseline_us - result_us) / baseline_us : 0;
 }
 
-namespace {
-// Percent with two decimals; -0.00% is 0.00%.
 std::string Percent(double x) {
   const double rounded = std::round(x * 100) / 100;
   return fmt::format("{:.2f}%", rounded == 0 ? 0.0 : rounded);
 }
-}  // namespace
 
 std::vector<const OpChange*> VerifyReport::SlowerKernels() const {
   std::vector<const OpChange*> out;

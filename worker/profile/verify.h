@@ -45,6 +45,9 @@ struct VerifyReport {
   nlohmann::json ToJson() const;
 };
 
+// AOE's improvement text: percent with two decimals ("12.34%"); -0.00% is 0.00%.
+std::string Percent(double x);
+
 // `configs` by OpKey::Canonical() of the node's op key (NodeOpKey), as RunOptions takes
 // them. kInvalidArgument naming the node when a config is not valid for its op.
 Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::map<std::string, Config>& configs);

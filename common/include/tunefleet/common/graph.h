@@ -63,6 +63,8 @@ struct Graph {
 // `soc_override`, when set, replaces the file's "soc".
 Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_override = "");
 Result<Graph> LoadGraphFile(const std::string& path, const std::string& soc_override = "");
+// The graph in the format GraphFromJson reads (GraphFromJson(GraphToJson(g)) == g).
+nlohmann::json GraphToJson(const Graph& graph);
 
 // Node indices in a topological order (ties keep file order).
 Result<std::vector<int>> TopologicalOrder(const Graph& graph);

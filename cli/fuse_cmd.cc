@@ -1,0 +1,83 @@
+#include "cli/fuse_cmd.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/profile_cmd.h"
+#include "cli/report.h"
+#include "tunefleet/common/graph.h"
+#include "worker/profile/fusion_search.h"
+
+namespace tunefleet::cli {
+namespace {
+
+void PrintText(const profile::FusionReport& r, const std::string& written) {
+  fmt::print("model {} on {}{}: {} of {} fusion chains fused, {} -> {} kernels\n", r.model, r.soc,
+             r.training ? " (training)" : "", r.Applied(), r.decisions.size(), r.kernels_before, r.kernels_after);
+  fmt::print("model_baseline_performance(ms)  {:.4f}\n", r.baseline_us / 1000);
+  fmt::print("model_result_performance(ms)    {:.4f}\n", r.result_us / 1000);
+  fmt::print("model_performance_improvement   {}\n", r.ToJson()["model_performance_improvement"].get<std::string>());
+  const nlohmann::json j = r.ToJson();
+  if (!j["fused_operators"].empty()) {
+    fmt::print("fused ({:>9} = the step's time saved by this fusion alone):\n", "saved us");
+    for (const auto& o : j["fused_operators"]) {
+      fmt::print("  {:9.3f}  {} ({}, epilogue {})\n", o["step_saved_us"].get<double>(), o["name"].get<std::string>(),
+                 o["op_type"].get<std::string>(), o["epilogue"].get<std::string>());
+    }
+  }
+  for (const auto& n : j["not_fused"]) {
+    std::string nodes;
+    for (const auto& name : n["nodes"]) nodes += (nodes.empty() ? "" : ", ") + name.get<std::string>();
+    fmt::print("  not fused: {}: {}\n", nodes, n["reason"].get<std::string>());
+  }
+  fmt::print("wrote {}: tune its kernels next (`tunefleet tune {}`), then verify (`tunefleet report {} --data-dir DIR`)\n",
+             written, written, written);
+}
+
+}  // namespace
+
+std::string DefaultFusedPath(const std::string& model) {
+  const std::filesystem::path p(model);
+  return p.stem().string() + "_fused.json";
+}
+
+void AddFuseCommand(CLI::App& app, FuseCommand& f) {
+  f.cmd = app.add_subcommand(
+      "fuse", "subgraph tuning (AOE job type 1): fuse each cube op with the element-wise ops after it where the "
+              "simulator measures it faster, and write the fused graph to tune next");
+  f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md)")->required()->check(CLI::ExistingFile);
+  f.cmd->add_option("-o,--output", f.out, "where to write the fused graph (default: MODEL's name with _fused, here)");
+  f.cmd->add_option("--soc", f.soc, "SoC (overrides the graph's)");
+  f.cmd->add_flag("--json", f.json, "print JSON under AOE's report keys");
+  f.cmd->add_flag("--training", f.training, "measure training steps (with the backward pass)");
+}
+
+int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
+  auto model = LoadModelToRun(f.model, f.soc, f.training, 0, catalog);
+  if (!model.ok()) return Fail(model.status());
+  auto report = profile::ChooseFusions(model->graph, *model->soc);
+  if (!report.ok()) return Fail(report.status().WithContext(f.model));
+  const std::string out = f.out.empty() ? DefaultFusedPath(f.model) : f.out;
+  if (std::filesystem::exists(out) && std::filesystem::equivalent(out, f.model)) {
+    return Fail(InvalidArgument("-o " + out + " is the model itself: write the fused graph to another file"));
+  }
+  {
+    std::ofstream file(out);
+    if (!file || !(file << GraphToJson(report->fused).dump(2) << "\n")) {
+      return Fail(Unavailable("cannot write " + out));
+    }
+  }
+  if (f.json) {
+    nlohmann::json j = report->ToJson();
+    j["fused_graph"] = out;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    PrintText(*report, out);
+  }
+  return kExitOk;
+}
+
+}  // namespace tunefleet::cli

@@ -1,0 +1,32 @@
+// `tunefleet fuse MODEL` (DESIGN.md step 4, subgraph tuning, AOE job type 1): finds where
+// a cube op and the element-wise ops after it can run as one fused op, keeps the fusions
+// the embedded simulator measures faster, and writes the fused graph, to be tuned next
+// (`tune`, job type 2: its shapes are the fused ops') and verified (`report`). Local only.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "tunefleet/common/soc_spec.h"
+
+namespace tunefleet::cli {
+
+struct FuseCommand {
+  CLI::App* cmd = nullptr;
+  std::string model, soc, out;
+  bool json = false;
+  bool training = false;  // overrides the graph's "training" when set
+};
+
+// Adds `fuse` to `app`; `f` receives the parsed options and must outlive parsing.
+void AddFuseCommand(CLI::App& app, FuseCommand& f);
+
+// Exit 0 (written, even when nothing was worth fusing), 1 (cannot write) or 2 (bad model).
+int RunFuse(const FuseCommand& f, const SocCatalog& catalog);
+
+// Where `fuse` writes by default: MODEL's file name with "_fused" before ".json", in the
+// current folder ("examples/bert.json" -> "bert_fused.json").
+std::string DefaultFusedPath(const std::string& model);
+
+}  // namespace tunefleet::cli

@@ -1,0 +1,174 @@
+// Subgraph tuning: the fusion chains found in a graph (common/graph_fusion.h), the graph
+// rewritten with them, and which of them the simulator keeps (worker/profile/fusion_search.h).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/profile/test_util.h"
+#include "tunefleet/common/graph_fusion.h"
+#include "worker/profile/fusion_search.h"
+#include "worker/profile/graph_run.h"
+
+namespace tunefleet::profile {
+namespace {
+
+using testing::Node;
+using testing::Tensor;
+
+std::vector<std::string> Names(const Graph& g, const FusionChain& c) {
+  std::vector<std::string> out{g.nodes[c.head].name};
+  for (int s : c.steps) out.push_back(g.nodes[s].name);
+  return out;
+}
+
+const GraphNode* Find(const Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+TEST(FusionChains, EachCubeOpTakesTheElementWiseOpsThatOnlyItFeeds) {
+  const Graph g = testing::LoadExample("bert_base_layer.json");
+  std::vector<std::vector<std::string>> chains;
+  for (const auto& c : FindFusionChains(g)) chains.push_back(Names(g, c));
+  const std::vector<std::vector<std::string>> want{
+      {"attention.q.matmul", "attention.q.bias"},
+      {"attention.k.matmul", "attention.k.bias"},
+      {"attention.v.matmul", "attention.v.bias"},
+      {"attention.scores", "attention.scores.scale"},  // Softmax is not a chain op
+      {"attention.output.matmul", "attention.output.bias", "attention.residual"},
+      {"ffn.intermediate.matmul", "ffn.intermediate.bias", "ffn.gelu"},
+      {"ffn.output.matmul", "ffn.output.bias", "ffn.residual"},
+  };
+  EXPECT_EQ(chains, want) << "attention.context feeds a Reshape: no chain";
+  const auto all = FindFusionChains(g);
+  EXPECT_EQ(FusedEpilogue(g, {all[4], 2}), "BiasAdd,Add") << "a [768] operand is a bias, the residual an Add";
+  EXPECT_EQ(FusedEpilogue(g, {all[5], 2}), "BiasAdd,Gelu");
+  EXPECT_EQ(FusedOpType(g, {all[3], 1}), "FusedBatchMatMul");
+  EXPECT_EQ(FusedNodeName(g, {all[5], 1}), "ffn.intermediate.matmul+ffn.intermediate.bias");
+}
+
+TEST(FusionChains, AChainStopsAtASecondReaderAGraphOutputOrARightHandSubtrahend) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {1024, 1024}), Tensor("r", {1024, 1024})}},
+                   {"weights", {Tensor("w", {1024, 1024})}},
+                   {"outputs", {"out", "h2"}},
+                   {"nodes",
+                    {Node("mm1", "MatMul", {"x", "w"}, Tensor("h1", {1024, 1024})),
+                     Node("sub", "Sub", {"r", "h1"}, Tensor("d", {1024, 1024})),  // h1 on the right: not x - y
+                     Node("mm2", "MatMul", {"x", "w"}, Tensor("h2", {1024, 1024})),
+                     Node("relu2", "Relu", {"h2"}, Tensor("r2", {1024, 1024})),  // h2 is a graph output
+                     Node("mm3", "MatMul", {"d", "w"}, Tensor("h3", {1024, 1024})),
+                     Node("relu3", "Relu", {"h3"}, Tensor("r3", {1024, 1024})),
+                     Node("mul3", "Mul", {"r3", "r3"}, Tensor("m3", {1024, 1024})),  // r3 read twice
+                     Node("add", "Add", {"m3", "r2"}, Tensor("out", {1024, 1024}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  std::vector<std::vector<std::string>> chains;
+  for (const auto& c : FindFusionChains(*g)) chains.push_back(Names(*g, c));
+  EXPECT_EQ(chains, (std::vector<std::vector<std::string>>{{"mm3", "relu3"}}));
+}
+
+TEST(ApplyFusions, TheFusedNodeTakesTheHeadsInputsThenTheOperandsAndWritesTheLastOutput) {
+  const Graph g = testing::LoadExample("resnet50_block.json");
+  const auto chains = FindFusionChains(g);
+  std::vector<std::vector<std::string>> names;
+  for (const auto& c : chains) names.push_back(Names(g, c));
+  // Both the last conv and the downsample feed the residual Add: two chains meet there.
+  ASSERT_EQ(names.size(), 5u);
+  EXPECT_EQ(names[3], (std::vector<std::string>{"layer1.0.conv3", "layer1.0.add", "layer1.0.relu3"}));
+  EXPECT_EQ(names[4], (std::vector<std::string>{"layer1.0.downsample", "layer1.0.add", "layer1.0.relu3"}));
+  auto fused = ApplyFusions(g, {{chains[3], 2}, {chains[0], 1}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(fused->nodes.size(), g.nodes.size() - 3);
+  const GraphNode* n = Find(*fused, "layer1.0.conv3+layer1.0.add+layer1.0.relu3");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->op_type, "FusedConv2D");
+  EXPECT_EQ(n->inputs, (std::vector<std::string>{"b2r", "layer1.0.conv3.w", "ds"}));
+  EXPECT_EQ(n->attrs.at("epilogue"), "Add,Relu");
+  EXPECT_EQ(n->outputs[0].name, "out");
+  EXPECT_EQ(Find(*fused, "conv1+relu1")->attrs.at("strides"), "2,2") << "the head's attributes stay";
+  EXPECT_TRUE(RunGraph(*fused, testing::Soc910B2()).ok());
+  // Written and read back, the graph is the same.
+  auto again = GraphFromJson(GraphToJson(*fused));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(GraphToJson(*again), GraphToJson(*fused));
+  auto shared = ApplyFusions(g, {{chains[3], 1}, {chains[4], 1}}, testing::Soc910B2());
+  ASSERT_FALSE(shared.ok());
+  EXPECT_NE(shared.status().message().find("shares node 'layer1.0.add'"), std::string::npos) << shared.status().ToString();
+}
+
+TEST(ChooseFusions, TheBertLayerFusesEveryChainAndRunsAShorterStep) {
+  const Graph g = testing::LoadExample("bert_base_layer.json");
+  auto r = ChooseFusions(g, testing::Soc910B2());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->Applied(), 7u);
+  EXPECT_EQ(r->kernels_before, 22u);
+  EXPECT_EQ(r->kernels_after, 12u) << "22 kernels, 17 nodes fused into 7";
+  EXPECT_LT(r->result_us, r->baseline_us);
+  for (const auto& d : r->decisions) {
+    ASSERT_NE(d.Chosen(), nullptr) << d.nodes[0];
+    EXPECT_LT(d.Chosen()->step_us, d.unfused_step_us) << d.Chosen()->name;
+    EXPECT_EQ(d.Chosen()->length, d.nodes.size() - 1) << "the whole chain pays: " << d.Chosen()->name;
+  }
+  // The written graph is what was measured.
+  auto rerun = RunGraph(r->fused, testing::Soc910B2());
+  ASSERT_TRUE(rerun.ok());
+  EXPECT_DOUBLE_EQ(rerun->step_us, r->result_us);
+  const auto j = r->ToJson();
+  EXPECT_EQ(j["fused_operators"].size(), 7u);
+  EXPECT_TRUE(j["not_fused"].empty());
+  EXPECT_DOUBLE_EQ(j["model_baseline_performance(ms)"].get<double>(), r->baseline_us / 1000);
+}
+
+TEST(ChooseFusions, WhereTwoChainsMeetTheOneThatSavesMoreTakesTheSharedNode) {
+  const Graph g = testing::LoadExample("resnet50_block.json");
+  auto r = ChooseFusions(g, testing::Soc910B2());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const FusionDecision& conv3 = r->decisions[3];
+  const FusionDecision& ds = r->decisions[4];
+  ASSERT_TRUE(conv3.Chosen() == nullptr || ds.Chosen() == nullptr || conv3.Chosen()->length + ds.Chosen()->length <= 2)
+      << "the Add and the Relu after it go to one of them";
+  const FusionDecision& winner = ds.Chosen() && ds.Chosen()->length == 2 ? ds : conv3;
+  const FusionDecision& loser = &winner == &ds ? conv3 : ds;
+  ASSERT_NE(winner.Chosen(), nullptr);
+  EXPECT_EQ(winner.Chosen()->length, 2u);
+  EXPECT_LE(winner.Chosen()->step_us, loser.options[1].step_us) << "it saves at least as much alone";
+  EXPECT_EQ(loser.chosen, 0u);
+  EXPECT_NE(loser.options[0].refused.find("is fused into '" + winner.Chosen()->name + "'"), std::string::npos)
+      << loser.options[0].refused;
+  EXPECT_LT(r->result_us, r->baseline_us);
+  EXPECT_TRUE(RunGraph(r->fused, testing::Soc910B2()).ok());
+}
+
+// A fused cube op writes float16: a chain whose output is declared float32 cannot be one
+// op, so it stays unfused and the report says why.
+TEST(ChooseFusions, AFusionTheFusedOpCannotExpressIsLeftOutWithTheReason) {
+  nlohmann::json out32 = Tensor("y", {1024, 1024});
+  out32["dtype"] = "float32";
+  nlohmann::json h32 = Tensor("h", {1024, 1024});
+  h32["dtype"] = "float32";
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {1024, 1024})}},
+                   {"weights", {Tensor("w", {1024, 1024})}},
+                   {"outputs", {"y"}},
+                   {"nodes", {Node("mm", "MatMul", {"x", "w"}, h32), Node("act", "Relu", {"h"}, out32)}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto r = ChooseFusions(*g, testing::Soc910B2());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->decisions.size(), 1u);
+  EXPECT_EQ(r->decisions[0].chosen, 0u);
+  EXPECT_NE(r->decisions[0].options[0].refused.find("mm+act"), std::string::npos) << r->decisions[0].options[0].refused;
+  EXPECT_EQ(r->fused.nodes.size(), 2u);
+  EXPECT_EQ(r->result_us, r->baseline_us);
+  const auto not_fused = r->ToJson()["not_fused"];
+  ASSERT_EQ(not_fused.size(), 1u);
+  EXPECT_EQ(not_fused[0]["reason"].get<std::string>(), r->decisions[0].options[0].refused);
+}
+
+}  // namespace
+}  // namespace tunefleet::profile

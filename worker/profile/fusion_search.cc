@@ -1,0 +1,173 @@
+#include "worker/profile/fusion_search.h"
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "tunefleet/common/graph_fusion.h"
+#include "worker/profile/graph_run.h"
+#include "worker/profile/verify.h"
+
+namespace tunefleet::profile {
+namespace {
+
+struct Timed {
+  double step_us = 0, kernel_us = 0;
+  size_t kernels = 0;
+};
+
+Result<Timed> Time(const Graph& graph, const SocSpec& soc) {
+  TF_ASSIGN_OR_RETURN(RunProfile run, RunGraph(graph, soc));
+  Timed t;
+  t.step_us = run.step_us;
+  t.kernels = run.ops.size();
+  for (const auto& op : run.ops) t.kernel_us += op.duration_us;
+  return t;
+}
+
+// a is better than b: a shorter step, or the same step with less kernel time (fewer HBM
+// round trips and launches free the chip for what runs beside it).
+bool Better(double a_step, double a_kernel, double b_step, double b_kernel) {
+  constexpr double kSame = 1e-9;
+  if (a_step < b_step * (1 - kSame)) return true;
+  if (a_step > b_step * (1 + kSame)) return false;
+  return a_kernel < b_kernel * (1 - kSame);
+}
+
+}  // namespace
+
+double FusionReport::ImprovementPercent() const {
+  return baseline_us > 0 ? 100.0 * (baseline_us - result_us) / baseline_us : 0;
+}
+
+size_t FusionReport::Applied() const {
+  size_t n = 0;
+  for (const auto& d : decisions) n += d.chosen > 0;
+  return n;
+}
+
+nlohmann::json FusionReport::ToJson() const {
+  nlohmann::json fused_ops = nlohmann::json::array();
+  nlohmann::json unfused = nlohmann::json::array();
+  for (const auto& d : decisions) {
+    if (const FusionOption* o = d.Chosen()) {
+      fused_ops.push_back({{"name", o->name},
+                           {"op_type", o->op_type},
+                           {"epilogue", o->epilogue},
+                           {"nodes", std::vector<std::string>(d.nodes.begin(), d.nodes.begin() + 1 + o->length)},
+                           {"step_saved_us", d.unfused_step_us - o->step_us},
+                           {"kernel_saved_us", d.unfused_kernel_us - o->kernel_us}});
+    }
+    // What was left out of each chain, and why: refused by the op, or not faster.
+    const size_t from = d.chosen;  // options after the chosen length
+    if (from < d.options.size()) {
+      const FusionOption& next = d.options[from];
+      unfused.push_back({{"nodes", std::vector<std::string>(d.nodes.begin() + (d.chosen ? 1 + d.chosen : 0), d.nodes.end())},
+                         {"reason", next.refused.empty()
+                                        ? fmt::format("fusing them as {} ({}) is not faster: step {:.2f} us against {:.2f} us",
+                                                      next.op_type, next.epilogue, next.step_us,
+                                                      d.Chosen() ? d.Chosen()->step_us : d.unfused_step_us)
+                                        : next.refused}});
+    }
+  }
+  return {{"model", model},
+          {"soc", soc},
+          {"training", training},
+          {"job_type", 1},
+          {"model_baseline_performance(ms)", baseline_us / 1000},
+          {"model_result_performance(ms)", result_us / 1000},
+          {"model_performance_improvement", Percent(ImprovementPercent())},
+          {"kernels_before", kernels_before},
+          {"kernels_after", kernels_after},
+          {"fused_operators", fused_ops},
+          {"not_fused", unfused}};
+}
+
+Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
+  TF_ASSIGN_OR_RETURN(Timed base, Time(graph, soc));
+  FusionReport report;
+  report.model = graph.name;
+  report.soc = soc.name;
+  report.training = graph.training;
+  report.baseline_us = base.step_us;
+  report.kernels_before = base.kernels;
+  // Every fusion of every chain, timed alone.
+  const std::vector<FusionChain> chains = FindFusionChains(graph);
+  for (const FusionChain& chain : chains) {
+    FusionDecision d;
+    d.nodes.push_back(graph.nodes[chain.head].name);
+    for (int s : chain.steps) d.nodes.push_back(graph.nodes[s].name);
+    d.unfused_step_us = base.step_us;
+    d.unfused_kernel_us = base.kernel_us;
+    for (size_t length = 1; length <= chain.steps.size(); ++length) {
+      const Fusion f{chain, length};
+      FusionOption o;
+      o.length = length;
+      o.name = FusedNodeName(graph, f);
+      o.op_type = FusedOpType(graph, f);
+      o.epilogue = FusedEpilogue(graph, f);
+      auto g = ApplyFusions(graph, {f}, soc);
+      auto t = g.ok() ? Time(*g, soc) : Result<Timed>(g.status());
+      if (t.ok()) {
+        o.step_us = t->step_us;
+        o.kernel_us = t->kernel_us;
+      } else {
+        o.refused = t.status().message();
+      }
+      d.options.push_back(std::move(o));
+    }
+    report.decisions.push_back(std::move(d));
+  }
+  // Chains may meet (a residual Add reading two convs' outputs): the one whose best fusion
+  // saves most takes the shared node; the other keeps its best fusion short of it.
+  auto best_of = [&](const FusionDecision& d, size_t max_length) {
+    size_t best = 0;
+    double step = d.unfused_step_us, kernel = d.unfused_kernel_us;
+    for (size_t i = 0; i < max_length && i < d.options.size(); ++i) {
+      const FusionOption& o = d.options[i];
+      if (o.refused.empty() && Better(o.step_us, o.kernel_us, step, kernel)) {
+        best = i + 1;
+        step = o.step_us;
+        kernel = o.kernel_us;
+      }
+    }
+    return best;
+  };
+  std::vector<size_t> order(chains.size());
+  std::vector<double> saving(chains.size());
+  for (size_t i = 0; i < chains.size(); ++i) {
+    order[i] = i;
+    const size_t b = best_of(report.decisions[i], chains[i].steps.size());
+    saving[i] = b ? report.decisions[i].unfused_step_us - report.decisions[i].options[b - 1].step_us : 0;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return saving[a] > saving[b]; });
+  std::map<int, std::string> claimed;  // node -> the fused node that took it
+  std::vector<Fusion> chosen;
+  for (size_t i : order) {
+    const FusionChain& chain = chains[i];
+    FusionDecision& d = report.decisions[i];
+    if (claimed.count(chain.head)) continue;  // heads are never steps; kept for safety
+    size_t room = 0;
+    while (room < chain.steps.size() && !claimed.count(chain.steps[room])) ++room;
+    if (room < chain.steps.size() && room < d.options.size()) {
+      d.options[room].refused = "'" + graph.nodes[chain.steps[room]].name + "' is fused into '" +
+                                claimed[chain.steps[room]] + "', which saves more";
+    }
+    d.chosen = best_of(d, room);
+    if (!d.chosen) continue;
+    const Fusion f{chain, d.chosen};
+    claimed[chain.head] = d.Chosen()->name;
+    for (size_t s = 0; s < d.chosen; ++s) claimed[chain.steps[s]] = d.Chosen()->name;
+    chosen.push_back(f);
+  }
+  TF_ASSIGN_OR_RETURN(report.fused, ApplyFusions(graph, chosen, soc));
+  report.fused.name = graph.name + "_fused";
+  TF_ASSIGN_OR_RETURN(Timed after, Time(report.fused, soc));
+  report.result_us = after.step_us;
+  report.kernels_after = after.kernels;
+  return report;
+}
+
+}  // namespace tunefleet::profile

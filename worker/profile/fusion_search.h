@@ -1,0 +1,54 @@
+// ChooseFusions (DESIGN.md step 4: subgraph tuning, job type 1, before operator tuning):
+// which of a model's fusion chains (common/graph_fusion.h) to apply, and how far, measured
+// on the simulator. Each chain's fusions (its head with the first 1..n of its steps) are
+// tried alone in the whole graph at default tilings; the one with the shortest step, then
+// the least kernel time, is kept when it beats the chain unfused. The kept fusions then run
+// together for the step time before and after. Pure function of its arguments.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tunefleet/common/graph.h"
+#include "tunefleet/common/soc_spec.h"
+#include "tunefleet/common/status.h"
+
+namespace tunefleet::profile {
+
+// One fusion of a chain, tried alone.
+struct FusionOption {
+  size_t length = 0;  // steps fused into the head
+  std::string name, op_type, epilogue;
+  double step_us = 0, kernel_us = 0;  // the step and its summed kernel time, with it
+  std::string refused;                // why the fused op is not valid (then not timed)
+};
+
+struct FusionDecision {
+  std::vector<std::string> nodes;     // the chain: head, then its steps
+  double unfused_step_us = 0, unfused_kernel_us = 0;
+  std::vector<FusionOption> options;  // lengths 1 .. steps
+  size_t chosen = 0;                  // index + 1 of the option applied; 0: left unfused
+  const FusionOption* Chosen() const { return chosen ? &options[chosen - 1] : nullptr; }
+};
+
+struct FusionReport {
+  std::string model, soc;
+  bool training = false;
+  Graph fused;  // the graph with every chosen fusion applied
+  std::vector<FusionDecision> decisions;
+  double baseline_us = 0, result_us = 0;  // step times at default tilings
+  size_t kernels_before = 0, kernels_after = 0;
+
+  double ImprovementPercent() const;
+  size_t Applied() const;
+  // AOE's report keys for the step (model_baseline_performance(ms), ...), the fused ops
+  // and the chains left unfused with the reason.
+  nlohmann::json ToJson() const;
+};
+
+// kInvalidArgument naming the node when the graph itself does not run on `soc`.
+Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc);
+
+}  // namespace tunefleet::profile
