@@ -694,6 +694,7 @@ StrategyCheckpointRecord Coordinator::Impl::MakeCheckpoint(Task& task) {
 }
 
 void Coordinator::Impl::LogPlan(Task& task, bool asked, uint64_t max_configs, const JobSpec& spec) {
+  if (!task.strategy || task.strategy->IgnoresResults()) return;
   PlanRecord p;
   p.number = task.next_plan++;
   p.asked = asked;

@@ -35,6 +35,7 @@ class ExhaustiveStrategy final : public Strategy {
     return b;
   }
   void Tell(ConfigIndex, std::optional<double>) override {}
+  bool IgnoresResults() const override { return true; }
 
   std::string Checkpoint() const override {
     CheckpointWriter w("exhaustive");
@@ -69,6 +70,7 @@ class RandomStrategy final : public Strategy {
     return b;
   }
   void Tell(ConfigIndex, std::optional<double>) override {}
+  bool IgnoresResults() const override { return true; }
 
   std::string Checkpoint() const override {
     CheckpointWriter w("random");

@@ -38,6 +38,10 @@ class Strategy {
   // coordinator's default). Strategies that learn from results want small jobs, so
   // most of the budget is spent after they have seen something.
   virtual size_t PreferredJobSize() const { return 0; }
+  // True when what it proposes does not depend on results (exhaustive, random): restored
+  // from its checkpoint it continues exactly whatever was told since, so the coordinator
+  // keeps no plan log for it (plan_replay.h), which would cost a write per job.
+  virtual bool IgnoresResults() const { return false; }
 
   // Everything Ask and Tell depend on, as bytes. Restore() on a strategy made with the
   // same name, space and seed continues exactly as this one would (same proposals for
