@@ -24,12 +24,13 @@ Result<std::vector<NamedOp>> OpsOfGraph(const nlohmann::json& j, const std::stri
       if (Status s = ValidateGraphOps(*graph, **soc); !s.ok()) return s.WithContext(path);
     }
   }
+  auto kernels = TunableKernels(*graph);
+  if (!kernels.ok()) return kernels.status().WithContext(path);
   std::vector<NamedOp> out;
-  for (const GraphNode& node : graph->nodes) {
-    if (node.IsView()) continue;
+  for (NamedKernel& k : *kernels) {
     NamedOp op;
-    op.name = node.name;
-    op.key = NodeOpKey(*graph, node);
+    op.name = std::move(k.name);
+    op.key = std::move(k.key);
     out.push_back(std::move(op));
   }
   if (out.empty()) return InvalidArgument(path + ": the model has no kernel to tune (only views)");

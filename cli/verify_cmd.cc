@@ -46,12 +46,16 @@ Result<Config> ConfigOf(const KbEntry& e, const SearchSpace& space) {
   return config;
 }
 
-void PrintText(const profile::VerifyReport& r, size_t kernels, size_t tuned_nodes) {
-  fmt::print("model {} on {}{}: {} of {} kernel nodes have a tuned config\n", r.model, r.soc,
-             r.training ? fmt::format(" (training, {} device(s); a vector or fused kernel's backward follows its "
-                                      "forward's config, a cube kernel's backward GEMMs run their default tiling)", r.devices)
-                        : std::string(),
-             tuned_nodes, kernels);
+void PrintText(const profile::VerifyReport& r, size_t kernels, size_t tuned_nodes, size_t backward_gemms,
+               size_t tuned_gemms) {
+  fmt::print("model {} on {}{}: {} of {} kernel nodes have a tuned config{}\n", r.model, r.soc,
+             r.training ? fmt::format(" (training, {} device(s))", r.devices) : std::string(), tuned_nodes, kernels,
+             r.training ? fmt::format(", and {} of their {} backward GEMMs{}", tuned_gemms, backward_gemms,
+                                      tuned_gemms < backward_gemms
+                                          ? " (`tune` tunes them for a graph with \"training\": true; a vector "
+                                            "kernel's backward follows its forward's config)"
+                                          : "")
+                        : std::string());
   fmt::print("model_baseline_performance(ms)  {:.4f}\n", r.baseline_us / 1000);
   fmt::print("model_result_performance(ms)    {:.4f}\n", r.result_us / 1000);
   fmt::print("model_performance_improvement   {}\n", r.ToJson()["model_performance_improvement"].get<std::string>());
@@ -95,25 +99,26 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
   if (!model.ok()) return Fail(model.status());
   const Graph& graph = model->graph;
   const SocSpec& soc = *model->soc;
-  std::vector<const GraphNode*> kernels;
+  // Every kernel with a tiling: the nodes, and in a training step the cube nodes'
+  // backward GEMMs, which `tune` of a training graph tunes too.
+  auto tunable = TunableKernels(graph);
+  if (!tunable.ok()) return Fail(tunable.status().WithContext(f.model));
   std::vector<OpKey> keys;
-  for (const auto& node : graph.nodes) {
-    if (node.IsView()) continue;
-    kernels.push_back(&node);
-    keys.push_back(NodeOpKey(graph, node));
-  }
+  for (const auto& k : *tunable) keys.push_back(k.key);
   auto found = LookUpExact(f.data_dir, c, keys);
   if (!found.ok()) return Fail(found.status());
   std::map<std::string, Config> configs;
-  size_t tuned_nodes = 0;
-  for (size_t i = 0; i < kernels.size(); ++i) {
+  size_t kernels = 0, tuned_nodes = 0, backward_gemms = 0, tuned_gemms = 0;
+  for (size_t i = 0; i < tunable->size(); ++i) {
+    const NamedKernel& k = (*tunable)[i];
+    (k.backward ? backward_gemms : kernels) += 1;
     if (!(*found)[i]) continue;
-    auto problem = MakeTuningProblem(keys[i], soc);
-    if (!problem.ok()) return Fail(problem.status().WithContext("node '" + kernels[i]->name + "'"));
+    auto problem = MakeTuningProblem(k.key, soc);
+    if (!problem.ok()) return Fail(problem.status().WithContext("'" + k.name + "'"));
     auto config = ConfigOf(*(*found)[i], problem->space);
-    if (!config.ok()) return Fail(config.status().WithContext("node '" + kernels[i]->name + "'"));
-    configs[keys[i].Canonical()] = std::move(config).value();
-    ++tuned_nodes;
+    if (!config.ok()) return Fail(config.status().WithContext("'" + k.name + "'"));
+    configs[k.key.Canonical()] = std::move(config).value();
+    (k.backward ? tuned_gemms : tuned_nodes) += 1;
   }
   auto report = profile::Verify(graph, soc, configs);
   if (!report.ok()) return Fail(report.status().WithContext(f.model));
@@ -132,13 +137,17 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
   }
   if (f.json) {
     nlohmann::json out = report->ToJson();
-    out["kernel_nodes"] = kernels.size();
+    out["kernel_nodes"] = kernels;
     out["tuned_kernel_nodes"] = tuned_nodes;
+    if (graph.training) {
+      out["backward_gemms"] = backward_gemms;
+      out["tuned_backward_gemms"] = tuned_gemms;
+    }
     fmt::print("{}\n", out.dump(2));
   } else {
-    PrintText(*report, kernels.size(), tuned_nodes);
+    PrintText(*report, kernels, tuned_nodes, backward_gemms, tuned_gemms);
   }
-  if (tuned_nodes == 0) {
+  if (tuned_nodes + tuned_gemms == 0) {
     fmt::print(stderr, "tunefleet report: nothing of {} is in the knowledge base yet: tune it first (`tunefleet tune "
                "{}`, or `submit`)\n", f.model, f.model);
     return kExitMiss;  // as lookup: a valid model, not tuned yet

@@ -7,6 +7,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "tunefleet/common/conv2d_space.h"
+#include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/json_fields.h"
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/tuning_problem.h"
@@ -203,6 +205,57 @@ Result<Graph> LoadGraphFile(const std::string& path, const std::string& soc_over
   auto g = GraphFromJson(j, soc_override);
   if (!g.ok()) return g.status().WithContext(path);
   return g;
+}
+
+Result<std::vector<OpKey>> BackwardGemmKeys(const OpKey& forward) {
+  MatmulShape g;
+  if (IsCubeGemmOpType(forward.op_type)) {
+    TF_ASSIGN_OR_RETURN(g, CubeGemmShapeFromOpKey(forward));
+  } else if (forward.op_type == "Conv2D") {
+    TF_ASSIGN_OR_RETURN(Conv2dShape conv, Conv2dShapeFromOpKey(forward));
+    g = Conv2dGemm(conv);
+  } else if (IsFusedCubeOpType(forward.op_type)) {
+    TF_ASSIGN_OR_RETURN(FusedCubeShape fused, FusedCubeShapeFromOpKey(forward));
+    g = fused.gemm;
+  } else {
+    return std::vector<OpKey>();
+  }
+  auto gemm = [&](int64_t m, int64_t k, int64_t n) {
+    OpKey key;
+    key.soc = forward.soc;
+    key.op_type = g.batch > 1 ? "BatchMatMul" : "MatMul";
+    const std::string dtype(DTypeName(g.in_dtype));
+    auto shape = [&](int64_t r, int64_t c) {
+      return g.batch > 1 ? std::vector<int64_t>{g.batch, r, c} : std::vector<int64_t>{r, c};
+    };
+    key.inputs = {TensorDesc{shape(m, k), dtype, "ND"}, TensorDesc{shape(k, n), dtype, "ND"}};
+    return key;
+  };
+  return std::vector<OpKey>{gemm(g.m, g.n, g.k), gemm(g.k, g.m, g.n)};
+}
+
+Result<std::vector<NamedKernel>> TunableKernels(const Graph& graph) {
+  std::vector<NamedKernel> out;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& node = graph.nodes[i];
+    if (node.IsView()) continue;
+    const OpKey key = NodeOpKey(graph, node);
+    out.push_back({node.name, key, static_cast<int>(i), false});
+    if (!graph.training) continue;
+    auto backward = BackwardGemmKeys(key);
+    if (!backward.ok()) return backward.status().WithContext("node '" + node.name + "' backward");
+    for (size_t b = 0; b < backward->size(); ++b) {
+      std::string name = node.name + kBackwardGemmSuffixes[b];
+      for (const GraphNode& other : graph.nodes) {
+        if (other.name == name) {
+          return InvalidArgument("node '" + name + "' is named like node '" + node.name +
+                                 "''s backward GEMM in a training graph: rename it");
+        }
+      }
+      out.push_back({std::move(name), (*backward)[b], static_cast<int>(i), true});
+    }
+  }
+  return out;
 }
 
 nlohmann::json GraphToJson(const Graph& graph) {

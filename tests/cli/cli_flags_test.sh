@@ -105,7 +105,7 @@ rc=$?
   || fail "report of a model not tuned (exit $rc, want 3 as lookup's miss): $(cat "$OUT/report0.txt")"
 refused 2 "this is an ops file (a list of ops to tune), not a model graph" "$TF" report "$OPS" --data-dir "$OUT/kb-graph"
 # Training: a vector kernel's backward follows its forward's config, so it counts as tuned;
-# a MatMul's backward GEMMs run their default tiling and do not.
+# a MatMul's backward GEMMs were not tuned (the graph tuned was not a training one) and do not.
 "$TF" report "$SRC/examples/bert_base_layer.json" --data-dir "$OUT/kb-graph" --training --json > "$OUT/train.json" \
   || fail "report --training exited $?"
 /usr/bin/python3 - "$OUT/train.json" <<'CHECK' || fail "report --training: $(head -c 600 "$OUT/train.json")"
@@ -117,6 +117,23 @@ assert "ffn.gelu_grad" in names and "ffn.gelu" in names, names
 assert "ffn.output.matmul_grad" in r["untuned_operators"] and "ffn.output.matmul" in names, r["untuned_operators"]
 cube = {"attention.scores_grad", "attention.context_grad"}  # the BatchMatMuls
 assert all(n.endswith("matmul_grad") or n in cube for n in r["untuned_operators"]), r["untuned_operators"]
+# Only the dX GEMMs of square weights ([4096x768] x [768x768]) are forward shapes: 6 of 16.
+assert r["backward_gemms"] == 16 and r["tuned_backward_gemms"] == 6, r
+CHECK
+# A training graph's tune tunes each cube node's backward GEMMs too (named <node>_grad.dX and
+# _grad.dW), and its report counts them tuned.
+sed 's/"training": false/"training": true/' "$SRC/examples/bert_base_layer.json" > "$OUT/train_graph.json"
+timeout 300 "$TF" tune "$OUT/train_graph.json" --budget 3 --strategy random --data-dir "$OUT/kb-train" > "$OUT/train_tune.txt" 2>&1 \
+  || fail "tune of a training graph exited $?: $(tail -5 "$OUT/train_tune.txt")"
+grep -q "^ffn.output.matmul_grad.dW  MatMul\[3072x4096,4096x768\]@Ascend910B2  \[done\]" "$OUT/train_tune.txt" \
+  || fail "the FFN output's dW GEMM was not tuned: $(grep _grad "$OUT/train_tune.txt" | head -5)"
+"$TF" report "$OUT/train_graph.json" --data-dir "$OUT/kb-train" --json > "$OUT/train2.json" || fail "report of the tuned training graph exited $?"
+/usr/bin/python3 - "$OUT/train2.json" <<'CHECK' || fail "report of a tuned training graph: $(head -c 600 "$OUT/train2.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["backward_gemms"] == r["tuned_backward_gemms"] == 16, r
+assert r["untuned_operators"] == [], r["untuned_operators"]
+assert "ffn.output.matmul_grad" in [o["op_name"] for o in r["repo_modified_operators"]]
 CHECK
 sed 's/"inputs": \["hidden", "w_q"\]/"inputs": ["hiddn", "w_q"]/' "$SRC/examples/bert_base_layer.json" > "$OUT/badgraph.json"
 refused 2 "input 'hiddn' is not a graph input, weight or node output" "$TF" tune "$OUT/badgraph.json" --data-dir "$OUT/kb-badgraph"

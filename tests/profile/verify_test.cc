@@ -40,13 +40,12 @@ TEST(Verify, WithoutConfigsTheTunedRunIsTheBaseline) {
   EXPECT_EQ(r->ToJson()["model_performance_improvement"], "0.00%");
 }
 
-TEST(Verify, ATunedOpTakesWhatItsConfigTakesAndTheStepGainsIt) {
-  const SocSpec soc = testing::Soc910B2();
-  const Graph graph = TwoOpGraph();
-  const OpKey key = NodeOpKey(graph, graph.nodes[0]);
+// The fastest of 5000 configs spread over the op's space, and its on-device duration
+// (what the profile shows; the launch is apart).
+std::pair<Config, double> FastConfig(const OpKey& key, const SocSpec& soc) {
   auto problem = MakeTuningProblem(key, soc);
-  ASSERT_TRUE(problem.ok());
-  // The fastest of 5000 configs spread over the space: faster than the default tiling here.
+  EXPECT_TRUE(problem.ok()) << problem.status().ToString();
+  if (!problem.ok()) return {};
   Config best;
   double best_us = std::numeric_limits<double>::infinity(), best_duration_us = 0;
   const ConfigIndex stride = std::max<ConfigIndex>(1, problem->space.size() / 5000);
@@ -56,10 +55,19 @@ TEST(Verify, ATunedOpTakesWhatItsConfigTakesAndTheStepGainsIt) {
     auto est = sim::Simulate(*problem, c, soc);
     if (est.ok() && est->latency_us < best_us) {
       best_us = est->latency_us;
-      best_duration_us = est->duration_us;  // what the profile shows (the launch is apart)
+      best_duration_us = est->duration_us;
       best = c;
     }
   }
+  return {best, best_duration_us};
+}
+
+TEST(Verify, ATunedOpTakesWhatItsConfigTakesAndTheStepGainsIt) {
+  const SocSpec soc = testing::Soc910B2();
+  const Graph graph = TwoOpGraph();
+  const OpKey key = NodeOpKey(graph, graph.nodes[0]);
+  // Faster than the default tiling here.
+  const auto [best, best_duration_us] = FastConfig(key, soc);
   ASSERT_FALSE(best.empty());
   auto r = Verify(graph, soc, {{key.Canonical(), best}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -99,6 +107,65 @@ TEST(Verify, KernelsAreMatchedByNodeNotByNameInTraining) {
   ASSERT_EQ(r->ops.size(), 4u) << "two forward kernels and their backward ones";
   for (const auto& op : r->ops) EXPECT_DOUBLE_EQ(op.after_us, op.before_us) << op.name << (op.backward ? " (backward)" : "");
   EXPECT_TRUE(r->ToJson()["training"].get<bool>());
+}
+
+// In a training step a cube kernel's backward runs its two GEMMs (dX, dW), each an op of
+// its own shape: tuned, the backward row takes what their configs take.
+TEST(Verify, ACubeKernelsBackwardTakesItsTunedGemmsConfigs) {
+  const SocSpec soc = testing::Soc910B2();
+  auto g = GraphFromJson({{"name", "train"},
+                          {"soc", "Ascend910B2"},
+                          {"training", true},
+                          {"inputs", {Tensor("x", {2048, 1024})}},
+                          {"weights", {Tensor("w", {1024, 4096})}},
+                          {"outputs", {"y"}},
+                          {"nodes", {Node("mm", "MatMul", {"x", "w"}, Tensor("h", {2048, 4096})),
+                                     Node("act", "Relu", {"h"}, Tensor("y", {2048, 4096}))}}});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto kernels = TunableKernels(*g);
+  ASSERT_TRUE(kernels.ok()) << kernels.status().ToString();
+  std::vector<std::string> names;
+  for (const auto& k : *kernels) names.push_back(k.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"mm", "mm_grad.dX", "mm_grad.dW", "act"}));
+  const OpKey& dx = (*kernels)[1].key;
+  const OpKey& dw = (*kernels)[2].key;
+  EXPECT_EQ(dx.inputs[0].shape, (std::vector<int64_t>{2048, 4096})) << "dY [M, N]";
+  EXPECT_EQ(dx.inputs[1].shape, (std::vector<int64_t>{4096, 1024})) << "W^T [N, K]";
+  EXPECT_EQ(dw.inputs[0].shape, (std::vector<int64_t>{1024, 2048})) << "X^T [K, M]";
+  EXPECT_EQ(dw.inputs[1].shape, (std::vector<int64_t>{2048, 4096})) << "dY [M, N]";
+  const auto [dx_config, dx_us] = FastConfig(dx, soc);
+  const auto [dw_config, dw_us] = FastConfig(dw, soc);
+  auto r = Verify(*g, soc, {{dx.Canonical(), dx_config}, {dw.Canonical(), dw_config}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const OpChange* grad = nullptr;
+  for (const auto& op : r->ops) {
+    if (op.name == "mm_grad") grad = &op;
+    if (op.name != "mm_grad") {
+      EXPECT_FALSE(op.tuned) << op.name;
+    }
+  }
+  ASSERT_NE(grad, nullptr);
+  EXPECT_TRUE(grad->tuned);
+  EXPECT_NEAR(grad->after_us, dx_us + dw_us, 1e-9 * (dx_us + dw_us)) << "both GEMMs at their configs";
+  EXPECT_LT(grad->after_us, grad->before_us);
+  EXPECT_LT(r->result_us, r->baseline_us);
+  auto half = Verify(*g, soc, {{dx.Canonical(), dx_config}});
+  ASSERT_TRUE(half.ok());
+  for (const auto& op : half->ops) EXPECT_FALSE(op.tuned) << op.name << ": its dW runs the default tiling";
+  // A node named like a backward GEMM would make two kernels of one name.
+  auto clash = GraphFromJson({{"soc", "Ascend910B2"},
+                              {"training", true},
+                              {"inputs", {Tensor("x", {2048, 1024})}},
+                              {"weights", {Tensor("w", {1024, 4096})}},
+                              {"outputs", {"y"}},
+                              {"nodes", {Node("mm", "MatMul", {"x", "w"}, Tensor("h", {2048, 4096})),
+                                         Node("mm_grad.dW", "Relu", {"h"}, Tensor("y", {2048, 4096}))}}});
+  ASSERT_TRUE(clash.ok());
+  auto refused = TunableKernels(*clash);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("node 'mm_grad.dW' is named like node 'mm''s backward GEMM"),
+            std::string::npos)
+      << refused.status().ToString();
 }
 
 TEST(Verify, AConfigThatDoesNotFitItsOpNamesTheNode) {

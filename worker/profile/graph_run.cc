@@ -24,40 +24,25 @@ namespace {
 // A documented simplification; cube ops simulate their two backward GEMMs instead.
 constexpr double kBackwardFactor = 2.0;
 
-// The backward of a cube op (MatMul, BatchMatMul, Gemm, Conv2D as its implicit GEMM
-// [M,K] x [K,N] per batch): dX = dY x W^T ([M,N] x [N,K]) and dW = X^T x dY
-// ([K,M] x [M,N]), each simulated with its default tiling, as one record with both
-// launches. Conv2D's col2im scatter of dX is not modelled. A fused cube op adds its
-// epilogue's backward at 2x the epilogue's forward (what `forward` took beyond the
-// cube op alone at its default tiling). Null when `prepared` is not a cube op.
+// The backward of a cube op: its two GEMMs (BackwardGemmKeys: dX and dW), each with its
+// config from `configs` (by OpKey::Canonical(), as a tuned training graph has them) or its
+// default tiling, as one record with both launches. A fused cube op adds its epilogue's
+// backward at 2x the epilogue's forward (what `forward` took beyond the cube op alone at
+// its default tiling). Null when `key` is not a cube op.
 Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProblem& prepared,
                                                         const OpKey& key,
                                                         const sim::KernelEstimate& forward,
-                                                        const SocSpec& soc) {
-  MatmulShape g;
-  if (prepared.op == sim::PreparedProblem::Op::kMatmul) {
-    g = prepared.matmul;
-  } else if (prepared.op == sim::PreparedProblem::Op::kConv2d) {
-    g = Conv2dGemm(prepared.conv2d);
-  } else if (prepared.op == sim::PreparedProblem::Op::kFusedCube) {
-    g = prepared.fused.gemm;
-  } else {
-    return std::optional<sim::KernelEstimate>();
-  }
-  auto gemm = [&](int64_t m, int64_t k, int64_t n) -> Result<sim::KernelEstimate> {
-    OpKey gemm_key;
-    gemm_key.soc = soc.name;
-    gemm_key.op_type = g.batch > 1 ? "BatchMatMul" : "MatMul";
-    const std::string dtype(DTypeName(g.in_dtype));
-    auto shape = [&](int64_t r, int64_t c) {
-      return g.batch > 1 ? std::vector<int64_t>{g.batch, r, c} : std::vector<int64_t>{r, c};
-    };
-    gemm_key.inputs = {TensorDesc{shape(m, k), dtype, "ND"}, TensorDesc{shape(k, n), dtype, "ND"}};
+                                                        const SocSpec& soc,
+                                                        const std::map<std::string, Config>& configs) {
+  TF_ASSIGN_OR_RETURN(std::vector<OpKey> keys, BackwardGemmKeys(key));
+  if (keys.empty()) return std::optional<sim::KernelEstimate>();
+  auto gemm = [&](const OpKey& gemm_key) -> Result<sim::KernelEstimate> {
     TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(gemm_key, soc));
-    return sim::Simulate(problem, problem.default_config, soc);
+    auto c = configs.find(gemm_key.Canonical());
+    return sim::Simulate(problem, c != configs.end() ? c->second : problem.default_config, soc);
   };
-  TF_ASSIGN_OR_RETURN(sim::KernelEstimate dx, gemm(g.m, g.n, g.k));
-  TF_ASSIGN_OR_RETURN(sim::KernelEstimate dw, gemm(g.k, g.m, g.n));
+  TF_ASSIGN_OR_RETURN(sim::KernelEstimate dx, gemm(keys[0]));
+  TF_ASSIGN_OR_RETURN(sim::KernelEstimate dw, gemm(keys[1]));
   sim::KernelEstimate e = dx;
   for (size_t i = 0; i < e.busy_us.size(); ++i) e.busy_us[i] += dw.busy_us[i];
   e.launch_us += dw.launch_us;
@@ -289,7 +274,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
         it.record.op_type = node.op_type + "Grad";
         it.record.backward = true;
         sim::KernelEstimate& e = it.record.estimate;
-        auto cube = CubeBackward(prepared_of[idx], NodeOpKey(graph, node), e, soc);
+        auto cube = CubeBackward(prepared_of[idx], NodeOpKey(graph, node), e, soc, options.configs);
         if (!cube.ok()) return cube.status().WithContext("node '" + node.name + "' backward");
         if (cube->has_value()) {
           e = **cube;

@@ -1,5 +1,6 @@
 #include "worker/profile/verify.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/core.h>
@@ -82,10 +83,14 @@ Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::m
     c.backward = op.backward;
     c.before_us = op.duration_us;
     c.after_us = after_us.count({op.node, op.backward}) ? after_us[{op.node, op.backward}] : 0;
-    // A vector or fused kernel's backward follows its forward's time; a cube kernel's
-    // backward GEMMs have shapes of their own and run their default tiling.
-    c.tuned = configs.count(NodeOpKey(graph, graph.nodes[op.node]).Canonical()) > 0 &&
-              !(op.backward && op.task_type == "AI_CORE");
+    // A vector kernel's backward follows its forward's config; a cube kernel's backward
+    // GEMMs have shapes of their own (BackwardGemmKeys), tuned when both are.
+    const OpKey key = NodeOpKey(graph, graph.nodes[op.node]);
+    auto gemms = op.backward ? BackwardGemmKeys(key) : Result<std::vector<OpKey>>(std::vector<OpKey>());
+    if (!gemms.ok()) return gemms.status().WithContext("node '" + op.name + "'");
+    c.tuned = gemms->empty() ? configs.count(key.Canonical()) > 0
+                             : std::all_of(gemms->begin(), gemms->end(),
+                                           [&](const OpKey& g) { return configs.count(g.Canonical()) > 0; });
     report.ops.push_back(std::move(c));
   }
   return report;

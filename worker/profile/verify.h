@@ -22,9 +22,9 @@ struct OpChange {
   std::string name, op_type, op_key;  // node name (backward kernels "<name>_grad"), OpKey::Display()
   bool backward = false;
   double before_us = 0, after_us = 0;
-  // Its node's op key had a config. A vector or fused kernel's backward time follows its
-  // forward's config (graph_run.h: a vector op's backward is twice its forward), so it
-  // counts too; a cube kernel's backward GEMMs run their default tiling and do not.
+  // Its op key had a config. A vector kernel's backward time follows its forward's
+  // config (graph_run.h: twice its forward), so it counts with it; a cube kernel's
+  // backward runs its two GEMMs (BackwardGemmKeys), tuned when both have a config.
   bool tuned = false;
 };
 

@@ -73,6 +73,27 @@ Result<std::vector<int>> TopologicalOrder(const Graph& graph);
 // attributes, its input tensors' descriptors.
 OpKey NodeOpKey(const Graph& graph, const GraphNode& node);
 
+// The two GEMMs a cube kernel's backward runs in a training step: dX = dY x W^T
+// ([M,N] x [N,K]) and dW = X^T x dY ([K,M] x [M,N]), per batch, a conv as its implicit
+// GEMM (its col2im scatter is not modelled): MatMul (BatchMatMul when batched) op keys in
+// the forward's input dtype, ND. What RunGraph times for a training step and what `tune`
+// of a training graph tunes beside the forward kernels. Empty for an op that is not a
+// cube op (MatMul, BatchMatMul, Gemm, Conv2D or a fused one).
+Result<std::vector<OpKey>> BackwardGemmKeys(const OpKey& forward);
+inline constexpr const char* kBackwardGemmSuffixes[2] = {"_grad.dX", "_grad.dW"};
+
+// The kernels a step of the graph runs with a tiling to tune, named: every kernel node
+// (views have none) as the node, and in a training graph each cube node's backward GEMMs
+// as "<node>_grad.dX" and "<node>_grad.dW" (a vector op's backward follows its forward's
+// config). Errors name the node.
+struct NamedKernel {
+  std::string name;
+  OpKey key;
+  int node = -1;          // index in Graph::nodes
+  bool backward = false;  // one of the node's backward GEMMs
+};
+Result<std::vector<NamedKernel>> TunableKernels(const Graph& graph);
+
 // Checks that every kernel node is a valid instance of a tunable op on `soc`
 // (MakeTuningProblem) and that views keep the element count; errors name the node.
 Status ValidateGraphOps(const Graph& graph, const SocSpec& soc);
