@@ -1,5 +1,7 @@
 #include "cli/fuse_cmd.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -49,25 +51,46 @@ void AddFuseCommand(CLI::App& app, FuseCommand& f) {
       "fuse", "subgraph tuning (AOE job type 1): fuse each cube op with the element-wise ops after it where the "
               "simulator measures it faster, and write the fused graph to tune next");
   f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md)")->required()->check(CLI::ExistingFile);
-  f.cmd->add_option("-o,--output", f.out, "where to write the fused graph (default: MODEL's name with _fused, here)");
+  f.cmd->add_option("-o,--output", f.out, "where to write the fused graph, replacing it (default: MODEL's name with "
+                                          "_fused, here, never replaced)");
   f.cmd->add_option("--soc", f.soc, "SoC (overrides the graph's)");
   f.cmd->add_flag("--json", f.json, "print JSON under AOE's report keys");
-  f.cmd->add_flag("--training", f.training, "measure training steps (with the backward pass)");
+  f.cmd->add_flag("--training", f.training, "measure training steps (with the backward pass); the written graph keeps "
+                                           "the model's own 'training'");
 }
 
 int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
-  auto model = LoadModelToRun(f.model, f.soc, f.training, 0, catalog);
+  auto model = LoadModelToRun(f.model, f.soc, /*training=*/false, 0, catalog);
   if (!model.ok()) return Fail(model.status());
-  auto report = profile::ChooseFusions(model->graph, *model->soc);
-  if (!report.ok()) return Fail(report.status().WithContext(f.model));
+  // Checked before the search, which may take a while on a large model.
   const std::string out = f.out.empty() ? DefaultFusedPath(f.model) : f.out;
-  if (std::filesystem::exists(out) && std::filesystem::equivalent(out, f.model)) {
+  std::error_code ec;
+  if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, f.model, ec)) {
     return Fail(InvalidArgument("-o " + out + " is the model itself: write the fused graph to another file"));
   }
+  if (std::filesystem::is_directory(out, ec)) {
+    return Fail(InvalidArgument("-o " + out + " is a folder: give the fused graph's file name"));
+  }
+  const std::filesystem::path folder = std::filesystem::path(out).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
+    return Fail(InvalidArgument("-o " + out + ": folder " + folder.string() + " does not exist"));
+  }
+  if (f.out.empty() && std::filesystem::exists(out, ec)) {
+    return Fail(InvalidArgument(out + " exists (written by hand, or by an earlier fuse): give -o " + out +
+                                " to replace it, or -o another file"));
+  }
+  // --training measures training steps; the written graph keeps the file's own setting.
+  Graph graph = model->graph;
+  if (f.training) graph.training = true;
+  auto report = profile::ChooseFusions(graph, *model->soc);
+  if (!report.ok()) return Fail(report.status().WithContext(f.model));
+  Graph fused = report->fused;
+  fused.training = model->graph.training;
   {
     std::ofstream file(out);
-    if (!file || !(file << GraphToJson(report->fused).dump(2) << "\n")) {
-      return Fail(Unavailable("cannot write " + out));
+    if (!file || !(file << GraphToJson(fused).dump(2) << "\n")) {
+      return Fail(Unavailable("cannot write " + out + ": " + std::strerror(errno) +
+                              " (check the folder is writable and has room)"));
     }
   }
   if (f.json) {

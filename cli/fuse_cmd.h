@@ -22,7 +22,9 @@ struct FuseCommand {
 // Adds `fuse` to `app`; `f` receives the parsed options and must outlive parsing.
 void AddFuseCommand(CLI::App& app, FuseCommand& f);
 
-// Exit 0 (written, even when nothing was worth fusing), 1 (cannot write) or 2 (bad model).
+// Exit 0 (written, even when nothing was worth fusing), 1 (the write failed) or 2 (bad
+// model, or an -o that cannot be written: checked before the search). The default -o is
+// never overwritten; an -o given is.
 int RunFuse(const FuseCommand& f, const SocCatalog& catalog);
 
 // Where `fuse` writes by default: MODEL's file name with "_fused" before ".json", in the

@@ -493,6 +493,18 @@ Status Coordinator::Impl::RestoreSchedule(const SubmissionRecord& sub) {
   TaskScheduler::Options options;
   options.batch_evaluations = ScheduledJobSize(sub.total_budget, infos.size());
   Schedule schedule{sub.submission_id, sub.total_budget, 0, TaskScheduler(policy, infos, options), sub.scheduled_task_ids, false};
+  // The scheduler as it last learned (written after each batch), so the split continues as
+  // it would have; results recorded after that are its next batch. Without one (a new
+  // submission, or one from before it was written), one summary update per task.
+  TF_ASSIGN_OR_RETURN(std::optional<std::string> saved, store_.LoadSchedule(sub.submission_id));
+  if (saved) {
+    Status s = schedule.scheduler.Restore(*saved);
+    if (!s.ok()) {
+      Log(fmt::format("submission {}: {}; its split starts again from its tasks' results", sub.submission_id, s.ToString()));
+      schedule.scheduler = TaskScheduler(policy, infos, options);
+      saved.reset();
+    }
+  }
   bool any_running = false;
   for (size_t i = 0; i < schedule.task_ids.size(); ++i) {
     Task& task = tasks_.at(schedule.task_ids[i]);
@@ -505,10 +517,15 @@ Status Coordinator::Impl::RestoreSchedule(const SubmissionRecord& sub) {
     }
     any_running = true;
     schedule.planned += task.planned.size();
-    // What a restarted coordinator knows of a task's progress: one summary update.
-    if (task.rec.has_best) schedule.scheduler.Update(i, task.rec.evaluated, task.rec.best_latency_us);
+    const uint64_t learned = saved ? schedule.scheduler.spent(i) : 0;
+    if (task.rec.has_best && task.rec.evaluated > learned) {
+      schedule.scheduler.Update(i, task.rec.evaluated - learned, task.rec.best_latency_us);
+    }
   }
-  if (!any_running) return Status::Ok();
+  if (!any_running) {
+    if (saved) (void)store_.DeleteSchedule(sub.submission_id);
+    return Status::Ok();
+  }
   schedules_.emplace(sub.submission_id, std::move(schedule));
   return Status::Ok();
 }
@@ -1332,6 +1349,8 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
               if (sched != schedules_.end() && task->rec.has_best) {
                 sched->second.scheduler.Update(task->schedule_index, l.spec.configs.size(),
                                                task->rec.best_latency_us);
+                Status kept = store_.PutSchedule(task->scheduled_by, sched->second.scheduler.Checkpoint());
+                if (!kept.ok()) Log("cannot persist the task scheduler: " + kept.ToString());
               }
             }
             metrics_.jobs_completed.Increment();
@@ -2033,10 +2052,15 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
 
 void Coordinator::Impl::DropEndedSchedules() {
   std::erase_if(schedules_, [&](const auto& entry) {
-    return std::all_of(entry.second.task_ids.begin(), entry.second.task_ids.end(), [&](uint64_t id) {
+    const bool ended = std::all_of(entry.second.task_ids.begin(), entry.second.task_ids.end(), [&](uint64_t id) {
       auto t = tasks_.find(id);
       return t == tasks_.end() || IsFinished(t->second.rec.state);
     });
+    if (ended) {
+      Status s = store_.DeleteSchedule(entry.first);
+      if (!s.ok()) Log("cannot delete a finished task scheduler: " + s.ToString());
+    }
+    return ended;
   });
   metrics_.schedules.Set(static_cast<double>(schedules_.size()));
 }

@@ -87,6 +87,11 @@ std::string CheckpointKey(uint64_t id) {
   PutBe64(k, id);
   return k;
 }
+std::string ScheduleKey(uint64_t submission) {
+  std::string k = "g/";
+  PutBe64(k, submission);
+  return k;
+}
 std::string PlanKey(uint64_t task, uint64_t number) {
   std::string k = "p/";
   PutBe64(k, task);
@@ -460,6 +465,26 @@ Status Store::PutResults(uint64_t task_id, const std::vector<StoredResult>& resu
     batch.Put(impl_->tasks, PlanKey(task_id, p.number), ToBytes(b));
   }
   return impl_->Write(batch, "write results", /*sync=*/false);
+}
+
+Status Store::PutSchedule(uint64_t submission_id, const std::string& state) {
+  rocksdb::WriteBatch batch;
+  batch.Put(impl_->tasks, ScheduleKey(submission_id), state);
+  return impl_->Write(batch, "write task scheduler", /*sync=*/false);
+}
+
+Result<std::optional<std::string>> Store::LoadSchedule(uint64_t submission_id) const {
+  std::string bytes;
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->tasks, ScheduleKey(submission_id), &bytes);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  TF_RETURN_IF_ERROR(FromRocks(s, "load task scheduler"));
+  return std::optional<std::string>(std::move(bytes));
+}
+
+Status Store::DeleteSchedule(uint64_t submission_id) {
+  rocksdb::WriteBatch batch;
+  batch.Delete(impl_->tasks, ScheduleKey(submission_id));
+  return impl_->Write(batch, "delete task scheduler", /*sync=*/false);
 }
 
 Result<std::vector<PlanRecord>> Store::LoadPlans(uint64_t task_id) const {

@@ -80,6 +80,11 @@ class Store {
   Result<std::optional<StrategyCheckpointRecord>> LoadCheckpoint(uint64_t task_id) const;
   // What the task planned since its last checkpoint, in order.
   Result<std::vector<PlanRecord>> LoadPlans(uint64_t task_id) const;
+  // A shared-budget submission's TaskScheduler::Checkpoint(), written after each batch it
+  // learns from (not synced: one lost is the one before, and the results catch it up).
+  Status PutSchedule(uint64_t submission_id, const std::string& state);
+  Result<std::optional<std::string>> LoadSchedule(uint64_t submission_id) const;
+  Status DeleteSchedule(uint64_t submission_id);
   // Ends a task: its final record, the knowledge-base entry when it improves on the
   // stored one (kept only if better), and deletion of its results, checkpoint and plans,
   // in one synced batch.

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "coordinator/strategies/checkpoint.h"
 #include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet::coordinator {
@@ -144,7 +145,51 @@ void TaskScheduler::Update(size_t task, uint64_t evaluations, double best_us) {
   TaskState& t = tasks_[task];
   t.spent += evaluations;
   t.history.emplace_back(t.spent, best_us);
+  if (t.history.size() > options_.window_batches + 1) t.history.erase(t.history.begin());
   MaybeLeaveGroup(task);
+}
+
+std::string TaskScheduler::Checkpoint() const {
+  CheckpointWriter w("task-scheduler");
+  w.U64(tasks_.size());
+  w.U64(round_robin_);
+  for (const TaskState& t : tasks_) {
+    w.U64(static_cast<uint64_t>(static_cast<int64_t>(t.group)));
+    w.U64(t.spent);
+    w.U64((t.exhausted ? 1 : 0) | (t.served ? 2 : 0));
+    w.U64(t.history.size());
+    for (const auto& [spent, best] : t.history) {
+      w.U64(spent);
+      w.F64(best);
+    }
+  }
+  return w.Take();
+}
+
+Status TaskScheduler::Restore(std::string_view bytes) {
+  CheckpointReader r(bytes, "task-scheduler");
+  if (r.U64() != tasks_.size() && !r.failed()) return InvalidArgument("the scheduler checkpoint has another number of tasks");
+  std::vector<TaskState> tasks = tasks_;
+  const uint64_t round_robin = r.U64();
+  for (TaskState& t : tasks) {
+    t.group = static_cast<int>(static_cast<int64_t>(r.U64()));
+    t.spent = r.U64();
+    const uint64_t flags = r.U64();
+    t.exhausted = flags & 1;
+    t.served = flags & 2;
+    const uint64_t n = r.U64();
+    if (n > options_.window_batches + 1) return InvalidArgument("the scheduler checkpoint's history is longer than its window");
+    t.history.clear();
+    for (uint64_t i = 0; i < n && !r.failed(); ++i) {
+      const uint64_t spent = r.U64();
+      t.history.emplace_back(spent, r.F64());
+    }
+    if (t.history.empty()) t.served = false;
+  }
+  TF_RETURN_IF_ERROR(r.status());
+  tasks_ = std::move(tasks);
+  round_robin_ = round_robin;
+  return Status::Ok();
 }
 
 void TaskScheduler::MaybeLeaveGroup(size_t task) {

@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tunefleet/common/op_key.h"
+#include "tunefleet/common/status.h"
 #include "tunefleet/common/soc_spec.h"
 
 namespace tunefleet::coordinator {
@@ -79,6 +81,14 @@ class TaskScheduler {
   // Whether task i is still in its similarity group (false: it never had one, or it left).
   bool InSimilarityGroup(size_t task) const { return tasks_[task].group >= 0; }
 
+  // Everything Next() and Update() depend on, as bytes (of each task's history, the last
+  // window_batches + 1 entries: all Gradient reads). Restore() on a scheduler built with
+  // the same tasks and options continues exactly, except that a task served but never
+  // updated is served again first (its first job was lost with the process that sent it).
+  // kInvalidArgument when the bytes are not such a checkpoint.
+  std::string Checkpoint() const;
+  Status Restore(std::string_view bytes);
+
  private:
   struct TaskState {
     double weight = 1;
@@ -88,7 +98,8 @@ class TaskScheduler {
     uint64_t spent = 0;
     bool exhausted = false;
     bool served = false;  // returned by Next() at least once
-    // (evaluations spent, best latency) after every batch, oldest first.
+    // (evaluations spent, best latency) after each of the last window_batches + 1
+    // batches, oldest first.
     std::vector<std::pair<uint64_t, double>> history;
   };
   double Gradient(const TaskState& t) const;

@@ -30,10 +30,9 @@ int OnlyReader(const Graph& graph, const std::string& tensor) {
   return -1;
 }
 
-// The channel count of the head's output: the last axis of a GEMM's, axis 1 of a conv's NCHW.
-int64_t Channels(const GraphNode& head) {
+// The last axis of the head's output: a GEMM's N.
+int64_t Columns(const GraphNode& head) {
   const auto& shape = head.outputs[0].desc.shape;
-  if (head.op_type == "Conv2D") return shape.size() > 1 ? shape[1] : 0;
   return shape.empty() ? 0 : shape.back();
 }
 
@@ -65,11 +64,12 @@ Step AsStep(const Graph& graph, const GraphNode& head, const GraphNode& node, co
   } else {
     return {};
   }
-  // A bias: one value per output channel, [C] (or a conv's [C, 1, 1]).
+  // A GEMM's bias: one value per output column, [N], which an Add broadcasts over the
+  // trailing axis as BiasAdd does. Not for a conv: its channel axis is not the trailing one,
+  // so an Add of [C] broadcasts over W there (a per-channel bias is the conv's own input).
   const NamedTensor* t = graph.FindTensor(operand);
-  if (node.op_type == "Add" && t && !t->desc.shape.empty() && t->desc.shape[0] == Channels(head) &&
-      (t->desc.shape.size() == 1 ||
-       (head.op_type == "Conv2D" && t->desc.shape == std::vector<int64_t>{Channels(head), 1, 1}))) {
+  if (node.op_type == "Add" && head.op_type != "Conv2D" && t && t->desc.shape.size() == 1 &&
+      t->desc.shape[0] == Columns(head)) {
     return {"BiasAdd", {operand}};
   }
   return {node.op_type, {operand}};

@@ -1777,6 +1777,93 @@ TEST_F(CoordinatorTest, ARestartedAdaptiveSearchHandsOutWhatTheUninterruptedRunW
   }
 }
 
+// A shared budget's split (the gradient scheduler's history of each task's improvement)
+// survives a restart too: the interrupted submission hands out the same jobs to the same
+// tasks as the one left alone, and ends with the same split and bests.
+TEST_F(CoordinatorTest, ARestartedSharedBudgetIsSplitAsTheUninterruptedRunSplitIt) {
+  auto mm = [](int64_t m, int64_t k, int64_t n) {
+    OpKey key = SmallMatmul();
+    key.inputs = {{{m, k}, "float16", "ND"}, {{k, n}, "float16", "ND"}};
+    return key;
+  };
+  client::SubmitSpec spec;
+  spec.ops = {mm(1024, 256, 512), mm(512, 512, 768), mm(2048, 128, 256)};
+  spec.strategy = "model";
+  spec.total_budget = 240;
+  spec.force = true;
+  // Serves one job at a time until `stop_after` configs were answered (the job then out
+  // is left unanswered) or none comes; each job as (op index, configs).
+  using Jobs = std::vector<std::pair<size_t, std::vector<ConfigIndex>>>;
+  auto serve = [](ScriptedWorker& w, const std::vector<uint64_t>& task_ids, size_t stop_after, Jobs* out) {
+    size_t answered = 0;
+    while (auto job = w.NextJob(1s)) {
+      const size_t op = std::find(task_ids.begin(), task_ids.end(), job->task_id) - task_ids.begin();
+      out->emplace_back(op, job->configs);
+      if (answered >= stop_after) return;
+      w.Answer(*job, 10);
+      answered += job->configs.size();
+    }
+  };
+  Jobs whole, interrupted;
+  std::vector<client::TaskView> whole_tasks;
+  {
+    client::Client client(ctx_, options_.client_endpoint);
+    ScriptedWorker w(ctx_, options_.worker_endpoint, "whole");
+    auto sub = client.Submit(spec);
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    serve(w, sub->task_ids, 100000, &whole);
+    ASSERT_TRUE(AwaitDone(client, sub->submission_id));
+    whole_tasks = client.GetStatus(sub->submission_id)->tasks;
+  }
+  uint64_t submission_id = 0;
+  std::vector<uint64_t> task_ids;
+  size_t restarted_at = 0;
+  {
+    Restart();
+    client::Client client(ctx_, options_.client_endpoint);
+    ScriptedWorker w(ctx_, options_.worker_endpoint, "before");
+    auto sub = client.Submit(spec);
+    ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+    submission_id = sub->submission_id;
+    task_ids = sub->task_ids;
+    serve(w, task_ids, 150, &interrupted);
+    interrupted.pop_back();  // out when the coordinator stops: handed out again
+    restarted_at = interrupted.size();
+    std::this_thread::sleep_for(100ms);
+  }
+  Restart();
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "after");
+  serve(w, task_ids, 100000, &interrupted);
+  ASSERT_TRUE(AwaitDone(client, submission_id));
+  size_t same = 0;
+  while (same < whole.size() && same < interrupted.size() && whole[same] == interrupted[same]) ++same;
+  EXPECT_EQ(same, whole.size()) << "the same job to the same op, in the same order: job " << same << " of "
+                                << whole.size() << " differs (" << interrupted.size() << " handed out; "
+                                << "the restart came after job " << restarted_at << ")";
+  EXPECT_EQ(interrupted.size(), whole.size());
+  auto st = client.GetStatus(submission_id);
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->tasks.size(), whole_tasks.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < whole_tasks.size(); ++i) {
+    EXPECT_EQ(st->tasks[i].evaluated, whole_tasks[i].evaluated) << "op " << i;
+    EXPECT_EQ(st->tasks[i].best_index, whole_tasks[i].best_index) << "op " << i;
+    total += st->tasks[i].evaluated;
+  }
+  EXPECT_EQ(total, 240u);
+  auto saved = store_->LoadSchedule(submission_id);
+  ASSERT_TRUE(saved.ok());
+  EXPECT_TRUE(saved->has_value()) << "kept until the heartbeat tick drops the ended schedule";
+  clock_.Advance(1100ms);
+  for (int i = 0; i < 50 && saved.ok() && saved->has_value(); ++i) {
+    std::this_thread::sleep_for(20ms);
+    saved = store_->LoadSchedule(submission_id);
+  }
+  ASSERT_TRUE(saved.ok());
+  EXPECT_FALSE(saved->has_value()) << "an ended split's scheduler state is deleted";
+}
+
 // A plan log the strategy does not answer the same way (a log of another build) is not
 // trusted: the task continues from its checkpoint and results, measures nothing twice
 // and spends its budget exactly.

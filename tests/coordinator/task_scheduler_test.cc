@@ -174,5 +174,45 @@ TEST(TaskScheduler, InfoForGroupsConvsByKernelWindowAndHasFlopsAndAFloor) {
   EXPECT_EQ(TaskScheduler::InfoFor(conv1x1, nullptr, 1).floor_us, 0) << "no SoC spec, no floor";
 }
 
+// A restored scheduler makes the same choices as the one it was taken from, for the same
+// updates after it; one served and never updated is served again (its job was lost).
+TEST(TaskScheduler, ARestoredCheckpointChoosesAsTheOriginal) {
+  const std::vector<Info> tasks{{3, 1e10, "MatMul/float16"}, {1, 1e9, "MatMul/float16"}, {2, 5e9, "Conv2D/float16"}};
+  TaskScheduler a(TaskScheduler::Policy::kGradient, tasks, TaskScheduler::Options{});
+  double latency[3] = {100, 80, 60};
+  for (int round = 0; round < 7; ++round) {
+    const size_t i = a.Next();
+    latency[i] *= 0.9 + 0.02 * static_cast<double>(round % 3);
+    a.Update(i, 16, latency[i]);
+  }
+  TaskScheduler b(TaskScheduler::Policy::kGradient, tasks, TaskScheduler::Options{});
+  ASSERT_TRUE(b.Restore(a.Checkpoint()).ok());
+  for (int round = 0; round < 20; ++round) {
+    const size_t i = a.Next();
+    ASSERT_EQ(b.Next(), i) << "round " << round;
+    latency[i] *= 0.95;
+    a.Update(i, 16, latency[i]);
+    b.Update(i, 16, latency[i]);
+    EXPECT_EQ(b.spent(i), a.spent(i));
+  }
+  EXPECT_EQ(b.Checkpoint(), a.Checkpoint());
+
+  TaskScheduler served(TaskScheduler::Policy::kGradient, tasks, TaskScheduler::Options{});
+  EXPECT_EQ(served.Next(), 0u);
+  EXPECT_EQ(served.Next(), 1u);  // served, its job lost with the process
+  served.Update(0, 16, 100);
+  TaskScheduler after(TaskScheduler::Policy::kGradient, tasks, TaskScheduler::Options{});
+  ASSERT_TRUE(after.Restore(served.Checkpoint()).ok());
+  EXPECT_EQ(after.Next(), 1u) << "warmed up again first";
+  EXPECT_EQ(after.Next(), 2u);
+
+  TaskScheduler two(TaskScheduler::Policy::kGradient, std::vector<double>{1, 1});
+  EXPECT_FALSE(two.Restore(a.Checkpoint()).ok()) << "another number of tasks";
+  std::string cut = a.Checkpoint();
+  cut.pop_back();
+  EXPECT_FALSE(b.Restore(cut).ok()) << "a checkpoint that ends early";
+  EXPECT_EQ(b.Checkpoint(), a.Checkpoint()) << "a refused checkpoint leaves the scheduler as it was";
+}
+
 }  // namespace
 }  // namespace tunefleet::coordinator

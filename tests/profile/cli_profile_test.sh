@@ -100,6 +100,19 @@ grep -q "^ffn.intermediate.matmul+ffn.intermediate.bias+ffn.gelu  FusedMatMul" "
 /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 12, r" \
   "$OUT/report_fused.json" || fail "report of the fused graph: $(head -c 400 "$OUT/report_fused.json")"
 expect_2 "fuse of an ops file" "$TF" fuse "$SRC/examples/matmul_small.json" -o "$OUT/x.json"
+# The default output is never replaced (a hand-fused file may sit there); an -o given is.
+(cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" > again.out 2> again.err); rc=$?
+[ $rc -eq 2 ] && grep -q "bert_base_layer_fused.json exists" "$OUT/again.err" || fail "fuse over its default output: exit $rc, $(cat "$OUT/again.err")"
+(cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" -o bert_base_layer_fused.json > /dev/null) || fail "fuse -o over an existing file exited $?"
+# -o is checked before the search; --training measures training steps but writes the model's own setting.
+expect_2 "fuse -o a folder" "$TF" fuse "$SRC/examples/bert_base_layer.json" -o "$OUT"
+grep -q "is a folder" "$OUT/bad.err" || fail "fuse -o FOLDER: $(cat "$OUT/bad.err")"
+expect_2 "fuse -o in a missing folder" "$TF" fuse "$SRC/examples/bert_base_layer.json" -o "$OUT/nope/x.json"
+grep -q "does not exist" "$OUT/bad.err" || fail "fuse -o MISSING/x: $(cat "$OUT/bad.err")"
+"$TF" fuse "$SRC/examples/bert_base_layer.json" --training -o "$OUT/train_fused.json" > "$OUT/train_fuse.txt" || fail "fuse --training exited $?"
+grep -q "(training)" "$OUT/train_fuse.txt" || fail "fuse --training did not measure training steps: $(head -2 "$OUT/train_fuse.txt")"
+/usr/bin/python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['training'] is False" "$OUT/train_fused.json" \
+  || fail "fuse --training wrote training: true into the graph"
 cp "$SRC/examples/resnet50_block.json" "$OUT/rn.json"
 expect_2 "fuse over its own model" "$TF" fuse "$OUT/rn.json" -o "$OUT/rn.json"
 grep -q "is the model itself" "$OUT/bad.err" || fail "fuse -o MODEL: $(cat "$OUT/bad.err")"

@@ -72,6 +72,30 @@ TEST(FusionChains, AChainStopsAtASecondReaderAGraphOutputOrARightHandSubtrahend)
   EXPECT_EQ(chains, (std::vector<std::vector<std::string>>{{"mm3", "relu3"}}));
 }
 
+// An Add of [C] after a conv broadcasts over W (the trailing axis), as the unfused Add
+// does: fused, it stays an Add, not a per-channel BiasAdd (an audit found the two mixed up
+// where W == C). After a MatMul the same [N] operand is its bias.
+TEST(FusionChains, AnAddAfterAConvStaysAnAddAndAfterAMatMulIsItsBias) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {8, 64, 16, 16}), Tensor("a", {256, 64})}},
+                   {"weights", {Tensor("cw", {16, 64, 1, 1}), Tensor("b", {16}), Tensor("w", {64, 16})}},
+                   {"outputs", {"r", "s"}},
+                   {"nodes",
+                    {Node("conv", "Conv2D", {"x", "cw"}, Tensor("c", {8, 16, 16, 16})),
+                     Node("add", "Add", {"c", "b"}, Tensor("r", {8, 16, 16, 16})),
+                     Node("mm", "MatMul", {"a", "w"}, Tensor("m", {256, 16})),
+                     Node("bias", "Add", {"b", "m"}, Tensor("s", {256, 16}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  ASSERT_EQ(chains.size(), 2u);
+  EXPECT_EQ(FusedEpilogue(*g, {chains[0], 1}), "Add");
+  EXPECT_EQ(FusedEpilogue(*g, {chains[1], 1}), "BiasAdd");
+  auto fused = ApplyFusions(*g, {{chains[0], 1}, {chains[1], 1}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(Find(*fused, "mm+bias")->inputs, (std::vector<std::string>{"a", "w", "b"})) << "the bias after the GEMM's inputs";
+}
+
 TEST(ApplyFusions, TheFusedNodeTakesTheHeadsInputsThenTheOperandsAndWritesTheLastOutput) {
   const Graph g = testing::LoadExample("resnet50_block.json");
   const auto chains = FindFusionChains(g);

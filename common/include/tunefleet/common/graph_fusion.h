@@ -16,8 +16,9 @@ namespace tunefleet {
 // A cube node (MatMul, BatchMatMul, Conv2D) and the element-wise nodes after it that one
 // fused op could take as its epilogue: each consumes the previous one's output, which no
 // other node reads and the graph does not output, as the chain's `x` (Sub and Div only as
-// their left operand). Steps are chain ops (FusedChainOpNames); an Add of a 1-D operand
-// over the output's channels is written as BiasAdd.
+// their left operand). Steps are chain ops (FusedChainOpNames); a MatMul's or
+// BatchMatMul's Add of a 1-D operand over its output's last axis is written as BiasAdd
+// (a conv's Add broadcasts over W like any Add; its per-channel bias is its own input).
 struct FusionChain {
   int head = -1;           // index in Graph::nodes
   std::vector<int> steps;  // indices, in chain order (at least one)
