@@ -17,18 +17,23 @@ namespace tunefleet::cli {
 namespace {
 
 void PrintText(const profile::FusionReport& r, const std::string& written) {
-  fmt::print("model {} on {}{}: {} of {} fusion chains fused, {} -> {} kernels\n", r.model, r.soc,
-             r.training ? " (training)" : "", r.Applied(), r.decisions.size(), r.kernels_before, r.kernels_after);
+  fmt::print("model {} on {}{}: {} of {} fusion chains fused, {} of {} transposes folded, {} -> {} kernels\n", r.model,
+             r.soc, r.training ? " (training)" : "", r.Applied(), r.decisions.size(), r.FoldsApplied(), r.folds.size(),
+             r.kernels_before, r.kernels_after);
   fmt::print("model_baseline_performance(ms)  {:.4f}\n", r.baseline_us / 1000);
   fmt::print("model_result_performance(ms)    {:.4f}\n", r.result_us / 1000);
   fmt::print("model_performance_improvement   {}\n", r.ToJson()["model_performance_improvement"].get<std::string>());
   const nlohmann::json j = r.ToJson();
   if (!j["fused_operators"].empty()) {
-    fmt::print("fused ({:>9} = the step's time saved by this fusion alone):\n", "saved us");
+    fmt::print("fused ({:>9} = the step's time saved by it alone):\n", "saved us");
     for (const auto& o : j["fused_operators"]) {
       fmt::print("  {:9.3f}  {} ({}, epilogue {})\n", o["step_saved_us"].get<double>(), o["name"].get<std::string>(),
                  o["op_type"].get<std::string>(), o["epilogue"].get<std::string>());
     }
+  }
+  for (const auto& f : j["folded_transposes"]) {
+    fmt::print("  {:9.3f}  {} folded into {} ({})\n", f["step_saved_us"].get<double>(), f["transpose"].get<std::string>(),
+               f["into"].get<std::string>(), f["flag"].get<std::string>());
   }
   for (const auto& n : j["not_fused"]) {
     std::string nodes;

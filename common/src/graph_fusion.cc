@@ -9,8 +9,17 @@
 namespace tunefleet {
 namespace {
 
-bool IsFusionHead(const GraphNode& node) {
+bool IsCubeHead(const GraphNode& node) {
   return node.op_type == "MatMul" || node.op_type == "BatchMatMul" || node.op_type == "Conv2D";
+}
+
+bool IsUnaryChainOp(const std::string& op) {
+  return op == "Relu" || op == "Gelu" || op == "Sigmoid" || op == "Tanh" || op == "Exp";
+}
+
+bool IsChainOp(const std::string& op) {
+  const auto& names = FusedChainOpNames();
+  return op != "BiasAdd" && std::find(names.begin(), names.end(), op) != names.end();
 }
 
 // How many node inputs read `tensor` (a node reading it twice counts twice).
@@ -20,9 +29,10 @@ int Readers(const Graph& graph, const std::string& tensor) {
   return n;
 }
 
-// The only node reading `tensor`, or -1.
+// The only node reading `tensor`, or -1 (also when the graph outputs it).
 int OnlyReader(const Graph& graph, const std::string& tensor) {
   if (Readers(graph, tensor) != 1) return -1;
+  if (std::find(graph.outputs.begin(), graph.outputs.end(), tensor) != graph.outputs.end()) return -1;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const auto& in = graph.nodes[i].inputs;
     if (std::find(in.begin(), in.end(), tensor) != in.end()) return static_cast<int>(i);
@@ -30,27 +40,17 @@ int OnlyReader(const Graph& graph, const std::string& tensor) {
   return -1;
 }
 
-// The last axis of the head's output: a GEMM's N.
-int64_t Columns(const GraphNode& head) {
-  const auto& shape = head.outputs[0].desc.shape;
-  return shape.empty() ? 0 : shape.back();
-}
-
-// As a step of a chain reading `x`: its chain op name and its operands, or an empty name
-// when `node` cannot be one.
+// A chain op node as one step of a chain whose value so far is `x`: its op name and
+// operands, or an empty op when it cannot be one. `cube` is the chain's cube head (null for
+// an element-wise chain): after a MatMul or BatchMatMul an Add of [N] is its bias.
 struct Step {
   std::string op;
   std::vector<std::string> operands;
 };
-Step AsStep(const Graph& graph, const GraphNode& head, const GraphNode& node, const std::string& x) {
-  if (node.outputs.size() != 1) return {};
-  const auto& chain_ops = FusedChainOpNames();
-  if (node.op_type == "BiasAdd" || std::find(chain_ops.begin(), chain_ops.end(), node.op_type) == chain_ops.end()) return {};
+Step AsStep(const Graph& graph, const GraphNode* cube, const GraphNode& node, const std::string& x) {
+  if (node.outputs.size() != 1 || !IsChainOp(node.op_type)) return {};
   const auto& in = node.inputs;
-  if (node.op_type == "Relu" || node.op_type == "Gelu" || node.op_type == "Sigmoid" || node.op_type == "Tanh" ||
-      node.op_type == "Exp") {
-    return in.size() == 1 && in[0] == x ? Step{node.op_type, {}} : Step{};
-  }
+  if (IsUnaryChainOp(node.op_type)) return in.size() == 1 && in[0] == x ? Step{node.op_type, {}} : Step{};
   if (node.op_type == "FusedMulAdd") {
     return in.size() == 3 && in[0] == x && in[1] != x && in[2] != x ? Step{node.op_type, {in[1], in[2]}} : Step{};
   }
@@ -68,38 +68,105 @@ Step AsStep(const Graph& graph, const GraphNode& head, const GraphNode& node, co
   // trailing axis as BiasAdd does. Not for a conv: its channel axis is not the trailing one,
   // so an Add of [C] broadcasts over W there (a per-channel bias is the conv's own input).
   const NamedTensor* t = graph.FindTensor(operand);
-  if (node.op_type == "Add" && head.op_type != "Conv2D" && t && t->desc.shape.size() == 1 &&
-      t->desc.shape[0] == Columns(head)) {
+  if (cube != nullptr && node.op_type == "Add" && cube->op_type != "Conv2D" && t && t->desc.shape.size() == 1 &&
+      !cube->outputs[0].desc.shape.empty() && t->desc.shape[0] == cube->outputs[0].desc.shape.back()) {
     return {"BiasAdd", {operand}};
   }
   return {node.op_type, {operand}};
 }
 
+// The first node of an element-wise chain as a step: its x is an input of the output's
+// shape (the left one for Sub, Div and FusedMulAdd). Empty op when it cannot start one.
+Step AsFirstStep(const Graph& graph, const GraphNode& node, std::string* x) {
+  if (node.outputs.size() != 1 || !IsChainOp(node.op_type) || node.inputs.empty()) return {};
+  const auto& out_shape = node.outputs[0].desc.shape;
+  auto full = [&](const std::string& name) {
+    const NamedTensor* t = graph.FindTensor(name);
+    return t != nullptr && t->desc.shape == out_shape;
+  };
+  const bool commutative = node.op_type == "Add" || node.op_type == "Mul";
+  for (size_t i = 0; i < node.inputs.size() && (i == 0 || commutative); ++i) {
+    if (!full(node.inputs[i])) continue;
+    Step s = AsStep(graph, nullptr, node, node.inputs[i]);
+    if (!s.op.empty()) {
+      *x = node.inputs[i];
+      return s;
+    }
+  }
+  return {};
+}
+
+// The chain's head as its first step (an element-wise chain's), with its x.
+Step HeadStep(const Graph& graph, const FusionChain& chain, std::string* x) {
+  const GraphNode& head = graph.nodes[chain.head];
+  if (chain.cube) {
+    *x = head.outputs[0].name;
+    return {};
+  }
+  return AsFirstStep(graph, head, x);
+}
+
+// Walks from `x` through the chain ops that alone read each value.
+std::vector<int> WalkSteps(const Graph& graph, const GraphNode* cube, std::string x) {
+  std::vector<int> steps;
+  for (;;) {
+    const int next = OnlyReader(graph, x);
+    if (next < 0 || AsStep(graph, cube, graph.nodes[next], x).op.empty()) break;
+    steps.push_back(next);
+    x = graph.nodes[next].outputs[0].name;
+  }
+  return steps;
+}
+
+bool SwapsLastTwoAxes(const GraphNode& node, const Graph& graph) {
+  if (node.op_type != "Transpose" || node.inputs.size() != 1 || node.outputs.size() != 1) return false;
+  const NamedTensor* in = graph.FindTensor(node.inputs[0]);
+  if (in == nullptr || in->desc.shape.size() < 2) return false;
+  const size_t rank = in->desc.shape.size();
+  auto perm = node.attrs.find("perm");
+  if (perm == node.attrs.end()) return rank == 2;  // no perm: the axes reversed
+  std::vector<size_t> want(rank);
+  for (size_t i = 0; i < rank; ++i) want[i] = i;
+  std::swap(want[rank - 1], want[rank - 2]);
+  std::string text;
+  for (size_t i = 0; i < rank; ++i) text += (i ? "," : "") + std::to_string(want[i]);
+  return perm->second == text;
+}
+
+bool FlagSet(const std::string& v) { return v == "1" || v == "true" || v == "True"; }
+
 }  // namespace
 
 std::vector<FusionChain> FindFusionChains(const Graph& graph) {
-  std::set<std::string> outputs(graph.outputs.begin(), graph.outputs.end());
   std::vector<FusionChain> chains;
+  std::set<int> in_cube_chain;
   for (size_t h = 0; h < graph.nodes.size(); ++h) {
     const GraphNode& head = graph.nodes[h];
-    if (!IsFusionHead(head) || head.outputs.size() != 1) continue;
-    FusionChain chain;
-    chain.head = static_cast<int>(h);
-    std::string x = head.outputs[0].name;
-    for (;;) {
-      if (outputs.count(x)) break;
-      const int next = OnlyReader(graph, x);
-      if (next < 0 || AsStep(graph, head, graph.nodes[next], x).op.empty()) break;
-      chain.steps.push_back(next);
-      x = graph.nodes[next].outputs[0].name;
+    if (!IsCubeHead(head) || head.outputs.size() != 1) continue;
+    FusionChain chain{static_cast<int>(h), WalkSteps(graph, &head, head.outputs[0].name), true};
+    if (chain.steps.empty()) continue;
+    in_cube_chain.insert(chain.steps.begin(), chain.steps.end());
+    chains.push_back(std::move(chain));
+  }
+  // Element-wise chains, among the nodes no cube op could take: each starts where its x
+  // does not come from a chain op that it alone reads (that one would start it).
+  for (size_t h = 0; h < graph.nodes.size(); ++h) {
+    if (in_cube_chain.count(static_cast<int>(h))) continue;
+    std::string x;
+    if (AsFirstStep(graph, graph.nodes[h], &x).op.empty()) continue;
+    const int producer = graph.ProducerOf(x);
+    if (producer >= 0 && !in_cube_chain.count(producer) && OnlyReader(graph, x) == static_cast<int>(h)) {
+      std::string px;
+      if (!AsFirstStep(graph, graph.nodes[producer], &px).op.empty()) continue;  // inside another's chain
     }
+    FusionChain chain{static_cast<int>(h), WalkSteps(graph, nullptr, graph.nodes[h].outputs[0].name), false};
     if (!chain.steps.empty()) chains.push_back(std::move(chain));
   }
   return chains;
 }
 
 std::string FusedOpType(const Graph& graph, const Fusion& fusion) {
-  return "Fused" + graph.nodes[fusion.chain.head].op_type;
+  return fusion.chain.cube ? "Fused" + graph.nodes[fusion.chain.head].op_type : kFusedElementwiseOp;
 }
 
 std::string FusedNodeName(const Graph& graph, const Fusion& fusion) {
@@ -110,14 +177,17 @@ std::string FusedNodeName(const Graph& graph, const Fusion& fusion) {
 
 std::string FusedEpilogue(const Graph& graph, const Fusion& fusion) {
   const GraphNode& head = graph.nodes[fusion.chain.head];
-  std::string epilogue = head.inputs.size() > 2 ? "BiasAdd" : "";  // a conv's own bias input
-  std::string x = head.outputs[0].name;
+  const GraphNode* cube = fusion.chain.cube ? &head : nullptr;
+  std::string x;
+  std::string ops = HeadStep(graph, fusion.chain, &x).op;
+  if (cube && head.inputs.size() > 2) ops = "BiasAdd";  // a conv's own bias input
+  if (!cube) x = head.outputs[0].name;
   for (size_t i = 0; i < fusion.length; ++i) {
     const GraphNode& node = graph.nodes[fusion.chain.steps[i]];
-    epilogue += (epilogue.empty() ? "" : ",") + AsStep(graph, head, node, x).op;
+    ops += (ops.empty() ? "" : ",") + AsStep(graph, cube, node, x).op;
     x = node.outputs[0].name;
   }
-  return epilogue;
+  return ops;
 }
 
 Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusions, const SocSpec& soc) {
@@ -130,16 +200,27 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
       return InvalidArgument("fusion of node " + std::to_string(f.chain.head) + ": not a chain of this graph");
     }
     const GraphNode& head = graph.nodes[f.chain.head];
+    const GraphNode* cube = f.chain.cube ? &head : nullptr;
     GraphNode fused;
     fused.name = FusedNodeName(graph, f);
     fused.op_type = FusedOpType(graph, f);
-    fused.inputs = head.inputs;
-    fused.attrs = head.attrs;
-    fused.attrs["epilogue"] = FusedEpilogue(graph, f);
-    std::string x = head.outputs[0].name;
+    std::string x;
+    if (cube) {
+      fused.inputs = head.inputs;
+      fused.attrs = head.attrs;
+      fused.attrs["epilogue"] = FusedEpilogue(graph, f);
+      x = head.outputs[0].name;
+    } else {
+      const Step first = HeadStep(graph, f.chain, &x);
+      if (first.op.empty()) return InvalidArgument("fusion '" + fused.name + "': '" + head.name + "' cannot start a chain");
+      fused.inputs = {x};
+      fused.inputs.insert(fused.inputs.end(), first.operands.begin(), first.operands.end());
+      fused.attrs["ops"] = FusedEpilogue(graph, f);
+      x = head.outputs[0].name;
+    }
     for (size_t i = 0; i < f.length; ++i) {
       const GraphNode& node = graph.nodes[steps[i]];
-      const Step step = AsStep(graph, head, node, x);
+      const Step step = AsStep(graph, cube, node, x);
       if (step.op.empty()) return InvalidArgument("fusion '" + fused.name + "': '" + node.name + "' is not a chain step");
       fused.inputs.insert(fused.inputs.end(), step.operands.begin(), step.operands.end());
       x = node.outputs[0].name;
@@ -162,6 +243,53 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
       out.nodes.push_back(graph.nodes[i]);
     }
   }
+  TF_RETURN_IF_ERROR(ValidateGraphOps(out, soc));
+  return out;
+}
+
+std::vector<TransposeFold> FindTransposeFolds(const Graph& graph) {
+  std::vector<TransposeFold> folds;
+  for (size_t t = 0; t < graph.nodes.size(); ++t) {
+    const GraphNode& node = graph.nodes[t];
+    if (!SwapsLastTwoAxes(node, graph)) continue;
+    const int consumer = OnlyReader(graph, node.outputs[0].name);
+    if (consumer < 0) continue;
+    const GraphNode& c = graph.nodes[consumer];
+    if (c.op_type != "MatMul" && c.op_type != "BatchMatMul") continue;
+    for (int input = 0; input < 2 && input < static_cast<int>(c.inputs.size()); ++input) {
+      if (c.inputs[input] == node.outputs[0].name) folds.push_back({static_cast<int>(t), consumer, input});
+    }
+  }
+  return folds;
+}
+
+std::string TransposeFlag(const GraphNode& consumer, int input) {
+  const char* adj = input == 0 ? "adj_x1" : "adj_x2";
+  return consumer.attrs.count(adj) ? adj : input == 0 ? "transpose_a" : "transpose_b";
+}
+
+Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<TransposeFold>& folds, const SocSpec& soc) {
+  Graph out = graph;
+  std::vector<bool> removed(graph.nodes.size(), false);
+  for (const TransposeFold& f : folds) {
+    if (f.transpose < 0 || f.consumer < 0 || static_cast<size_t>(std::max(f.transpose, f.consumer)) >= graph.nodes.size() ||
+        f.input < 0 || f.input > 1 || removed[f.transpose] ||
+        graph.nodes[f.consumer].inputs.size() <= static_cast<size_t>(f.input) ||
+        graph.nodes[f.consumer].inputs[f.input] != graph.nodes[f.transpose].outputs[0].name) {
+      return InvalidArgument("a transpose fold that is not one of this graph's");
+    }
+    GraphNode& c = out.nodes[f.consumer];
+    const std::string flag = TransposeFlag(c, f.input);
+    auto it = c.attrs.find(flag);
+    c.attrs[flag] = it != c.attrs.end() && FlagSet(it->second) ? "0" : "1";
+    c.inputs[f.input] = graph.nodes[f.transpose].inputs[0];
+    removed[f.transpose] = true;
+  }
+  std::vector<GraphNode> kept;
+  for (size_t i = 0; i < out.nodes.size(); ++i) {
+    if (!removed[i]) kept.push_back(std::move(out.nodes[i]));
+  }
+  out.nodes = std::move(kept);
   TF_RETURN_IF_ERROR(ValidateGraphOps(out, soc));
   return out;
 }

@@ -69,7 +69,8 @@ TEST(FusionChains, AChainStopsAtASecondReaderAGraphOutputOrARightHandSubtrahend)
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   std::vector<std::vector<std::string>> chains;
   for (const auto& c : FindFusionChains(*g)) chains.push_back(Names(*g, c));
-  EXPECT_EQ(chains, (std::vector<std::vector<std::string>>{{"mm3", "relu3"}}));
+  EXPECT_EQ(chains, (std::vector<std::vector<std::string>>{{"mm3", "relu3"}, {"relu2", "add"}}))
+      << "relu2 reads a graph output, and its own output only add reads: an element-wise chain";
 }
 
 // An Add of [C] after a conv broadcasts over W (the trailing axis), as the unfused Add
@@ -130,9 +131,14 @@ TEST(ChooseFusions, TheBertLayerFusesEveryChainAndRunsAShorterStep) {
   auto r = ChooseFusions(g, testing::Soc910B2());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->Applied(), 7u);
+  EXPECT_EQ(r->FoldsApplied(), 1u);
   EXPECT_EQ(r->kernels_before, 22u);
-  EXPECT_EQ(r->kernels_after, 12u) << "22 kernels, 17 nodes fused into 7";
+  EXPECT_EQ(r->kernels_after, 11u) << "22 kernels: 17 nodes fused into 7, the K transpose folded";
   EXPECT_LT(r->result_us, r->baseline_us);
+  // As good as the layer fused by hand (examples/bert_base_layer_fused.json).
+  auto by_hand = RunGraph(testing::LoadExample("bert_base_layer_fused.json"), testing::Soc910B2());
+  ASSERT_TRUE(by_hand.ok());
+  EXPECT_LE(r->result_us, by_hand->step_us * (1 + 1e-9));
   for (const auto& d : r->decisions) {
     ASSERT_NE(d.Chosen(), nullptr) << d.nodes[0];
     EXPECT_LT(d.Chosen()->step_us, d.unfused_step_us) << d.Chosen()->name;
@@ -166,6 +172,83 @@ TEST(ChooseFusions, WhereTwoChainsMeetTheOneThatSavesMoreTakesTheSharedNode) {
       << loser.options[0].refused;
   EXPECT_LT(r->result_us, r->baseline_us);
   EXPECT_TRUE(RunGraph(r->fused, testing::Soc910B2()).ok());
+}
+
+TEST(TransposeFolds, ATransposeOfTheLastTwoAxesReadOnlyByAMatMulFoldsIntoItsFlag) {
+  const Graph bert = testing::LoadExample("bert_base_layer.json");
+  const auto folds = FindTransposeFolds(bert);
+  ASSERT_EQ(folds.size(), 1u);
+  EXPECT_EQ(bert.nodes[folds[0].transpose].name, "attention.k.transpose");
+  EXPECT_EQ(bert.nodes[folds[0].consumer].name, "attention.scores");
+  EXPECT_EQ(folds[0].input, 1);
+  auto folded = ApplyTransposeFolds(bert, folds, testing::Soc910B2());
+  ASSERT_TRUE(folded.ok()) << folded.status().ToString();
+  EXPECT_EQ(folded->nodes.size(), bert.nodes.size() - 1);
+  EXPECT_EQ(Find(*folded, "attention.k.transpose"), nullptr);
+  const GraphNode* scores = Find(*folded, "attention.scores");
+  EXPECT_EQ(scores->inputs, (std::vector<std::string>{"q_heads", "k_heads"}));
+  EXPECT_EQ(scores->attrs.at("transpose_b"), "1");
+  // A flag already set flips back; a transpose read by anything but a GEMM does not fold.
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("a", {64, 128}), Tensor("b", {2, 64, 32})}},
+                   {"weights", {Tensor("w", {256, 128}), Tensor("w2", {128, 256})}},
+                   {"outputs", {"y", "y2", "z", "u"}},
+                   {"nodes",
+                    {Node("wt", "Transpose", {"w"}, Tensor("w_t", {128, 256})),
+                     Node("mm", "MatMul", {"a", "w_t"}, Tensor("y", {64, 256})),
+                     Node("w2t", "Transpose", {"w2"}, Tensor("w2_t", {256, 128})),
+                     Node("mm2", "MatMul", {"a", "w2_t"}, Tensor("y2", {64, 256})),
+                     Node("bt", "Transpose", {"b"}, Tensor("b_t", {2, 32, 64})),
+                     Node("r", "Relu", {"b_t"}, Tensor("z", {2, 32, 64})),
+                     Node("at", "Transpose", {"a"}, Tensor("a_t", {128, 64})),
+                     Node("r2", "Relu", {"a_t"}, Tensor("u", {128, 64}))}}};
+  j["nodes"][3]["attrs"] = {{"transpose_b", "true"}};  // reads w2_t [256,128] as [128,256]
+  j["nodes"][4]["attrs"] = {{"perm", "0,2,1"}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  Status valid = ValidateGraphOps(*g, testing::Soc910B2());
+  ASSERT_TRUE(valid.ok()) << valid.ToString();
+  const auto small = FindTransposeFolds(*g);
+  ASSERT_EQ(small.size(), 2u) << "the weights' transposes feed MatMuls; the others feed Relus";
+  auto applied = ApplyTransposeFolds(*g, small, testing::Soc910B2());
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  EXPECT_EQ(Find(*applied, "mm")->inputs[1], "w");
+  EXPECT_EQ(Find(*applied, "mm")->attrs.at("transpose_b"), "1");
+  EXPECT_EQ(Find(*applied, "mm2")->inputs[1], "w2");
+  EXPECT_EQ(Find(*applied, "mm2")->attrs.at("transpose_b"), "0") << "w2_t read transposed is w2 as it is";
+  EXPECT_EQ(applied->nodes.size(), g->nodes.size() - 2);
+}
+
+TEST(FusionChains, ElementWiseOpsWithoutACubeOpBecomeOneFusedElementwise) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {4096, 768})}},
+                   {"weights", {Tensor("g", {768}), Tensor("b", {768}), Tensor("s", {4096, 768})}},
+                   {"outputs", {"y"}},
+                   {"nodes",
+                    {Node("ln", "LayerNorm", {"x", "g", "b"}, Tensor("h", {4096, 768})),
+                     Node("scale", "Mul", {"g", "h"}, Tensor("m", {4096, 768})),  // h on the right: Mul commutes
+                     Node("shift", "Add", {"m", "s"}, Tensor("a", {4096, 768})),
+                     Node("act", "Relu", {"a"}, Tensor("y", {4096, 768}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  ASSERT_EQ(chains.size(), 1u) << "one chain from its first op, not one from each";
+  EXPECT_FALSE(chains[0].cube);
+  EXPECT_EQ(Names(*g, chains[0]), (std::vector<std::string>{"scale", "shift", "act"}));
+  EXPECT_EQ(FusedOpType(*g, {chains[0], 2}), "FusedElementwise");
+  EXPECT_EQ(FusedEpilogue(*g, {chains[0], 2}), "Mul,Add,Relu");
+  auto fused = ApplyFusions(*g, {{chains[0], 2}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  const GraphNode* n = Find(*fused, "scale+shift+act");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->inputs, (std::vector<std::string>{"h", "g", "s"})) << "x first, then each op's operand";
+  EXPECT_EQ(n->attrs.at("ops"), "Mul,Add,Relu");
+  auto r = ChooseFusions(*g, testing::Soc910B2());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_NE(r->decisions[0].Chosen(), nullptr);
+  EXPECT_EQ(r->decisions[0].Chosen()->length, 2u);
+  EXPECT_EQ(r->kernels_after, 2u);
+  EXPECT_LT(r->result_us, r->baseline_us);
 }
 
 // A fused cube op writes float16: a chain whose output is declared float32 cannot be one

@@ -1,9 +1,9 @@
 // ChooseFusions (DESIGN.md step 4: subgraph tuning, job type 1, before operator tuning):
-// which of a model's fusion chains (common/graph_fusion.h) to apply, and how far, measured
-// on the simulator. Each chain's fusions (its head with the first 1..n of its steps) are
-// tried alone in the whole graph at default tilings; the one with the shortest step, then
-// the least kernel time, is kept when it beats the chain unfused. The kept fusions then run
-// together for the step time before and after. Pure function of its arguments.
+// which of a model's fusions (common/graph_fusion.h) to apply, measured on the simulator at
+// default tilings. First each Transpose fold alone in the whole graph, kept when the step
+// is shorter (then: less kernel time); then, on the graph with those, each chain's fusions
+// (its head with the first 1..n of its steps) alone, the best kept when it beats the chain
+// unfused. All kept run together for the step time before and after. Pure function.
 #pragma once
 
 #include <string>
@@ -33,16 +33,27 @@ struct FusionDecision {
   const FusionOption* Chosen() const { return chosen ? &options[chosen - 1] : nullptr; }
 };
 
+// One Transpose fold (MatMul + Transpose), tried alone.
+struct FoldDecision {
+  std::string transpose, consumer, flag;  // the flag it flips on the consumer
+  double unfused_step_us = 0, unfused_kernel_us = 0;
+  double step_us = 0, kernel_us = 0;
+  std::string refused;  // why the folded op is not valid (then not timed)
+  bool applied = false;
+};
+
 struct FusionReport {
   std::string model, soc;
   bool training = false;
-  Graph fused;  // the graph with every chosen fusion applied
-  std::vector<FusionDecision> decisions;
+  Graph fused;  // the graph with every chosen fold and fusion applied
+  std::vector<FoldDecision> folds;
+  std::vector<FusionDecision> decisions;  // on the graph with the folds applied
   double baseline_us = 0, result_us = 0;  // step times at default tilings
   size_t kernels_before = 0, kernels_after = 0;
 
   double ImprovementPercent() const;
-  size_t Applied() const;
+  size_t Applied() const;  // fusions of chains applied (folds apart)
+  size_t FoldsApplied() const;
   // AOE's report keys for the step (model_baseline_performance(ms), ...), the fused ops
   // and the chains left unfused with the reason.
   nlohmann::json ToJson() const;

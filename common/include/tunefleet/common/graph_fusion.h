@@ -1,7 +1,9 @@
-// Graph fusion (DESIGN.md step 4, job type 1: subgraph tuning): where CANN's UB fusion can
-// join a cube op and the element-wise ops after it into one fused op (fused_space.h), and
-// the graph with chosen fusions applied. Which fusions pay is measured on the simulator
-// (worker/profile/fusion_search.h); this file only finds and rewrites. Pure functions.
+// Graph fusion (DESIGN.md step 4, job type 1: subgraph tuning), NPU_MODEL.md's three kinds:
+// a cube op and the element-wise ops after it as one fused op (FusedMatMul etc.), a chain
+// of element-wise ops as one FusedElementwise (fused_space.h), and a Transpose folded into
+// the MatMul that reads it. Where each can happen, and the graph with chosen ones applied.
+// Which pay is measured on the simulator (worker/profile/fusion_search.h); this file only
+// finds and rewrites. Pure functions.
 #pragma once
 
 #include <cstddef>
@@ -13,18 +15,21 @@
 
 namespace tunefleet {
 
-// A cube node (MatMul, BatchMatMul, Conv2D) and the element-wise nodes after it that one
-// fused op could take as its epilogue: each consumes the previous one's output, which no
-// other node reads and the graph does not output, as the chain's `x` (Sub and Div only as
-// their left operand). Steps are chain ops (FusedChainOpNames); a MatMul's or
-// BatchMatMul's Add of a 1-D operand over its output's last axis is written as BiasAdd
-// (a conv's Add broadcasts over W like any Add; its per-channel bias is its own input).
+// A head node and the element-wise nodes after it that one fused op could take: each
+// consumes the previous one's output, which no other node reads and the graph does not
+// output, as the chain's `x` (Sub, Div and FusedMulAdd only as their left operand). Steps
+// are chain ops (FusedChainOpNames). The head is a cube node (MatMul, BatchMatMul, Conv2D:
+// the steps are its epilogue, and its Add of a 1-D operand over a GEMM's last axis is
+// written as BiasAdd; a conv's Add broadcasts over W like any Add, its per-channel bias is
+// its own input), or a chain op whose x has the output's shape (a FusedElementwise).
 struct FusionChain {
   int head = -1;           // index in Graph::nodes
   std::vector<int> steps;  // indices, in chain order (at least one)
+  bool cube = true;        // the head is a cube op
 };
 
-// Every chain of the graph, longest, in node order. None in a graph without cube ops.
+// Every chain of the graph, longest: the cube ones in node order, then the element-wise
+// ones among the nodes no cube chain reaches.
 std::vector<FusionChain> FindFusionChains(const Graph& graph);
 
 // The first `length` steps of `chain` fused into its head.
@@ -33,17 +38,32 @@ struct Fusion {
   size_t length = 0;  // 1 .. chain.steps.size()
 };
 
-// The fused node's op type ("FusedMatMul"), name (the node names joined by '+') and
-// epilogue ("BiasAdd,Gelu").
+// The fused node's op type ("FusedMatMul", "FusedElementwise"), name (the node names joined
+// by '+') and chain (its attrs.epilogue, or attrs.ops: "BiasAdd,Gelu").
 std::string FusedOpType(const Graph& graph, const Fusion& fusion);
 std::string FusedNodeName(const Graph& graph, const Fusion& fusion);
 std::string FusedEpilogue(const Graph& graph, const Fusion& fusion);
 
-// The graph with each fusion's nodes replaced by one fused node: the head's inputs and
-// attributes, then each step's operand, the last step's output, `attrs.epilogue`; placed
-// where the last step was. Fusions must not share nodes. kInvalidArgument naming the
+// The graph with each fusion's nodes replaced by one fused node: a cube head's inputs and
+// attributes (an element-wise head's x and operand), then each step's operands, the last
+// step's output, `attrs.epilogue` (`attrs.ops`); placed where the last step was. Fusions must not share nodes. kInvalidArgument naming the
 // fused node when its op is not valid on `soc` (ValidateGraphOps), e.g. an epilogue too
 // large for UB or an output dtype the fused op does not write.
 Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusions, const SocSpec& soc);
+
+// MatMul + Transpose: a Transpose swapping its input's last two axes (attrs.perm
+// "0,1,3,2", or none on a matrix) whose output only a MatMul or BatchMatMul reads, as A
+// (input 0) or B (input 1).
+struct TransposeFold {
+  int transpose = -1, consumer = -1;  // indices in Graph::nodes
+  int input = 0;
+};
+std::vector<TransposeFold> FindTransposeFolds(const Graph& graph);
+// The consumer's flag a fold flips: transpose_a / transpose_b, or CANN's adj_x1 / adj_x2
+// when the node spells it so.
+std::string TransposeFlag(const GraphNode& consumer, int input);
+// The graph with each fold applied: the consumer reads the Transpose's input with its flag
+// flipped, and the Transpose is gone. Validated as ApplyFusions.
+Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<TransposeFold>& folds, const SocSpec& soc);
 
 }  // namespace tunefleet
