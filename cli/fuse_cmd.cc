@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/ops_file.h"
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
 #include "tunefleet/common/graph.h"
@@ -55,7 +56,10 @@ void AddFuseCommand(CLI::App& app, FuseCommand& f) {
   f.cmd = app.add_subcommand(
       "fuse", "subgraph tuning (AOE job type 1): fuse each cube op with the element-wise ops after it where the "
               "simulator measures it faster, and write the fused graph to tune next");
-  f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md)")->required()->check(CLI::ExistingFile);
+  f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md) or .onnx (written out as a JSON graph)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  AddDimOption(*f.cmd, f.dims);
   f.cmd->add_option("-o,--output", f.out, "where to write the fused graph, replacing it (default: MODEL's name with "
                                           "_fused, here, never replaced)");
   f.cmd->add_option("--soc", f.soc, "SoC (overrides the graph's)");
@@ -65,7 +69,7 @@ void AddFuseCommand(CLI::App& app, FuseCommand& f) {
 }
 
 int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
-  auto model = LoadModelToRun(f.model, f.soc, /*training=*/false, 0, catalog);
+  auto model = LoadModelToRun(f.model, f.soc, /*training=*/false, 0, catalog, f.dims);
   if (!model.ok()) return Fail(model.status());
   // Checked before the search, which may take a while on a large model.
   const std::string out = f.out.empty() ? DefaultFusedPath(f.model) : f.out;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,7 @@ struct FuseCommand {
   std::string model, soc, out;
   bool json = false;
   bool training = false;  // overrides the graph's "training" when set
+  std::vector<std::string> dims;  // --dim NAME=SIZE of an ONNX model
 };
 
 // Adds `fuse` to `app`; `f` receives the parsed options and must outlive parsing.

@@ -70,10 +70,12 @@ struct SubmitFlags {
   uint32_t job_size = 0;
   int32_t priority = 0;
   bool json = false;
+  std::vector<std::string> dims;  // --dim NAME=SIZE of an ONNX model
 };
 
 void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   cmd->add_option("--soc", f.soc, "SoC for every op (overrides the file's)");
+  AddDimOption(*cmd, f.dims);
   cmd->add_option("--strategy", f.strategy,
                   "auto (model-based search, or exhaustive when the budget covers the whole space), "
                   "exhaustive, random, annealing, genetic, ils (iterated local search), model")
@@ -107,7 +109,7 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
     return InvalidArgument("--scheduler splits a --total-budget among the ops: give --total-budget N too, or leave "
                            "--scheduler out (each op then has its own --budget)");
   }
-  TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc, &catalog));
+  TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc, &catalog, f.dims));
   client::SubmitSpec spec;
   for (const auto& op : ops) spec.ops.push_back(op.key);
   spec.strategy = f.strategy;
@@ -320,8 +322,9 @@ int PrintLookup(const std::vector<NamedOp>& ops, const std::vector<std::optional
 }
 
 // Looks the ops file's ops up through c.
-int RunLookup(client::Client& c, const std::string& file, const std::string& soc, bool nearest, bool json) {
-  auto ops = LoadOpsFile(file, soc);
+int RunLookup(client::Client& c, const std::string& file, const std::string& soc, const std::vector<std::string>& dims,
+              bool nearest, bool json) {
+  auto ops = LoadOpsFile(file, soc, nullptr, dims);
   if (!ops.ok()) return Fail(ops.status());
   std::vector<OpKey> keys;
   for (const auto& op : *ops) keys.push_back(op.key);
@@ -333,9 +336,9 @@ int RunLookup(client::Client& c, const std::string& file, const std::string& soc
 // `lookup --data-dir`: the same answers from a local knowledge base (what `tune` wrote),
 // read through RocksDB's read-only instance, so also while a `tune` or a coordinator is
 // using the folder (it sees what was written when it opened).
-int RunLocalLookup(const std::string& data_dir, const std::string& file, const std::string& soc, bool nearest,
-                   bool json, const SocCatalog& catalog) {
-  auto ops = LoadOpsFile(file, soc);
+int RunLocalLookup(const std::string& data_dir, const std::string& file, const std::string& soc,
+                   const std::vector<std::string>& dims, bool nearest, bool json, const SocCatalog& catalog) {
+  auto ops = LoadOpsFile(file, soc, nullptr, dims);
   if (!ops.ok()) return Fail(ops.status());
   auto store = coordinator::Store::OpenReadOnly(data_dir);
   if (!store.ok()) return Fail(store.status());
@@ -505,6 +508,8 @@ int Run(int argc, char** argv) {
   auto* lookup = app.add_subcommand("lookup", "look ops up in the knowledge base (exit 3 when any is missing)");
   lookup->add_option("OPS", lookup_file, "JSON ops file")->required()->check(CLI::ExistingFile);
   lookup->add_option("--soc", lookup_soc, "SoC for every op");
+  std::vector<std::string> lookup_dims;
+  AddDimOption(*lookup, lookup_dims);
   lookup->add_flag("--json", lookup_json, "print JSON");
   lookup->add_flag("--nearest", lookup_nearest, "answer a miss from the closest tuned shape of the same op and SoC (flagged APPROXIMATE)");
   std::string lookup_data_dir;
@@ -558,7 +563,7 @@ int Run(int argc, char** argv) {
   if (fuse.cmd->parsed()) return RunFuse(fuse, catalog);
   if (tune->parsed()) return RunTune(tune_flags, data_dir, slots, replay_cache);
   if (lookup->parsed() && !lookup_data_dir.empty()) {
-    return RunLocalLookup(lookup_data_dir, lookup_file, lookup_soc, lookup_nearest, lookup_json, catalog);
+    return RunLocalLookup(lookup_data_dir, lookup_file, lookup_soc, lookup_dims, lookup_nearest, lookup_json, catalog);
   }
 
   if (CacheIsLocal(cache_commands)) return RunCacheCommand(cache_commands, catalog, nullptr);
@@ -653,7 +658,7 @@ int Run(int argc, char** argv) {
     for (const auto& t : st->tasks) cached.push_back(t.state == "done" && t.evaluated == 0);
     return PrintOutcome(none, *st, cached, status_json, catalog);
   }
-  if (lookup->parsed()) return RunLookup(c, lookup_file, lookup_soc, lookup_nearest, lookup_json);
+  if (lookup->parsed()) return RunLookup(c, lookup_file, lookup_soc, lookup_dims, lookup_nearest, lookup_json);
   if (CacheParsed(cache_commands)) return RunCacheCommand(cache_commands, catalog, &c);
   if (workers->parsed()) return RunWorkers(c, workers_json);
   if (watch->parsed()) return RunWatch(c, watch_id, watch_json);

@@ -9,15 +9,15 @@
 
 #include "tunefleet/common/graph.h"
 #include "tunefleet/common/json_fields.h"
+#include "tunefleet/common/onnx_import.h"
 
 namespace tunefleet::cli {
 namespace {
 
 // A model graph's kernels, one op per node (views have no kernel), named as the nodes
 // are. The same op at several nodes is tuned once: the coordinator shares identical keys.
-Result<std::vector<NamedOp>> OpsOfGraph(const nlohmann::json& j, const std::string& path,
-                                        const std::string& soc_override, const SocCatalog* catalog) {
-  auto graph = GraphFromJson(j, soc_override);
+Result<std::vector<NamedOp>> OpsOfGraph(const Result<Graph>& graph, const std::string& path,
+                                        const SocCatalog* catalog) {
   if (!graph.ok()) return graph.status().WithContext(path);
   if (catalog != nullptr) {
     if (auto soc = catalog->Find(graph->soc); soc.ok()) {
@@ -39,8 +39,32 @@ Result<std::vector<NamedOp>> OpsOfGraph(const nlohmann::json& j, const std::stri
 
 }  // namespace
 
+Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const std::vector<std::string>& dims) {
+  if (!IsOnnxPath(path)) {
+    if (!dims.empty()) return InvalidArgument("--dim sizes an ONNX model's symbolic dimensions: " + path + " is not one (.onnx)");
+    return LoadGraphFile(path, soc);
+  }
+  OnnxImportOptions options;
+  options.soc = soc;
+  for (const std::string& d : dims) {
+    TF_ASSIGN_OR_RETURN(auto dim, ParseDimFlag(d));
+    options.dims[dim.first] = dim.second;
+  }
+  return GraphFromOnnxFile(path, options);
+}
+
+void AddDimOption(CLI::App& cmd, std::vector<std::string>& dims) {
+  cmd.add_option("--dim", dims, "an ONNX model's symbolic dimension and its size, NAME=SIZE (repeat for each: "
+                                "--dim batch=32 --dim seq=128)");
+}
+
 Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override,
-                                         const SocCatalog* catalog) {
+                                         const SocCatalog* catalog, const std::vector<std::string>& dims) {
+  if (IsOnnxPath(path) || !dims.empty()) {
+    auto graph = LoadModelFile(path, soc_override, dims);
+    if (!graph.ok()) return graph.status();  // names the file already
+    return OpsOfGraph(graph, path, catalog);
+  }
   std::ifstream in(path);
   if (!in) return NotFound("cannot read ops file '" + path + "'");
   nlohmann::json j;
@@ -52,7 +76,7 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
   std::string soc = soc_override;
   const nlohmann::json* ops = &j;
   if (j.is_object()) {
-    if (j.contains("nodes")) return OpsOfGraph(j, path, soc_override, catalog);
+    if (j.contains("nodes")) return OpsOfGraph(GraphFromJson(j, soc_override), path, catalog);
     TF_RETURN_IF_ERROR(CheckKnownFields(j, {"soc", "ops"}, path));
     if (soc.empty() && j.contains("soc")) {
       if (!j["soc"].is_string()) return InvalidArgument(path + ": 'soc' must be a string");

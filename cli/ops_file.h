@@ -1,13 +1,16 @@
 // Reading the ops a user wants tuned or looked up: a JSON file holding either an array
-// of ops, {"soc": "...", "ops": [...]} (examples/*_ops.json), or a model graph
-// (examples/bert_base_layer.json: its kernel nodes, named as the nodes; a training
-// graph's backward kernels are not listed). Errors name the file, the op's position (or
-// node) and the field to fix.
+// of ops, {"soc": "...", "ops": [...]} (examples/*_ops.json), or a model, as a JSON graph
+// (examples/bert_base_layer.json) or an ONNX file (.onnx, common/onnx_import.h): its
+// kernel nodes, named as the nodes, and a training graph's cube backward GEMMs
+// (TunableKernels). Errors name the file, the op's position (or node) and the field to fix.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
+#include "tunefleet/common/graph.h"
 #include "tunefleet/common/op_key.h"
 #include "tunefleet/common/soc_spec.h"
 #include "tunefleet/common/status.h"
@@ -23,7 +26,15 @@ struct NamedOp {
 // soc_override, when non-empty, replaces every op's SoC. With a catalog that knows a
 // graph's SoC, the graph's kernels are checked against it first, so an error names the
 // node to fix (the coordinator, which may know more SoCs, checks every op anyway).
+// `dims`: "NAME=SIZE" for each symbolic dimension of an ONNX model (--dim).
 Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override,
-                                         const SocCatalog* catalog = nullptr);
+                                         const SocCatalog* catalog = nullptr, const std::vector<std::string>& dims = {});
+
+// A model file as a graph: JSON (LoadGraphFile) or ONNX (.onnx: its SoC `soc`, by default
+// Ascend910B2, and `dims` for its symbolic dimensions). soc, when non-empty, overrides.
+Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const std::vector<std::string>& dims);
+
+// Adds the repeatable --dim NAME=SIZE option to a command that reads models.
+void AddDimOption(CLI::App& cmd, std::vector<std::string>& dims);
 
 }  // namespace tunefleet::cli

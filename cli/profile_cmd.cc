@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/ops_file.h"
 #include "cli/report.h"
 #include "tunefleet/common/graph.h"
 #include "worker/profile/analysis.h"
@@ -28,7 +29,7 @@ std::vector<std::pair<std::string, double>> TopOps(const profile::RunProfile& ru
 }
 
 int RunProfile(const ProfileCommands& f, const SocCatalog& catalog) {
-  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog);
+  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog, f.dims);
   if (!model.ok()) return Fail(model.status());
   const Graph& graph = model->graph;
   const SocSpec& soc = *model->soc;
@@ -92,9 +93,9 @@ int RunAnalyze(const ProfileCommands& f) {
 }  // namespace
 
 Result<ModelToRun> LoadModelToRun(const std::string& path, const std::string& soc, bool training, int devices,
-                                  const SocCatalog& catalog) {
+                                  const SocCatalog& catalog, const std::vector<std::string>& dims) {
   ModelToRun m;
-  TF_ASSIGN_OR_RETURN(m.graph, LoadGraphFile(path, soc));
+  TF_ASSIGN_OR_RETURN(m.graph, LoadModelFile(path, soc, dims));
   if (training) m.graph.training = true;
   if (devices > 0) m.graph.devices = devices;
   auto spec = catalog.Find(m.graph.soc);
@@ -105,9 +106,10 @@ Result<ModelToRun> LoadModelToRun(const std::string& path, const std::string& so
 
 void AddProfileCommands(CLI::App& app, ProfileCommands& f) {
   f.profile = app.add_subcommand(
-      "profile", "run a model graph (JSON, see examples/bert_base_layer.json) on the simulated NPU with default tilings "
-                 "and print step time, utilisation and top ops");
-  f.profile->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md)")->required();
+      "profile", "run a model (a JSON graph, see examples/bert_base_layer.json, or an ONNX file) on the simulated NPU "
+                 "with default tilings and print step time, utilisation and top ops");
+  f.profile->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md) or .onnx")->required();
+  AddDimOption(*f.profile, f.dims);
   f.profile->add_option("--soc", f.soc, "SoC (overrides the graph's)");
   f.profile->add_option("--trace", f.trace, "write a Chrome trace JSON here (chrome://tracing, Perfetto)");
   f.profile->add_option("--csv", f.csv_dir, "write op_summary.csv, profiler_data.csv and run_summary.json into this folder");

@@ -21,6 +21,7 @@ struct ProfileCommands {
   bool training = false;  // overrides the graph's "training" when set
   int devices = 0;        // overrides the graph's "devices" when > 0
   std::vector<std::string> trace_ops;  // ops whose tile timelines go into the trace
+  std::vector<std::string> dims;       // --dim NAME=SIZE of an ONNX model
   std::string analyze_path;
   bool analyze_json = false;
 };
@@ -32,7 +33,7 @@ struct ModelToRun {
   const SocSpec* soc = nullptr;
 };
 Result<ModelToRun> LoadModelToRun(const std::string& path, const std::string& soc, bool training, int devices,
-                                  const SocCatalog& catalog);
+                                  const SocCatalog& catalog, const std::vector<std::string>& dims = {});
 
 // Adds both subcommands to `app`; `flags` receives the parsed options and must outlive parsing.
 void AddProfileCommands(CLI::App& app, ProfileCommands& flags);

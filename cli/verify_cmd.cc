@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/ops_file.h"
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
 #include "coordinator/lookup.h"
@@ -84,7 +85,8 @@ void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
   f.cmd = app.add_subcommand(
       "report", "verify a tuned model: run it with default tilings and with the knowledge base's tuned configs; "
                 "print both step times, the improvement and each tuned kernel's time before and after");
-  f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md)")->required()->check(CLI::ExistingFile);
+  f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md) or .onnx")->required()->check(CLI::ExistingFile);
+  AddDimOption(*f.cmd, f.dims);
   f.cmd->add_option("--soc", f.soc, "SoC (overrides the graph's)");
   f.cmd->add_option("--data-dir", f.data_dir, "read the tuned configs from this knowledge-base folder (what `tune` wrote) "
                                              "instead of asking a coordinator")
@@ -95,7 +97,7 @@ void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
 }
 
 int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client* c) {
-  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog);
+  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog, f.dims);
   if (!model.ok()) return Fail(model.status());
   const Graph& graph = model->graph;
   const SocSpec& soc = *model->soc;

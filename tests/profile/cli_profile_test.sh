@@ -118,4 +118,34 @@ cp "$SRC/examples/resnet50_block.json" "$OUT/rn.json"
 expect_2 "fuse over its own model" "$TF" fuse "$OUT/rn.json" -o "$OUT/rn.json"
 grep -q "is the model itself" "$OUT/bad.err" || fail "fuse -o MODEL: $(cat "$OUT/bad.err")"
 cmp -s "$SRC/examples/resnet50_block.json" "$OUT/rn.json" || fail "fuse -o MODEL overwrote the model"
+# An ONNX model (examples/bert_base_layer.onnx, PyTorch's export of the same layer) is a
+# model like a JSON graph: profile, fuse, tune, report and lookup take it, with --dim.
+ONNX="$SRC/examples/bert_base_layer.onnx"
+"$TF" profile "$ONNX" --dim batch=32 --dim seq=128 --json > "$OUT/onnx.json" || fail "profile of the ONNX model exited $?"
+"$TF" profile "$SRC/examples/bert_base_layer.json" --json > "$OUT/json.json" || fail "profile of the JSON layer"
+/usr/bin/python3 - "$OUT/onnx.json" "$OUT/json.json" <<'PY' || fail "the ONNX layer does not run as the JSON one: $(head -c 300 "$OUT/onnx.json")"
+import json, sys
+o, j = (json.load(open(p)) for p in sys.argv[1:])
+assert o["ops"] == j["ops"] == 22, (o["ops"], j["ops"])
+span = lambda r: r["compute_end_us"] - r["compute_start_us"]
+assert abs(span(o) - span(j)) < 1e-6 * span(j), (span(o), span(j))
+PY
+expect_2 "ONNX without its dims" "$TF" profile "$ONNX"
+grep -q "symbolic dimensions without a size: batch, seq: give --dim batch=N --dim seq=N" "$OUT/bad.err" \
+  || fail "ONNX without --dim: $(cat "$OUT/bad.err")"
+expect_2 "--dim on a JSON graph" "$TF" profile "$SRC/examples/bert_base_layer.json" --dim batch=3
+expect_2 "a bad --dim" "$TF" report "$ONNX" --dim batch --data-dir "$OUT"
+grep -q "expected NAME=SIZE" "$OUT/bad.err" || fail "--dim batch: $(cat "$OUT/bad.err")"
+"$TF" fuse "$ONNX" --dim batch=32 --dim seq=128 -o "$OUT/onnx_fused.json" > "$OUT/onnx_fuse.txt" || fail "fuse of the ONNX model exited $?"
+grep -q "7 of 7 fusion chains fused, 1 of 1 transposes folded, 22 -> 11 kernels" "$OUT/onnx_fuse.txt" \
+  || fail "fuse of the ONNX model: $(cat "$OUT/onnx_fuse.txt")"
+timeout 300 "$TF" tune "$ONNX" --dim batch=32 --dim seq=128 --budget 3 --strategy random --data-dir "$OUT/kb-onnx" \
+  > "$OUT/onnx_tune.txt" 2>&1 || fail "tune of the ONNX model exited $?: $(tail -5 "$OUT/onnx_tune.txt")"
+grep -q "^ffn.gelu  Gelu\[32x128x3072\]@Ascend910B2  \[done\]" "$OUT/onnx_tune.txt" \
+  || fail "tune of the ONNX model: no Gelu named as its node: $(grep -c done "$OUT/onnx_tune.txt") done"
+"$TF" report "$ONNX" --dim batch=32 --dim seq=128 --data-dir "$OUT/kb-onnx" --json > "$OUT/onnx_report.json" \
+  || fail "report of the ONNX model exited $?"
+/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 22, r" \
+  "$OUT/onnx_report.json" || fail "report of the ONNX model: $(head -c 300 "$OUT/onnx_report.json")"
+"$TF" lookup "$ONNX" --dim batch=32 --dim seq=128 --data-dir "$OUT/kb-onnx" > /dev/null || fail "lookup of the tuned ONNX model exited $?"
 echo "cli profile/analyze/fuse OK"

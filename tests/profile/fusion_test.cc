@@ -219,6 +219,36 @@ TEST(TransposeFolds, ATransposeOfTheLastTwoAxesReadOnlyByAMatMulFoldsIntoItsFlag
   EXPECT_EQ(applied->nodes.size(), g->nodes.size() - 2);
 }
 
+// A MatMul reads B transposed when either spelling is set (transpose_b, CANN's adj_x2):
+// a fold flips what it computes as a whole, and writes one spelling (an audit found only
+// adj_x2 flipped while transpose_b stayed set, a wrong product on square shapes). Any
+// spelling of the swap's perm, or none, folds.
+TEST(TransposeFolds, AFoldFlipsTheFlagWhicheverWayItIsSpeltAndWritesOneSpelling) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("a", {8, 256, 256}), Tensor("b", {8, 256, 256}), Tensor("c", {8, 256, 256})}},
+                   {"outputs", {"y", "z"}},
+                   {"nodes",
+                    {Node("t", "Transpose", {"b"}, Tensor("bt", {8, 256, 256})),
+                     Node("bmm", "BatchMatMul", {"a", "bt"}, Tensor("y", {8, 256, 256})),
+                     Node("t2", "Transpose", {"c"}, Tensor("ct", {8, 256, 256})),
+                     Node("bmm2", "BatchMatMul", {"ct", "a"}, Tensor("z", {8, 256, 256}))}}};
+  j["nodes"][0]["attrs"] = {{"perm", "[0, 2, 1]"}};
+  j["nodes"][1]["attrs"] = {{"transpose_b", "1"}, {"adj_x2", "0"}};  // b^T read transposed: a x b
+  j["nodes"][3]["attrs"] = {{"adj_x1", "false"}};                     // no perm: the last two axes
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto folds = FindTransposeFolds(*g);
+  ASSERT_EQ(folds.size(), 2u);
+  auto folded = ApplyTransposeFolds(*g, folds, testing::Soc910B2());
+  ASSERT_TRUE(folded.ok()) << folded.status().ToString();
+  const GraphNode* bmm = Find(*folded, "bmm");
+  EXPECT_EQ(bmm->inputs, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(bmm->attrs, (std::map<std::string, std::string>{{"transpose_b", "0"}})) << "a x b: B as it is";
+  const GraphNode* bmm2 = Find(*folded, "bmm2");
+  EXPECT_EQ(bmm2->inputs, (std::vector<std::string>{"c", "a"}));
+  EXPECT_EQ(bmm2->attrs, (std::map<std::string, std::string>{{"transpose_a", "1"}}));
+}
+
 TEST(FusionChains, ElementWiseOpsWithoutACubeOpBecomeOneFusedElementwise) {
   nlohmann::json j{{"soc", "Ascend910B2"},
                    {"inputs", {Tensor("x", {4096, 768})}},

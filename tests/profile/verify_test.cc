@@ -40,14 +40,16 @@ TEST(Verify, WithoutConfigsTheTunedRunIsTheBaseline) {
   EXPECT_EQ(r->ToJson()["model_performance_improvement"], "0.00%");
 }
 
-// The fastest of 5000 configs spread over the op's space, and its on-device duration
-// (what the profile shows; the launch is apart).
+// The fastest of 5000 configs spread over the op's space and its default, and its
+// on-device duration (what the profile shows; the launch is apart).
 std::pair<Config, double> FastConfig(const OpKey& key, const SocSpec& soc) {
   auto problem = MakeTuningProblem(key, soc);
   EXPECT_TRUE(problem.ok()) << problem.status().ToString();
   if (!problem.ok()) return {};
-  Config best;
-  double best_us = std::numeric_limits<double>::infinity(), best_duration_us = 0;
+  Config best = problem->default_config;
+  auto base = sim::Simulate(*problem, best, soc);
+  double best_us = base.ok() ? base->latency_us : std::numeric_limits<double>::infinity();
+  double best_duration_us = base.ok() ? base->duration_us : 0;
   const ConfigIndex stride = std::max<ConfigIndex>(1, problem->space.size() / 5000);
   for (ConfigIndex i = 0; i < problem->space.size(); i += stride) {
     Config c = problem->space.Decode(i);
@@ -166,6 +168,35 @@ TEST(Verify, ACubeKernelsBackwardTakesItsTunedGemmsConfigs) {
   EXPECT_NE(refused.status().message().find("node 'mm_grad.dW' is named like node 'mm''s backward GEMM"),
             std::string::npos)
       << refused.status().ToString();
+}
+
+// A fused cube op's backward is its GEMMs plus 2x its epilogue, the epilogue measured at
+// default tilings: tuning the forward moves the forward only (an audit found the backward
+// shrinking with the forward's config).
+TEST(Verify, TuningAFusedKernelsForwardLeavesItsBackwardAsItWas) {
+  const SocSpec soc = testing::Soc910B2();
+  nlohmann::json fused = Node("mm", "FusedMatMul", {"x", "w", "b"}, Tensor("y", {4096, 768}));
+  fused["attrs"] = {{"epilogue", "BiasAdd"}};  // BERT-base's Q projection with its bias
+  auto g = GraphFromJson({{"soc", "Ascend910B2"},
+                          {"training", true},
+                          {"inputs", {Tensor("x", {4096, 768})}},
+                          {"weights", {Tensor("w", {768, 768}), Tensor("b", {768})}},
+                          {"outputs", {"y"}},
+                          {"nodes", {fused}}});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const OpKey key = NodeOpKey(*g, g->nodes[0]);
+  const auto [config, duration] = FastConfig(key, soc);
+  auto r = Verify(*g, soc, {{key.Canonical(), config}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->ops.size(), 2u);
+  for (const auto& op : r->ops) {
+    if (op.backward) {
+      EXPECT_DOUBLE_EQ(op.after_us, op.before_us) << "its GEMMs and epilogue run their default tilings";
+      EXPECT_FALSE(op.tuned);
+    } else {
+      EXPECT_LT(op.after_us, op.before_us) << "pick a shape whose default tiling can be beaten";
+    }
+  }
 }
 
 TEST(Verify, AConfigThatDoesNotFitItsOpNamesTheNode) {

@@ -27,11 +27,11 @@ constexpr double kBackwardFactor = 2.0;
 // The backward of a cube op: its two GEMMs (BackwardGemmKeys: dX and dW), each with its
 // config from `configs` (by OpKey::Canonical(), as a tuned training graph has them) or its
 // default tiling, as one record with both launches. A fused cube op adds its epilogue's
-// backward at 2x the epilogue's forward (what `forward` took beyond the cube op alone at
-// its default tiling). Null when `key` is not a cube op.
+// backward at 2x the epilogue's forward: what the fused op takes beyond the cube op alone,
+// both at their default tilings (so a tuned forward config moves the forward only). Null
+// when `key` is not a cube op.
 Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProblem& prepared,
                                                         const OpKey& key,
-                                                        const sim::KernelEstimate& forward,
                                                         const SocSpec& soc,
                                                         const std::map<std::string, Config>& configs) {
   TF_ASSIGN_OR_RETURN(std::vector<OpKey> keys, BackwardGemmKeys(key));
@@ -65,6 +65,8 @@ Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProbl
     inner_key.attrs.erase("out_dtype");  // the unfused op as a graph runs it, writing its inputs' dtype
     TF_ASSIGN_OR_RETURN(TuningProblem inner, MakeTuningProblem(inner_key, soc));
     TF_ASSIGN_OR_RETURN(sim::KernelEstimate cube, sim::Simulate(inner, inner.default_config, soc));
+    TF_ASSIGN_OR_RETURN(TuningProblem fused, MakeTuningProblem(key, soc));
+    TF_ASSIGN_OR_RETURN(sim::KernelEstimate forward, sim::Simulate(fused, fused.default_config, soc));
     e.duration_us += kBackwardFactor * std::max(0.0, forward.duration_us - cube.duration_us);
     e.latency_us = e.launch_us + e.duration_us;
     e.BusyUs(sim::Pipe::kVector) += kBackwardFactor * forward.BusyUs(sim::Pipe::kVector);
@@ -274,7 +276,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
         it.record.op_type = node.op_type + "Grad";
         it.record.backward = true;
         sim::KernelEstimate& e = it.record.estimate;
-        auto cube = CubeBackward(prepared_of[idx], NodeOpKey(graph, node), e, soc, options.configs);
+        auto cube = CubeBackward(prepared_of[idx], NodeOpKey(graph, node), soc, options.configs);
         if (!cube.ok()) return cube.status().WithContext("node '" + node.name + "' backward");
         if (cube->has_value()) {
           e = **cube;

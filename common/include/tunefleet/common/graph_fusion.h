@@ -51,19 +51,19 @@ std::string FusedEpilogue(const Graph& graph, const Fusion& fusion);
 // large for UB or an output dtype the fused op does not write.
 Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusions, const SocSpec& soc);
 
-// MatMul + Transpose: a Transpose swapping its input's last two axes (attrs.perm
-// "0,1,3,2", or none on a matrix) whose output only a MatMul or BatchMatMul reads, as A
-// (input 0) or B (input 1).
+// MatMul + Transpose: a Transpose (it swaps its input's last two axes: attrs.perm "0,1,3,2",
+// "[0, 1, 3, 2]" or none) whose output only a MatMul or BatchMatMul reads, as A (input 0)
+// or B (input 1).
 struct TransposeFold {
   int transpose = -1, consumer = -1;  // indices in Graph::nodes
   int input = 0;
 };
 std::vector<TransposeFold> FindTransposeFolds(const Graph& graph);
-// The consumer's flag a fold flips: transpose_a / transpose_b, or CANN's adj_x1 / adj_x2
-// when the node spells it so.
+// The consumer's flag a fold flips: transpose_a (input 0) or transpose_b.
 std::string TransposeFlag(const GraphNode& consumer, int input);
 // The graph with each fold applied: the consumer reads the Transpose's input with its flag
-// flipped, and the Transpose is gone. Validated as ApplyFusions.
+// flipped (set when neither spelling, transpose_b or CANN's adj_x2, was; the other spelling
+// erased), and the Transpose is gone. Validated as ApplyFusions.
 Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<TransposeFold>& folds, const SocSpec& soc);
 
 }  // namespace tunefleet

@@ -1,0 +1,33 @@
+// ONNX import (DESIGN.md: a submission is a model as a JSON graph or an ONNX file): reads
+// a .onnx model with libonnx, fixes its symbolic dimensions to given sizes, infers every
+// tensor's shape (onnx::shape_inference) and converts it to a Graph, node by node
+// (docs/profiling.md "ONNX models"). Initializers become weights, Constant nodes too;
+// weights' data is never read (it may live in external files that are not there). Ops
+// with no tunefleet equivalent are refused naming the node. Pure function of the file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "tunefleet/common/graph.h"
+#include "tunefleet/common/status.h"
+
+namespace tunefleet {
+
+struct OnnxImportOptions {
+  std::string soc;                      // the graph's SoC (ONNX has none): required
+  std::map<std::string, int64_t> dims;  // symbolic dimension -> size ("batch" -> 32)
+};
+
+bool IsOnnxPath(const std::string& path);  // ends with ".onnx"
+
+// kInvalidArgument naming what to fix: a file that is not an ONNX model, a symbolic
+// dimension without a size (listing them all), a node whose op has no equivalent (listing
+// the supported ones), a tensor shape inference left unknown. kNotFound when unreadable.
+Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions& options);
+
+// "batch=32" -> {"batch", 32}; kInvalidArgument saying the expected form otherwise.
+Result<std::pair<std::string, int64_t>> ParseDimFlag(const std::string& text);
+
+}  // namespace tunefleet
