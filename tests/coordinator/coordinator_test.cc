@@ -1627,6 +1627,30 @@ TEST_F(CoordinatorTest, ATimeBudgetStopsHandingOutConfigsOnceItIsSpent) {
   EXPECT_EQ(st->tasks[0].evaluated, 4u);
 }
 
+// Answers jobs one at a time until `stop_at` configs were measured; a config handed out a
+// second time fails the test. `measured` gets them.
+void ServeUntil(ScriptedWorker& w, size_t stop_at, std::set<ConfigIndex>* measured) {
+  while (measured->size() < stop_at) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    for (ConfigIndex i : job->configs) EXPECT_TRUE(measured->insert(i).second) << "config " << i << " twice";
+    w.Answer(*job, 10);
+  }
+}
+
+// Answers every job until none comes for a second; the configs among them that were
+// measured before (`measured` gets them all).
+std::set<ConfigIndex> ServeToTheEnd(ScriptedWorker& w, std::set<ConfigIndex>* measured) {
+  std::set<ConfigIndex> again;
+  while (auto job = w.NextJob(1s)) {
+    for (ConfigIndex i : job->configs) {
+      if (!measured->insert(i).second) again.insert(i);
+    }
+    w.Answer(*job, 10);
+  }
+  return again;
+}
+
 TEST_F(CoordinatorTest, ARestartedCoordinatorRestoresTheStrategyCheckpointAndSpendsTheBudgetExactly) {
   client::SubmitSpec spec;
   spec.ops = {MediumMatmul()};
@@ -1641,12 +1665,7 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorRestoresTheStrategyCheckpointAndSpe
     ASSERT_TRUE(sub.ok()) << sub.status().ToString();
     task_id = sub->task_ids[0];
     ScriptedWorker w(ctx_, options_.worker_endpoint, "before");
-    while (measured.size() < 100) {
-      auto job = w.NextJob();
-      ASSERT_TRUE(job);
-      for (ConfigIndex i : job->configs) EXPECT_TRUE(measured.insert(i).second) << "config " << i << " twice";
-      w.Answer(*job, 10);
-    }
+    ServeUntil(w, 100, &measured);
     auto lost = w.NextJob();  // out when the coordinator dies
     ASSERT_TRUE(lost);
     std::this_thread::sleep_for(100ms);
@@ -1659,15 +1678,7 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorRestoresTheStrategyCheckpointAndSpe
   Restart();
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "after");
-  std::set<ConfigIndex> remeasured;
-  for (int jobs = 0; jobs < 100; ++jobs) {
-    auto job = w.NextJob(1s);
-    if (!job) break;
-    for (ConfigIndex i : job->configs) {
-      if (!measured.insert(i).second) remeasured.insert(i);
-    }
-    w.Answer(*job, 10);
-  }
+  const std::set<ConfigIndex> remeasured = ServeToTheEnd(w, &measured);
   EXPECT_TRUE(remeasured.empty()) << remeasured.size() << " recorded configs were handed out again";
   auto st = client.GetStatus(1);
   ASSERT_TRUE(st.ok()) << st.status().ToString();
@@ -1881,12 +1892,7 @@ TEST_F(CoordinatorTest, APlanLogTheStrategyDoesNotReproduceFallsBackToItsResults
     ASSERT_TRUE(sub.ok()) << sub.status().ToString();
     task_id = sub->task_ids[0];
     ScriptedWorker w(ctx_, options_.worker_endpoint, "before");
-    while (measured.size() < 100) {
-      auto job = w.NextJob();
-      ASSERT_TRUE(job);
-      measured.insert(job->configs.begin(), job->configs.end());
-      w.Answer(*job, 10);
-    }
+    ServeUntil(w, 100, &measured);
     std::this_thread::sleep_for(100ms);
     StopCoordinator();
     PlanRecord bogus;
@@ -1903,13 +1909,7 @@ TEST_F(CoordinatorTest, APlanLogTheStrategyDoesNotReproduceFallsBackToItsResults
   EXPECT_TRUE(plans->empty()) << "a checkpoint of where the strategy is now replaced the log";
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "after");
-  std::set<ConfigIndex> remeasured;
-  while (auto job = w.NextJob(1s)) {
-    for (ConfigIndex i : job->configs) {
-      if (!measured.insert(i).second) remeasured.insert(i);
-    }
-    w.Answer(*job, 10);
-  }
+  const std::set<ConfigIndex> remeasured = ServeToTheEnd(w, &measured);
   EXPECT_TRUE(remeasured.empty()) << remeasured.size() << " recorded configs were handed out again";
   auto st = client.GetStatus(1);
   ASSERT_TRUE(st.ok()) << st.status().ToString();

@@ -43,15 +43,11 @@ double FusionReport::ImprovementPercent() const {
 }
 
 size_t FusionReport::Applied() const {
-  size_t n = 0;
-  for (const auto& d : decisions) n += d.chosen > 0;
-  return n;
+  return std::count_if(decisions.begin(), decisions.end(), [](const FusionDecision& d) { return d.chosen > 0; });
 }
 
 size_t FusionReport::FoldsApplied() const {
-  size_t n = 0;
-  for (const auto& f : folds) n += f.applied;
-  return n;
+  return std::count_if(folds.begin(), folds.end(), [](const FoldDecision& f) { return f.applied; });
 }
 
 nlohmann::json FusionReport::ToJson() const {
