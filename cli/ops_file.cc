@@ -48,7 +48,7 @@ Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, con
   options.soc = soc;
   for (const std::string& d : dims) {
     TF_ASSIGN_OR_RETURN(auto dim, ParseDimFlag(d));
-    options.dims[dim.first] = dim.second;
+    if (!options.dims.emplace(dim).second) return InvalidArgument("--dim " + dim.first + " is given twice: give it once");
   }
   return GraphFromOnnxFile(path, options);
 }

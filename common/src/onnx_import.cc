@@ -4,8 +4,11 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -72,6 +75,23 @@ std::string Join(const std::vector<int64_t>& v) {
   return s;
 }
 
+bool IsStandardDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+// Whether Convert handles the node's op: standard ops, and Gelu / FastGelu also in the
+// com.microsoft domain (onnxruntime's). Constant is handled apart.
+bool KnownOp(const onnx::NodeProto& n) {
+  static const std::set<std::string> kStandard = {
+      "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
+      "LayerNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
+  if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
+  return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
+}
+
+std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where) {
+  return fmt::format("{}: ONNX op '{}{}' has no tunefleet equivalent (supported: {})", where,
+                     n.domain().empty() ? "" : n.domain() + ".", n.op_type(), kSupported);
+}
+
 // One ONNX node as a tunefleet node (op, inputs, attrs); the outputs are filled by the caller.
 struct Converted {
   std::string op;
@@ -91,17 +111,19 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
   };
   auto last_axis = [&](int64_t axis) { return axis == -1 || (rank(0) > 0 && axis == static_cast<int64_t>(rank(0)) - 1); };
   Converted c;
+  if (!KnownOp(n)) return InvalidArgument(UnknownOpMessage(n, where));
   if (op == "MatMul") {
     c.op = rank(0) == 2 && rank(1) == 2 ? "MatMul" : "BatchMatMul";
     c.inputs = first(2);
   } else if (op == "Gemm") {
     c.op = "Gemm";
-    c.inputs = first(3);
+    const auto* beta = Attr(n, "beta");
+    c.inputs = first(beta && beta->f() == 0.0f ? 2 : 3);  // beta 0: C is not added
     for (const char* flag : {"transA", "transB"}) {
       if (IntAttr(n, flag, 0)) c.attrs[flag] = "1";
     }
     for (const char* scale : {"alpha", "beta"}) {
-      if (const auto* a = Attr(n, scale); a && a->f() != 1.0f) c.attrs[scale] = fmt::format("{}", a->f());
+      if (const auto* a = Attr(n, scale); a && a->f() != 1.0f && a->f() != 0.0f) c.attrs[scale] = fmt::format("{}", a->f());
     }
   } else if (op == "Conv") {
     if (rank(0) != 4) return InvalidArgument(where + ": only 2-D convolutions (NCHW input) are supported");
@@ -166,18 +188,69 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     c.op = kReshapeOp;
     c.inputs = first(1);  // the shape / axes inputs are data of the view, not tensors it reads
   } else {
-    return InvalidArgument(fmt::format("{}: ONNX op '{}{}' has no tunefleet equivalent (supported: {})", where,
-                                       n.domain().empty() ? "" : n.domain() + ".", op, kSupported));
+    return InvalidArgument(UnknownOpMessage(n, where));
   }
   return c;
 }
 
+// IEEE half (and bfloat16) bits as a float.
+double HalfToDouble(uint32_t h) {
+  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+  double v = exp == 0 ? std::ldexp(static_cast<double>(frac), -24)
+                      : exp == 31 ? std::numeric_limits<double>::infinity()
+                                  : std::ldexp(static_cast<double>(frac | 0x400), static_cast<int>(exp) - 25);
+  return sign ? -v : v;
+}
+
+// The value of a one-element constant (float, double, float16, bfloat16), if it holds one.
+std::optional<double> ScalarValue(const onnx::TensorProto& t) {
+  int64_t n = 1;
+  for (int64_t d : t.dims()) n *= d;
+  if (n != 1) return std::nullopt;
+  const std::string& raw = t.raw_data();
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT: {
+      if (t.float_data_size() == 1) return t.float_data(0);
+      float f = 0;
+      if (raw.size() != sizeof f) return std::nullopt;
+      std::memcpy(&f, raw.data(), sizeof f);
+      return f;
+    }
+    case onnx::TensorProto::DOUBLE: {
+      if (t.double_data_size() == 1) return t.double_data(0);
+      double d = 0;
+      if (raw.size() != sizeof d) return std::nullopt;
+      std::memcpy(&d, raw.data(), sizeof d);
+      return d;
+    }
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {
+      uint16_t bits = 0;
+      if (t.int32_data_size() == 1) {
+        bits = static_cast<uint16_t>(t.int32_data(0));
+      } else if (raw.size() == 2) {
+        std::memcpy(&bits, raw.data(), 2);
+      } else {
+        return std::nullopt;
+      }
+      if (t.data_type() == onnx::TensorProto::FLOAT16) return HalfToDouble(bits);
+      const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+      float f = 0;
+      std::memcpy(&f, &wide, sizeof f);
+      return f;
+    }
+    default: return std::nullopt;
+  }
+}
+
 // Exporters before opset 20 write GELU as x * 0.5 * (1 + erf(x / sqrt(2))): five nodes,
-// which become one Gelu (as CANN's graph engine fuses them). Matches Div(x, c) or
-// Mul(x, c) -> Erf -> Add(., c) -> Mul(x, .) -> Mul(., c), and the form with Mul(x, c)
-// first, where each intermediate has one reader and every c is a constant; the Gelu takes
-// the last node's place and name. Other nodes are kept as they are.
-std::vector<onnx::NodeProto> FoldErfGelu(const onnx::GraphProto& g, const std::set<std::string>& constants) {
+// which become one Gelu (as CANN's graph engine fuses them). Matches Div(x, sqrt 2) or
+// Mul(x, 1/sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5), and the form with
+// Mul(x, 0.5) first, where each intermediate has one reader and each constant holds that
+// value (within float16's precision). The Gelu takes the last node's place and name; each
+// node keeps its index in the ONNX graph (what names a nameless node).
+std::vector<std::pair<onnx::NodeProto, int>> FoldErfGelu(const onnx::GraphProto& g,
+                                                         const std::map<std::string, const onnx::TensorProto*>& constants) {
   std::map<std::string, int> producer;
   std::map<std::string, std::vector<int>> readers;
   for (int i = 0; i < g.node_size(); ++i) {
@@ -190,11 +263,18 @@ std::vector<onnx::NodeProto> FoldErfGelu(const onnx::GraphProto& g, const std::s
     auto r = readers.find(t);
     return r != readers.end() && r->second.size() == 1 && !outputs.count(t) ? r->second[0] : -1;
   };
+  auto is = [&](const std::string& name, double want) {
+    auto c = constants.find(name);
+    auto v = c == constants.end() ? std::nullopt : ScalarValue(*c->second);
+    return v && std::abs(*v - want) <= 2e-3 * std::abs(want);
+  };
   // The other input of a two-input node of `op` that reads `t` (either side when it commutes).
   auto other = [&](int i, const char* op, const std::string& t, bool commutes) -> std::optional<std::string> {
     if (i < 0) return std::nullopt;
     const auto& n = g.node(i);
-    if (n.op_type() != op || n.input_size() != 2 || n.output_size() != 1) return std::nullopt;
+    if (n.op_type() != op || !IsStandardDomain(n.domain()) || n.input_size() != 2 || n.output_size() != 1) {
+      return std::nullopt;
+    }
     if (n.input(0) == t) return n.input(1);
     if (commutes && n.input(1) == t) return n.input(0);
     return std::nullopt;
@@ -203,19 +283,27 @@ std::vector<onnx::NodeProto> FoldErfGelu(const onnx::GraphProto& g, const std::s
   std::map<int, std::string> gelu_input;                                  // last node -> x
   for (int e = 0; e < g.node_size(); ++e) {
     const auto& erf = g.node(e);
-    if (erf.op_type() != "Erf" || erf.input_size() != 1 || erf.output_size() != 1) continue;
+    if (erf.op_type() != "Erf" || !IsStandardDomain(erf.domain()) || erf.input_size() != 1 || erf.output_size() != 1) {
+      continue;
+    }
     auto p = producer.find(erf.input(0));
     if (p == producer.end() || only_reader(erf.input(0)) != e) continue;
     const int d = p->second;
     const auto& div = g.node(d);
-    if (div.input_size() != 2 || !constants.count(div.input(1)) ||
-        (div.op_type() != "Div" && div.op_type() != "Mul")) {
+    if (div.input_size() != 2 || !IsStandardDomain(div.domain())) continue;
+    std::string x;
+    if (div.op_type() == "Div" && is(div.input(1), std::sqrt(2.0))) {
+      x = div.input(0);
+    } else if (div.op_type() == "Mul" && is(div.input(1), std::sqrt(0.5))) {
+      x = div.input(0);
+    } else if (div.op_type() == "Mul" && is(div.input(0), std::sqrt(0.5))) {
+      x = div.input(1);
+    } else {
       continue;
     }
-    const std::string x = div.input(0);
     const int a = only_reader(erf.output(0));
     auto one = other(a, "Add", erf.output(0), true);
-    if (!one || !constants.count(*one)) continue;
+    if (!one || !is(*one, 1.0)) continue;
     const int m1 = only_reader(g.node(a).output(0));
     auto by = other(m1, "Mul", g.node(a).output(0), true);
     if (!by) continue;
@@ -224,14 +312,14 @@ std::vector<onnx::NodeProto> FoldErfGelu(const onnx::GraphProto& g, const std::s
     if (*by == x) {  // x * (1 + erf) then * 0.5
       const int m2 = only_reader(g.node(m1).output(0));
       auto half = other(m2, "Mul", g.node(m1).output(0), true);
-      if (!half || !constants.count(*half)) continue;
+      if (!half || !is(*half, 0.5)) continue;
       nodes.push_back(m2);
       last = m2;
     } else {  // (x * 0.5) * (1 + erf)
       auto h = producer.find(*by);
       if (h == producer.end() || only_reader(*by) != m1) continue;
       auto half = other(h->second, "Mul", x, true);
-      if (!half || !constants.count(*half)) continue;
+      if (!half || !is(*half, 0.5)) continue;
       nodes.push_back(h->second);
       last = m1;
     }
@@ -239,17 +327,17 @@ std::vector<onnx::NodeProto> FoldErfGelu(const onnx::GraphProto& g, const std::s
     for (int i : nodes) replaced_by[i] = last;
     gelu_input[last] = x;
   }
-  std::vector<onnx::NodeProto> out;
+  std::vector<std::pair<onnx::NodeProto, int>> out;
   for (int i = 0; i < g.node_size(); ++i) {
     if (replaced_by[i] < 0) {
-      out.push_back(g.node(i));
+      out.emplace_back(g.node(i), i);
     } else if (replaced_by[i] == i) {
       onnx::NodeProto gelu;
       gelu.set_op_type("Gelu");
       gelu.set_name(g.node(i).name());
       gelu.add_input(gelu_input[i]);
       gelu.add_output(g.node(i).output(0));
-      out.push_back(std::move(gelu));
+      out.emplace_back(std::move(gelu), i);
     }
   }
   return out;
@@ -265,13 +353,13 @@ Result<std::pair<std::string, int64_t>> ParseDimFlag(const std::string& text) {
   const size_t eq = text.find('=');
   const std::string bad = "--dim '" + text + "': expected NAME=SIZE, e.g. --dim batch=32";
   if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size()) return InvalidArgument(bad);
+  const std::string digits = text.substr(eq + 1);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return InvalidArgument(bad);
   int64_t size = 0;
   try {
-    size_t used = 0;
-    size = std::stoll(text.substr(eq + 1), &used);
-    if (used != text.size() - eq - 1) return InvalidArgument(bad);
+    size = std::stoll(digits);
   } catch (const std::exception&) {
-    return InvalidArgument(bad);
+    return InvalidArgument("--dim '" + text + "': the size is too large");
   }
   if (size <= 0) return InvalidArgument("--dim '" + text + "': the size must be positive");
   return std::pair<std::string, int64_t>(text.substr(0, eq), size);
@@ -326,61 +414,94 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   for (const auto& [name, size] : options.dims) {
     if (!used_dims.count(name)) return InvalidArgument(path + ": --dim " + name + ": the model has no such symbolic dimension");
   }
-  g.clear_value_info();
-  for (auto& output : *g.mutable_output()) output.mutable_type()->mutable_tensor_type()->clear_shape();
-  try {
-    onnx::shape_inference::InferShapes(model);
-  } catch (const std::exception& e) {
-    return InvalidArgument(path + ": ONNX shape inference failed: " + e.what());
+  // Constants: initializers and Constant nodes (the GELU fold reads their values).
+  std::map<std::string, const onnx::TensorProto*> constant_values;
+  std::map<std::string, TensorInfo> constants;
+  for (const auto& t : g.initializer()) {
+    constant_values[t.name()] = &t;
+    constants[t.name()] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true};
+  }
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "Constant" || !IsStandardDomain(n.domain())) continue;
+    const auto* value = Attr(n, "value");
+    if (value == nullptr || !value->has_t() || n.output_size() != 1) {
+      return InvalidArgument(fmt::format("{}: node '{}' (Constant): only a Constant holding a tensor 'value' is supported",
+                                         path, n.name()));
+    }
+    constant_values[n.output(0)] = &value->t();
+    constants[n.output(0)] =
+        TensorInfo{value->t().data_type(), std::vector<int64_t>(value->t().dims().begin(), value->t().dims().end()), true};
+  }
+  const std::vector<std::pair<onnx::NodeProto, int>> nodes = FoldErfGelu(g, constant_values);
+
+  // Each node named (a nameless one as <OpType>_<its index in the file>), and its op known,
+  // before shape inference: an op it does not know is named here, not as an inference error.
+  std::set<std::string> graph_outputs;
+  for (const auto& o : g.output()) graph_outputs.insert(o.name());
+  std::vector<std::string> node_names;
+  std::set<std::string> names;
+  for (const auto& [n, index] : nodes) {
+    const std::string base = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+    std::string name = base;
+    for (int k = 2; names.count(name); ++k) name = base + "_" + std::to_string(k);
+    names.insert(name);
+    node_names.push_back(name);
+    const std::string where = fmt::format("{}: node '{}' ({})", path, name, n.op_type());
+    if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
+    if (!KnownOp(n)) return InvalidArgument(UnknownOpMessage(n, where));
+    if (n.output_size() == 0 || n.output(0).empty()) return InvalidArgument(where + ": it has no output");
+    for (int o = 1; o < n.output_size(); ++o) {
+      if (n.output(o).empty()) continue;
+      bool read = graph_outputs.count(n.output(o)) > 0;
+      for (const auto& [other, k] : nodes) {
+        read = read || std::find(other.input().begin(), other.input().end(), n.output(o)) != other.input().end();
+      }
+      if (read) {
+        return InvalidArgument(where + ": its output " + std::to_string(o) + " ('" + n.output(o) +
+                               "') is read by another node or is a graph output: only the first output is modelled");
+      }
+    }
   }
 
-  std::map<std::string, TensorInfo> info;
-  for (const auto& vi : g.input()) info[vi.name()] = InfoOf(vi.type());
-  for (const auto& vi : g.value_info()) info[vi.name()] = InfoOf(vi.type());
-  for (const auto& vi : g.output()) info[vi.name()] = InfoOf(vi.type());
-  std::map<std::string, TensorInfo> constants;  // initializers and Constant outputs
-  for (const auto& t : g.initializer()) {
-    TensorInfo c{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true};
-    info[t.name()] = c;
-    constants[t.name()] = c;
+  // Shapes, inferred afresh by ONNX (strict: a node it cannot infer is an error naming it),
+  // on a copy in which Gelu and FastGelu, which libonnx 1.12 has no schema for, are Relus:
+  // element-wise, the same shape.
+  onnx::ModelProto probe = model;
+  onnx::GraphProto& pg = *probe.mutable_graph();
+  pg.clear_node();
+  for (const auto& [n, index] : nodes) {
+    onnx::NodeProto* copy = pg.add_node();
+    *copy = n;
+    if (n.op_type() == "Gelu" || n.op_type() == "FastGelu") {
+      copy->set_op_type("Relu");
+      copy->set_domain("");
+      copy->clear_attribute();
+    }
   }
+  pg.clear_value_info();
+  for (auto& output : *pg.mutable_output()) output.mutable_type()->mutable_tensor_type()->clear_shape();
+  try {
+    onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/1));
+  } catch (const std::exception& e) {
+    return InvalidArgument(path + ": ONNX shape inference failed (fix the model): " + e.what());
+  }
+  std::map<std::string, TensorInfo> info;
+  for (const auto& vi : pg.input()) info[vi.name()] = InfoOf(vi.type());
+  for (const auto& vi : pg.value_info()) info[vi.name()] = InfoOf(vi.type());
+  for (const auto& vi : pg.output()) info[vi.name()] = InfoOf(vi.type());
+  for (const auto& [name, c] : constants) info[name] = c;
 
   Graph out;
   out.name = g.name().empty() ? std::filesystem::path(path).stem().string() : g.name();
   out.soc = options.soc.empty() ? kDefaultSoc : options.soc;
-  std::set<std::string> constant_names;
-  for (const auto& [name, c] : constants) constant_names.insert(name);
-  for (const auto& n : g.node()) {
-    if (n.op_type() == "Constant" && n.output_size() == 1) constant_names.insert(n.output(0));
-  }
-  const std::vector<onnx::NodeProto> nodes = FoldErfGelu(g, constant_names);
-  std::set<std::string> names, referenced;
+  std::set<std::string> referenced;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const onnx::NodeProto& n = nodes[i];
-    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
-    for (int k = 2; names.count(name); ++k) name = (n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name()) + "_" + std::to_string(k);
-    names.insert(name);
+    const onnx::NodeProto& n = nodes[i].first;
+    if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
+    const std::string& name = node_names[i];
     const std::string where = fmt::format("{}: node '{}' ({})", path, name, n.op_type());
-    if (n.op_type() == "Constant") {
-      const auto* value = Attr(n, "value");
-      if (value == nullptr || !value->has_t() || n.output_size() != 1) {
-        return InvalidArgument(where + ": only a Constant holding a tensor 'value' is supported");
-      }
-      TensorInfo c{value->t().data_type(), std::vector<int64_t>(value->t().dims().begin(), value->t().dims().end()), true};
-      info[n.output(0)] = c;
-      constants[n.output(0)] = c;
-      continue;
-    }
     TF_ASSIGN_OR_RETURN(Converted c, Convert(n, where, info, opset));
-    for (int o = 1; o < n.output_size(); ++o) {
-      if (n.output(o).empty()) continue;
-      for (const auto& other : nodes) {
-        if (std::find(other.input().begin(), other.input().end(), n.output(o)) != other.input().end()) {
-          return InvalidArgument(where + ": its output " + std::to_string(o) + " ('" + n.output(o) +
-                                 "') is read by another node: only the first output is modelled");
-        }
-      }
-    }
     GraphNode node;
     node.name = name;
     node.op_type = c.op;
@@ -392,8 +513,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     node.attrs = std::move(c.attrs);
     const auto t = info.find(n.output(0));
     if (t == info.end() || !t->second.known) {
-      return InvalidArgument(where + ": shape inference gave no shape for its output '" + n.output(0) +
-                             "' (give every symbolic input dimension with --dim)");
+      return InvalidArgument(where + ": ONNX shape inference gave no shape for its output '" + n.output(0) + "'");
     }
     auto dtype = DTypeOf(t->second.elem_type);
     if (!dtype) return InvalidArgument(where + ": its output '" + n.output(0) + "' has a dtype tunefleet does not model");
