@@ -14,6 +14,7 @@
 #include "coordinator/store.h"
 #include "tunefleet/common/graph.h"
 #include "tunefleet/common/tuning_problem.h"
+#include "worker/profile/graph_run.h"
 #include "worker/profile/verify.h"
 
 namespace tunefleet::cli {
@@ -87,6 +88,9 @@ void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
                 "print both step times, the improvement and each tuned kernel's time before and after");
   f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md) or .onnx")->required()->check(CLI::ExistingFile);
   AddDimOption(*f.cmd, f.dims);
+  f.cmd->add_option("--baseline", f.baseline, "the model before `fuse`: the baseline step is its, at default tilings, so "
+                                              "the improvement covers fusion and tiling")
+      ->check(CLI::ExistingFile);
   f.cmd->add_option("--soc", f.soc, "SoC (overrides the graph's)");
   f.cmd->add_option("--data-dir", f.data_dir, "read the tuned configs from this knowledge-base folder (what `tune` wrote) "
                                              "instead of asking a coordinator")
@@ -124,6 +128,20 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
   }
   auto report = profile::Verify(graph, soc, configs);
   if (!report.ok()) return Fail(report.status().WithContext(f.model));
+  // --baseline: the model before `fuse`, so the improvement is the whole chain's (subgraph
+  // then operator tuning), as AOE reports it; the kernels' before/after stay this model's.
+  const double own_default_us = report->baseline_us;
+  if (!f.baseline.empty()) {
+    auto before = LoadModelToRun(f.baseline, f.soc, f.training, f.devices, catalog, f.dims);
+    if (!before.ok()) return Fail(before.status().WithContext("--baseline"));
+    if (before->soc->name != soc.name) {
+      return Fail(InvalidArgument("--baseline " + f.baseline + " runs on " + before->soc->name + ", " + f.model +
+                                  " on " + soc.name + ": give the same SoC"));
+    }
+    auto run = profile::RunGraph(before->graph, soc);
+    if (!run.ok()) return Fail(run.status().WithContext(f.baseline));
+    report->baseline_us = run->step_us;
+  }
   // What a reader might take for a tuning failure, said where it comes from.
   if (auto slower = report->SlowerKernels(); !slower.empty()) {
     fmt::print(stderr, "tunefleet report: note: {} tuned kernel(s) run slower here than at their default tiling (first: "
@@ -139,6 +157,10 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
   }
   if (f.json) {
     nlohmann::json out = report->ToJson();
+    if (!f.baseline.empty()) {
+      out["baseline_model"] = f.baseline;
+      out["model_default_performance(ms)"] = own_default_us / 1000;  // this model at its default tilings
+    }
     out["kernel_nodes"] = kernels;
     out["tuned_kernel_nodes"] = tuned_nodes;
     if (graph.training) {
@@ -147,6 +169,10 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
     }
     fmt::print("{}\n", out.dump(2));
   } else {
+    if (!f.baseline.empty()) {
+      fmt::print("baseline: {} at its default tilings; {} at its default tilings runs {:.4f} ms\n", f.baseline, f.model,
+                 own_default_us / 1000);
+    }
     PrintText(*report, kernels, tuned_nodes, backward_gemms, tuned_gemms);
   }
   if (tuned_nodes + tuned_gemms == 0) {

@@ -2,7 +2,8 @@
 // embedded simulator with its default tilings and again with the knowledge base's tuned
 // configs, and prints the step times, the improvement and each kernel's time before and
 // after (AOE's report keys with --json). The knowledge base is a `--data-dir` folder
-// (what `tune` wrote) or a coordinator's (looked up over the client protocol).
+// (what `tune` wrote) or a coordinator's (looked up over the client protocol). With
+// --baseline ORIGINAL (the model before `fuse`) the baseline step is the original's.
 #pragma once
 
 #include <string>
@@ -22,6 +23,7 @@ struct VerifyCommand {
   bool training = false;  // overrides the graph's "training" when set
   int devices = 0;        // overrides the graph's "devices" when > 0
   std::vector<std::string> dims;  // --dim NAME=SIZE of an ONNX model
+  std::string baseline;           // --baseline: the model before fusion
 };
 
 // Adds `report` to `app`; `f` receives the parsed options and must outlive parsing.

@@ -100,6 +100,23 @@ grep -q "^ffn.intermediate.matmul+ffn.intermediate.bias+ffn.gelu  FusedMatMul" "
   || fail "report of the tuned fused graph exited $?"
 /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 11, r" \
   "$OUT/report_fused.json" || fail "report of the fused graph: $(head -c 400 "$OUT/report_fused.json")"
+# --baseline: the whole chain's gain, fusion and tiling, against the model before fusion.
+"$TF" report "$OUT/bert_base_layer_fused.json" --data-dir "$OUT/kb-fused" --baseline "$SRC/examples/bert_base_layer.json" \
+  --json > "$OUT/report_chain.json" || fail "report --baseline exited $?"
+"$TF" profile "$SRC/examples/bert_base_layer.json" --json > "$OUT/orig.json" || fail "profile of the original layer"
+/usr/bin/python3 - "$OUT/report_chain.json" "$OUT/orig.json" "$OUT/report_fused.json" <<'PY' || fail "report --baseline: $(head -c 400 "$OUT/report_chain.json")"
+import json, sys
+chain, orig, fused = (json.load(open(p)) for p in sys.argv[1:])
+assert abs(chain["model_baseline_performance(ms)"] - orig["step_us"] / 1000) < 1e-9, (chain, orig["step_us"])
+assert abs(chain["model_default_performance(ms)"] - fused["model_baseline_performance(ms)"]) < 1e-9
+assert chain["model_result_performance(ms)"] == fused["model_result_performance(ms)"]
+assert chain["model_default_performance(ms)"] < chain["model_baseline_performance(ms)"], "fusion alone gains"
+assert float(chain["model_performance_improvement"][:-1]) > float(fused["model_performance_improvement"][:-1])
+PY
+sed 's/"soc": "Ascend910B2"/"soc": "Ascend910"/' "$SRC/examples/bert_base_layer.json" > "$OUT/bert_910.json"
+expect_2 "report --baseline on another SoC" "$TF" report "$OUT/bert_base_layer_fused.json" --data-dir "$OUT/kb-fused" \
+  --baseline "$OUT/bert_910.json"
+grep -q "give the same SoC" "$OUT/bad.err" || fail "report --baseline on another SoC: $(cat "$OUT/bad.err")"
 expect_2 "fuse of an ops file" "$TF" fuse "$SRC/examples/matmul_small.json" -o "$OUT/x.json"
 # The default output is never replaced (a hand-fused file may sit there); an -o given is.
 (cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" > again.out 2> again.err); rc=$?
