@@ -17,7 +17,7 @@
 namespace tunefleet::cli {
 namespace {
 
-void PrintText(const profile::FusionReport& r, const std::string& written) {
+void PrintText(const profile::FusionReport& r, const std::string& written, const std::string& model) {
   fmt::print("model {} on {}{}: {} of {} fusion chains fused, {} of {} transposes folded, {} -> {} kernels\n", r.model,
              r.soc, r.training ? " (training)" : "", r.Applied(), r.decisions.size(), r.FoldsApplied(), r.folds.size(),
              r.kernels_before, r.kernels_after);
@@ -41,8 +41,9 @@ void PrintText(const profile::FusionReport& r, const std::string& written) {
     for (const auto& name : n["nodes"]) nodes += (nodes.empty() ? "" : ", ") + name.get<std::string>();
     fmt::print("  not fused: {}: {}\n", nodes, n["reason"].get<std::string>());
   }
-  fmt::print("wrote {}: tune its kernels next (`tunefleet tune {}`), then verify (`tunefleet report {} --data-dir DIR`)\n",
-             written, written, written);
+  fmt::print("wrote {}: tune its kernels next (`tunefleet tune {}`), then verify the whole gain (`tunefleet report {} "
+             "--data-dir DIR --baseline {}`)\n",
+             written, written, written, model);
 }
 
 }  // namespace
@@ -107,7 +108,7 @@ int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
     j["fused_graph"] = out;
     fmt::print("{}\n", j.dump(2));
   } else {
-    PrintText(*report, out);
+    PrintText(*report, out, f.model);
   }
   return kExitOk;
 }
