@@ -578,11 +578,13 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
       if (task.problem->space.ValidateIndex(i).ok()) p.configs.push_back(i);
     }
   }
+  bool exact = true;  // the strategy is brought back as it was, not relearned from results
   auto restore = [&]() -> Status {
     TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
     if (!checkpoint) return Status::Ok();
     Status restored = task.strategy->Restore(checkpoint->state);
     if (!restored.ok()) {
+      exact = false;
       fmt::print(stderr, "coordinator: task {}: {}; relearning from its results\n", task.rec.task_id, restored.ToString());
       TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
       checkpoint.reset();
@@ -605,6 +607,7 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
       fmt::print(stderr, "coordinator: task {}: cannot replay its plans ({}); it continues from its checkpoint and results\n",
                  task.rec.task_id, s.ToString());
       replayed = false;
+      exact = false;
       TF_RETURN_IF_ERROR(restore());
       for (const StoredResult& r : in_order) {
         if (!checkpoint || r.seq >= checkpoint->told) {
@@ -617,6 +620,7 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
     task.planned.insert(r.index);
     Record(task, r.job_id, r.index, r.ok, r.latency_us, r.error, nullptr, /*tell=*/false);
   }
+  if (!in_order.empty()) (exact ? metrics_.tasks_resumed_exactly : metrics_.tasks_resumed_relearning).Increment();
   task.checkpointed_at = task.rec.evaluated;
   task.next_plan = plans.empty() ? 0 : plans.back().number + 1;
   JobSpec again;

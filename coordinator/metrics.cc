@@ -18,6 +18,13 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       jobs_completed(BuildCounter().Name("tunefleet_jobs_completed_total").Help("Jobs whose final result arrived").Register(r).Add({})),
       jobs_requeued(BuildCounter().Name("tunefleet_jobs_requeued_total").Help("Jobs requeued after a lost worker, expired lease or failure").Register(r).Add({})),
       jobs_abandoned(BuildCounter().Name("tunefleet_jobs_abandoned_total").Help("Jobs that failed on every attempt; their configs are recorded failed").Register(r).Add({})),
+      tasks_resumed(BuildCounter()
+                        .Name("tunefleet_tasks_resumed_total")
+                        .Help("Tasks resumed with recorded results at start, by how their search was restored: "
+                              "exactly (checkpoint and plan log replayed), or relearning from its results")
+                        .Register(r)),
+      tasks_resumed_exactly(tasks_resumed.Add({{"how", "exactly"}})),
+      tasks_resumed_relearning(tasks_resumed.Add({{"how", "relearning"}})),
       evaluations(BuildCounter().Name("tunefleet_evaluations_total").Help("Config evaluations recorded").Register(r).Add({})),
       failed_evaluations(BuildCounter().Name("tunefleet_failed_evaluations_total").Help("Config evaluations that failed").Register(r).Add({})),
       duplicate_results(BuildCounter().Name("tunefleet_duplicate_results_total").Help("Results dropped because (task, config) was already recorded").Register(r).Add({})),

@@ -26,6 +26,12 @@ struct CoordinatorMetrics {
   prometheus::Counter& jobs_completed;
   prometheus::Counter& jobs_requeued;
   prometheus::Counter& jobs_abandoned;  // failed on every attempt: their configs recorded failed
+  // Tasks resumed at start with recorded results, by how their strategy was brought back:
+  // replayed exactly (plan_replay.h), or relearned from its results (a log or checkpoint
+  // this build could not use).
+  prometheus::Family<prometheus::Counter>& tasks_resumed;  // {how}
+  prometheus::Counter& tasks_resumed_exactly;
+  prometheus::Counter& tasks_resumed_relearning;
   prometheus::Counter& evaluations;
   prometheus::Counter& failed_evaluations;
   prometheus::Counter& duplicate_results;

@@ -1684,6 +1684,8 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorRestoresTheStrategyCheckpointAndSpe
   ASSERT_TRUE(st.ok()) << st.status().ToString();
   EXPECT_TRUE(st->done);
   EXPECT_EQ(st->tasks[0].evaluated, 160u) << "budget accounting is exact across the restart";
+  EXPECT_EQ(LabeledCounterValue(registry2_, "tunefleet_tasks_resumed_total", "how", "exactly"), 1);
+  EXPECT_EQ(LabeledCounterValue(registry2_, "tunefleet_tasks_resumed_total", "how", "relearning"), 0);
   auto gone = store_->LoadCheckpoint(task_id);
   ASSERT_TRUE(gone.ok());
   EXPECT_FALSE(gone->has_value()) << "a finished task's checkpoint is deleted with its results";
@@ -1907,6 +1909,8 @@ TEST_F(CoordinatorTest, APlanLogTheStrategyDoesNotReproduceFallsBackToItsResults
   auto plans = store_->LoadPlans(task_id);
   ASSERT_TRUE(plans.ok());
   EXPECT_TRUE(plans->empty()) << "a checkpoint of where the strategy is now replaced the log";
+  EXPECT_EQ(LabeledCounterValue(registry2_, "tunefleet_tasks_resumed_total", "how", "relearning"), 1)
+      << "operators see a search that could not be restored exactly";
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "after");
   const std::set<ConfigIndex> remeasured = ServeToTheEnd(w, &measured);
