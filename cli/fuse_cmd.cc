@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,48 @@ void PrintText(const profile::FusionReport& r, const std::string& written, const
              written, written, written, model);
 }
 
+// Where the fused graph of `model` goes: `out`, or by default DefaultFusedPath(model).
+// Refused: the model itself, a folder, a missing folder; and a default that exists, unless
+// `rerun` and it already holds exactly `*same` (what a rerun writes again), so a hand-fused
+// file is never replaced. `flag` names the option in messages.
+enum class ExistingDefault { kRefuse, kCheckLater, kSameIsFine };
+Result<std::string> FusedOutput(const std::string& model, const std::string& out, const std::string& flag,
+                                ExistingDefault existing, const std::string* same = nullptr) {
+  const std::string path = out.empty() ? DefaultFusedPath(model) : out;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && std::filesystem::equivalent(path, model, ec)) {
+    return InvalidArgument(flag + " " + path + " is the model itself: write the fused graph to another file");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return InvalidArgument(flag + " " + path + " is a folder: give the fused graph's file name");
+  }
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
+    return InvalidArgument(flag + " " + path + ": folder " + folder.string() + " does not exist");
+  }
+  if (out.empty() && existing != ExistingDefault::kCheckLater && std::filesystem::exists(path, ec)) {
+    if (existing == ExistingDefault::kSameIsFine && same != nullptr) {
+      std::ifstream in(path);
+      std::stringstream held;
+      held << in.rdbuf();
+      if (held.str() == *same) return path;
+    }
+    return InvalidArgument(path + " exists (written by hand, or by an earlier fuse of another model): give " + flag +
+                           " " + path + " to replace it, or " + flag + " another file");
+  }
+  return path;
+}
+
+std::string GraphText(const Graph& g) { return GraphToJson(g).dump(2) + "\n"; }
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream file(path);
+  if (!file || !(file << text)) {
+    return Unavailable("cannot write " + path + ": " + std::strerror(errno) + " (check the folder is writable and has room)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string DefaultFusedPath(const std::string& model) {
@@ -69,26 +112,30 @@ void AddFuseCommand(CLI::App& app, FuseCommand& f) {
                                            "the model's own 'training'");
 }
 
+
+Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, const std::vector<std::string>& dims,
+                            const std::string& out, const SocCatalog& catalog) {
+  TF_ASSIGN_OR_RETURN(ModelToRun m, LoadModelToRun(model, soc, /*training=*/false, 0, catalog, dims));
+  TF_RETURN_IF_ERROR(FusedOutput(model, out, "--fused-out", ExistingDefault::kCheckLater).status());
+  auto report = profile::ChooseFusions(m.graph, *m.soc);
+  if (!report.ok()) return report.status().WithContext(model);
+  const std::string text = GraphText(report->fused);
+  TF_ASSIGN_OR_RETURN(const std::string path, FusedOutput(model, out, "--fused-out", ExistingDefault::kSameIsFine, &text));
+  TF_RETURN_IF_ERROR(WriteText(path, text));
+  fmt::print(stderr,
+             "fused {}: {} -> {} kernels, step {:.4f} -> {:.4f} ms at default tilings ({}); wrote {}, which `report` "
+             "takes (--baseline {})\n",
+             model, report->kernels_before, report->kernels_after, report->baseline_us / 1000, report->result_us / 1000,
+             report->ToJson()["model_performance_improvement"].get<std::string>(), path, model);
+  return report->fused;
+}
+
 int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
   auto model = LoadModelToRun(f.model, f.soc, /*training=*/false, 0, catalog, f.dims);
   if (!model.ok()) return Fail(model.status());
   // Checked before the search, which may take a while on a large model.
-  const std::string out = f.out.empty() ? DefaultFusedPath(f.model) : f.out;
-  std::error_code ec;
-  if (std::filesystem::exists(out, ec) && std::filesystem::equivalent(out, f.model, ec)) {
-    return Fail(InvalidArgument("-o " + out + " is the model itself: write the fused graph to another file"));
-  }
-  if (std::filesystem::is_directory(out, ec)) {
-    return Fail(InvalidArgument("-o " + out + " is a folder: give the fused graph's file name"));
-  }
-  const std::filesystem::path folder = std::filesystem::path(out).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
-    return Fail(InvalidArgument("-o " + out + ": folder " + folder.string() + " does not exist"));
-  }
-  if (f.out.empty() && std::filesystem::exists(out, ec)) {
-    return Fail(InvalidArgument(out + " exists (written by hand, or by an earlier fuse): give -o " + out +
-                                " to replace it, or -o another file"));
-  }
+  auto out = FusedOutput(f.model, f.out, "-o", ExistingDefault::kRefuse);
+  if (!out.ok()) return Fail(out.status());
   // --training measures training steps; the written graph keeps the file's own setting.
   Graph graph = model->graph;
   if (f.training) graph.training = true;
@@ -96,19 +143,13 @@ int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
   if (!report.ok()) return Fail(report.status().WithContext(f.model));
   Graph fused = report->fused;
   fused.training = model->graph.training;
-  {
-    std::ofstream file(out);
-    if (!file || !(file << GraphToJson(fused).dump(2) << "\n")) {
-      return Fail(Unavailable("cannot write " + out + ": " + std::strerror(errno) +
-                              " (check the folder is writable and has room)"));
-    }
-  }
+  if (Status s = WriteText(*out, GraphText(fused)); !s.ok()) return Fail(s);
   if (f.json) {
     nlohmann::json j = report->ToJson();
-    j["fused_graph"] = out;
+    j["fused_graph"] = *out;
     fmt::print("{}\n", j.dump(2));
   } else {
-    PrintText(*report, out, f.model);
+    PrintText(*report, *out, f.model);
   }
   return kExitOk;
 }

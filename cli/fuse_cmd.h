@@ -9,7 +9,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tunefleet/common/graph.h"
 #include "tunefleet/common/soc_spec.h"
+#include "tunefleet/common/status.h"
 
 namespace tunefleet::cli {
 
@@ -28,6 +30,14 @@ void AddFuseCommand(CLI::App& app, FuseCommand& f);
 // model, or an -o that cannot be written: checked before the search). The default -o is
 // never overwritten; an -o given is.
 int RunFuse(const FuseCommand& f, const SocCatalog& catalog);
+
+// `tune --fuse` / `submit --fuse`: the model fused as `fuse` fuses it, the fused graph
+// written to `out` (default DefaultFusedPath(model); checked before the search: a default
+// that exists is replaced only when it already holds this fused graph), a line on stderr
+// with the kernels and the step before and after; the fused graph, whose kernels are then
+// tuned (subgraph first, then operators: their shapes depend on it). Errors say what to fix.
+Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, const std::vector<std::string>& dims,
+                            const std::string& out, const SocCatalog& catalog);
 
 // Where `fuse` writes by default: MODEL's file name with "_fused" before ".json", in the
 // current folder ("examples/bert.json" -> "bert_fused.json").

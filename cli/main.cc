@@ -71,6 +71,8 @@ struct SubmitFlags {
   int32_t priority = 0;
   bool json = false;
   std::vector<std::string> dims;  // --dim NAME=SIZE of an ONNX model
+  bool fuse = false;               // subgraph tuning first (fuse_cmd.h FuseForTuning)
+  std::string fused_out;           // where the fused graph goes
 };
 
 void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
@@ -98,6 +100,10 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
       ->capture_default_str()
       ->check(CLI::Range(-1000, 1000));
   cmd->add_flag("--warm-start", f.warm_start, "first try the best configs of the nearest tuned shapes of each op");
+  cmd->add_flag("--fuse", f.fuse, "a model: fuse it first, as `tunefleet fuse` does (subgraph tuning), and tune the "
+                                  "fused graph's kernels; the fused graph is written for `report`");
+  cmd->add_option("--fused-out", f.fused_out, "with --fuse: where the fused graph goes (default: MODEL's name with "
+                                              "_fused, here)");
   cmd->add_option("--total-budget", f.total_budget, "one evaluation budget for all ops, split by --scheduler (overrides --budget)")
       ->check(Count());
   cmd->add_option("--scheduler", f.scheduler, "how --total-budget is split: gradient (the default: by expected gain, weighted by each op's count) or round-robin")->check(CLI::IsMember({"gradient", "round-robin"}));
@@ -109,7 +115,13 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
     return InvalidArgument("--scheduler splits a --total-budget among the ops: give --total-budget N too, or leave "
                            "--scheduler out (each op then has its own --budget)");
   }
-  TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc, &catalog, f.dims));
+  if (!f.fused_out.empty() && !f.fuse) return InvalidArgument("--fused-out names where --fuse writes: give --fuse too");
+  if (f.fuse) {
+    TF_ASSIGN_OR_RETURN(Graph fused, FuseForTuning(f.ops_file, f.soc, f.dims, f.fused_out, catalog));
+    TF_ASSIGN_OR_RETURN(ops, OpsOfModel(fused, f.ops_file, &catalog));
+  } else {
+    TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc, &catalog, f.dims));
+  }
   client::SubmitSpec spec;
   for (const auto& op : ops) spec.ops.push_back(op.key);
   spec.strategy = f.strategy;

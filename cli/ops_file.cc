@@ -39,6 +39,10 @@ Result<std::vector<NamedOp>> OpsOfGraph(const Result<Graph>& graph, const std::s
 
 }  // namespace
 
+Result<std::vector<NamedOp>> OpsOfModel(const Graph& graph, const std::string& path, const SocCatalog* catalog) {
+  return OpsOfGraph(graph, path, catalog);
+}
+
 Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const std::vector<std::string>& dims) {
   if (!IsOnnxPath(path)) {
     if (!dims.empty()) return InvalidArgument("--dim sizes an ONNX model's symbolic dimensions: " + path + " is not one (.onnx)");

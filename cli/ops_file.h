@@ -30,6 +30,10 @@ struct NamedOp {
 Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override,
                                          const SocCatalog* catalog = nullptr, const std::vector<std::string>& dims = {});
 
+// A model's kernels as ops (what LoadOpsFile lists for a model file), named as its nodes;
+// `path` names the model in errors.
+Result<std::vector<NamedOp>> OpsOfModel(const Graph& graph, const std::string& path, const SocCatalog* catalog);
+
 // A model file as a graph: JSON (LoadGraphFile) or ONNX (.onnx: its SoC `soc`, by default
 // Ascend910B2, and `dims` for its symbolic dimensions). soc, when non-empty, overrides.
 Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const std::vector<std::string>& dims);

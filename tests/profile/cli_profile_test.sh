@@ -135,6 +135,22 @@ cp "$SRC/examples/resnet50_block.json" "$OUT/rn.json"
 expect_2 "fuse over its own model" "$TF" fuse "$OUT/rn.json" -o "$OUT/rn.json"
 grep -q "is the model itself" "$OUT/bad.err" || fail "fuse -o MODEL: $(cat "$OUT/bad.err")"
 cmp -s "$SRC/examples/resnet50_block.json" "$OUT/rn.json" || fail "fuse -o MODEL overwrote the model"
+# tune --fuse: subgraph then operator tuning in one command; the fused graph is written
+# where it runs (a rerun finds it as it would write it), and report takes it.
+mkdir -p "$OUT/onefuse"
+(cd "$OUT/onefuse" && timeout 300 "$TF" tune "$SRC/examples/resnet50_block.json" --fuse --budget 3 --strategy random \
+  --data-dir kb > tune.txt 2> tune.err) || fail "tune --fuse exited $?: $(tail -3 "$OUT/onefuse/tune.err")"
+grep -q "fused .*resnet50_block.json: 10 -> 5 kernels" "$OUT/onefuse/tune.err" || fail "tune --fuse said: $(cat "$OUT/onefuse/tune.err")"
+[ -s "$OUT/onefuse/resnet50_block_fused.json" ] || fail "tune --fuse wrote no fused graph"
+grep -q "^conv1+relu1  FusedConv2D" "$OUT/onefuse/tune.txt" || fail "tune --fuse did not tune the fused kernels: $(head -5 "$OUT/onefuse/tune.txt")"
+(cd "$OUT/onefuse" && timeout 300 "$TF" tune "$SRC/examples/resnet50_block.json" --fuse --budget 3 --strategy random \
+  --data-dir kb > /dev/null 2>&1) || fail "a rerun of tune --fuse exited $? (its fused graph is already there)"
+"$TF" report "$OUT/onefuse/resnet50_block_fused.json" --data-dir "$OUT/onefuse/kb" --baseline "$SRC/examples/resnet50_block.json" \
+  > /dev/null || fail "report of what tune --fuse wrote exited $?"
+expect_2 "--fused-out without --fuse" "$TF" tune "$SRC/examples/resnet50_block.json" --fused-out "$OUT/x.json" --data-dir "$OUT/kb-x"
+expect_2 "--fuse of an ops file" "$TF" tune "$SRC/examples/matmul_small.json" --fuse --data-dir "$OUT/kb-x"
+grep -q "this is an ops file" "$OUT/bad.err" || fail "tune --fuse OPS: $(cat "$OUT/bad.err")"
+
 # An ONNX model (examples/bert_base_layer.onnx, PyTorch's export of the same layer) is a
 # model like a JSON graph: profile, fuse, tune, report and lookup take it, with --dim.
 ONNX="$SRC/examples/bert_base_layer.onnx"
