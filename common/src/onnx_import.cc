@@ -343,6 +343,81 @@ std::vector<std::pair<onnx::NodeProto, int>> FoldErfGelu(const onnx::GraphProto&
   return out;
 }
 
+// Gives every symbolic dimension of the graph's inputs its size from `options.dims`;
+// kInvalidArgument listing the dimensions without one, or a size for none.
+Status SizeSymbolicDims(onnx::GraphProto& g, const std::set<std::string>& initializers, const OnnxImportOptions& options,
+                        const std::string& path) {
+  std::set<std::string> missing;
+  std::set<std::string> used_dims;
+  for (auto& input : *g.mutable_input()) {
+    if (initializers.count(input.name()) || !input.type().has_tensor_type()) continue;
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (int i = 0; i < shape->dim_size(); ++i) {
+      auto* d = shape->mutable_dim(i);
+      if (d->has_dim_value() && d->dim_value() > 0) continue;
+      if (d->has_dim_param() && !d->dim_param().empty()) {
+        auto size = options.dims.find(d->dim_param());
+        if (size == options.dims.end()) {
+          missing.insert(d->dim_param());
+          continue;
+        }
+        used_dims.insert(d->dim_param());
+        d->set_dim_value(size->second);
+      } else {
+        return InvalidArgument(fmt::format("{}: input '{}' dimension {} has no size and no name: fix the model", path,
+                                           input.name(), i));
+      }
+    }
+  }
+  if (!missing.empty()) {
+    std::string names, example;
+    for (const auto& m : missing) {
+      names += (names.empty() ? "" : ", ") + m;
+      example += " --dim " + m + "=N";
+    }
+    return InvalidArgument(path + ": symbolic dimensions without a size: " + names + ": give" + example);
+  }
+  for (const auto& [name, size] : options.dims) {
+    if (!used_dims.count(name)) return InvalidArgument(path + ": --dim " + name + ": the model has no such symbolic dimension");
+  }
+  return Status::Ok();
+}
+
+// Every tensor's type and shape, inferred afresh by ONNX (strict: a node it cannot infer is
+// an error naming it) on a copy of `model` with `nodes` (GELUs folded), in which Gelu and
+// FastGelu, which libonnx 1.12 has no schema for, are Relus: element-wise, the same shape.
+Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& model,
+                                                      const std::vector<std::pair<onnx::NodeProto, int>>& nodes,
+                                                      const std::map<std::string, TensorInfo>& constants,
+                                                      const std::string& path) {
+  onnx::ModelProto probe = model;
+  onnx::GraphProto& pg = *probe.mutable_graph();
+  pg.clear_node();
+  for (const auto& [n, index] : nodes) {
+    onnx::NodeProto* copy = pg.add_node();
+    *copy = n;
+    if (n.op_type() == "Gelu" || n.op_type() == "FastGelu") {
+      copy->set_op_type("Relu");
+      copy->set_domain("");
+      copy->clear_attribute();
+    }
+  }
+  pg.clear_value_info();
+  for (auto& output : *pg.mutable_output()) output.mutable_type()->mutable_tensor_type()->clear_shape();
+  try {
+    onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/1));
+  } catch (const std::exception& e) {
+    return InvalidArgument(path + ": ONNX shape inference failed (fix the model): " + e.what());
+  }
+  std::map<std::string, TensorInfo> info;
+  for (const auto& vi : pg.input()) info[vi.name()] = InfoOf(vi.type());
+  for (const auto& vi : pg.value_info()) info[vi.name()] = InfoOf(vi.type());
+  for (const auto& vi : pg.output()) info[vi.name()] = InfoOf(vi.type());
+  for (const auto& [name, c] : constants) info[name] = c;
+  return info;
+}
+
 }  // namespace
 
 bool IsOnnxPath(const std::string& path) {
@@ -380,40 +455,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   std::set<std::string> initializers;
   for (const auto& t : g.initializer()) initializers.insert(t.name());
 
-  // Every symbolic dimension of the inputs gets its size; then shapes are inferred afresh.
-  std::set<std::string> missing;
-  std::set<std::string> used_dims;
-  for (auto& input : *g.mutable_input()) {
-    if (initializers.count(input.name()) || !input.type().has_tensor_type()) continue;
-    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
-    for (int i = 0; i < shape->dim_size(); ++i) {
-      auto* d = shape->mutable_dim(i);
-      if (d->has_dim_value() && d->dim_value() > 0) continue;
-      if (d->has_dim_param() && !d->dim_param().empty()) {
-        auto size = options.dims.find(d->dim_param());
-        if (size == options.dims.end()) {
-          missing.insert(d->dim_param());
-          continue;
-        }
-        used_dims.insert(d->dim_param());
-        d->set_dim_value(size->second);
-      } else {
-        return InvalidArgument(fmt::format("{}: input '{}' dimension {} has no size and no name: fix the model", path,
-                                           input.name(), i));
-      }
-    }
-  }
-  if (!missing.empty()) {
-    std::string names, example;
-    for (const auto& m : missing) {
-      names += (names.empty() ? "" : ", ") + m;
-      example += " --dim " + m + "=N";
-    }
-    return InvalidArgument(path + ": symbolic dimensions without a size: " + names + ": give" + example);
-  }
-  for (const auto& [name, size] : options.dims) {
-    if (!used_dims.count(name)) return InvalidArgument(path + ": --dim " + name + ": the model has no such symbolic dimension");
-  }
+  TF_RETURN_IF_ERROR(SizeSymbolicDims(g, initializers, options, path));
   // Constants: initializers and Constant nodes (the GELU fold reads their values).
   std::map<std::string, const onnx::TensorProto*> constant_values;
   std::map<std::string, TensorInfo> constants;
@@ -463,34 +505,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     }
   }
 
-  // Shapes, inferred afresh by ONNX (strict: a node it cannot infer is an error naming it),
-  // on a copy in which Gelu and FastGelu, which libonnx 1.12 has no schema for, are Relus:
-  // element-wise, the same shape.
-  onnx::ModelProto probe = model;
-  onnx::GraphProto& pg = *probe.mutable_graph();
-  pg.clear_node();
-  for (const auto& [n, index] : nodes) {
-    onnx::NodeProto* copy = pg.add_node();
-    *copy = n;
-    if (n.op_type() == "Gelu" || n.op_type() == "FastGelu") {
-      copy->set_op_type("Relu");
-      copy->set_domain("");
-      copy->clear_attribute();
-    }
-  }
-  pg.clear_value_info();
-  for (auto& output : *pg.mutable_output()) output.mutable_type()->mutable_tensor_type()->clear_shape();
-  try {
-    onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/1));
-  } catch (const std::exception& e) {
-    return InvalidArgument(path + ": ONNX shape inference failed (fix the model): " + e.what());
-  }
-  std::map<std::string, TensorInfo> info;
-  for (const auto& vi : pg.input()) info[vi.name()] = InfoOf(vi.type());
-  for (const auto& vi : pg.value_info()) info[vi.name()] = InfoOf(vi.type());
-  for (const auto& vi : pg.output()) info[vi.name()] = InfoOf(vi.type());
-  for (const auto& [name, c] : constants) info[name] = c;
+  TF_ASSIGN_OR_RETURN(auto info, InferShapes(model, nodes, constants, path));
 
   Graph out;
   out.name = g.name().empty() ? std::filesystem::path(path).stem().string() : g.name();
