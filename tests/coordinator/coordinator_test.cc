@@ -1627,6 +1627,16 @@ TEST_F(CoordinatorTest, ATimeBudgetStopsHandingOutConfigsOnceItIsSpent) {
   EXPECT_EQ(st->tasks[0].evaluated, 4u);
 }
 
+// A model-based search of MediumMatmul in jobs of 8.
+client::SubmitSpec ModelSearch(uint64_t budget) {
+  client::SubmitSpec spec;
+  spec.ops = {MediumMatmul()};
+  spec.strategy = "model";
+  spec.budget = budget;
+  spec.job_size = 8;
+  return spec;
+}
+
 // Answers jobs one at a time until `stop_at` configs were measured; a config handed out a
 // second time fails the test. `measured` gets them.
 void ServeUntil(ScriptedWorker& w, size_t stop_at, std::set<ConfigIndex>* measured) {
@@ -1652,16 +1662,11 @@ std::set<ConfigIndex> ServeToTheEnd(ScriptedWorker& w, std::set<ConfigIndex>* me
 }
 
 TEST_F(CoordinatorTest, ARestartedCoordinatorRestoresTheStrategyCheckpointAndSpendsTheBudgetExactly) {
-  client::SubmitSpec spec;
-  spec.ops = {MediumMatmul()};
-  spec.strategy = "model";
-  spec.budget = 160;
-  spec.job_size = 8;
   std::set<ConfigIndex> measured;
   uint64_t task_id = 0;
   {
     client::Client client(ctx_, options_.client_endpoint);
-    auto sub = client.Submit(spec);
+    auto sub = client.Submit(ModelSearch(160));
     ASSERT_TRUE(sub.ok()) << sub.status().ToString();
     task_id = sub->task_ids[0];
     ScriptedWorker w(ctx_, options_.worker_endpoint, "before");
@@ -1881,16 +1886,11 @@ TEST_F(CoordinatorTest, ARestartedSharedBudgetIsSplitAsTheUninterruptedRunSplitI
 // trusted: the task continues from its checkpoint and results, measures nothing twice
 // and spends its budget exactly.
 TEST_F(CoordinatorTest, APlanLogTheStrategyDoesNotReproduceFallsBackToItsResults) {
-  client::SubmitSpec spec;
-  spec.ops = {MediumMatmul()};
-  spec.strategy = "model";
-  spec.budget = 160;
-  spec.job_size = 8;
   std::set<ConfigIndex> measured;
   uint64_t task_id = 0;
   {
     client::Client client(ctx_, options_.client_endpoint);
-    auto sub = client.Submit(spec);
+    auto sub = client.Submit(ModelSearch(160));
     ASSERT_TRUE(sub.ok()) << sub.status().ToString();
     task_id = sub->task_ids[0];
     ScriptedWorker w(ctx_, options_.worker_endpoint, "before");
