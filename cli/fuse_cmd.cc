@@ -18,7 +18,7 @@
 namespace tunefleet::cli {
 namespace {
 
-void PrintText(const profile::FusionReport& r, const std::string& written, const std::string& model) {
+void PrintText(const profile::FusionReport& r, const std::string& written, const FuseCommand& f, bool model_training) {
   fmt::print("model {} on {}{}: {} of {} fusion chains fused, {} of {} transposes folded, {} -> {} kernels\n", r.model,
              r.soc, r.training ? " (training)" : "", r.Applied(), r.decisions.size(), r.FoldsApplied(), r.folds.size(),
              r.kernels_before, r.kernels_after);
@@ -33,18 +33,27 @@ void PrintText(const profile::FusionReport& r, const std::string& written, const
                  o["op_type"].get<std::string>(), o["epilogue"].get<std::string>());
     }
   }
-  for (const auto& f : j["folded_transposes"]) {
-    fmt::print("  {:9.3f}  {} folded into {} ({})\n", f["step_saved_us"].get<double>(), f["transpose"].get<std::string>(),
-               f["into"].get<std::string>(), f["flag"].get<std::string>());
+  for (const auto& fold : j["folded_transposes"]) {
+    fmt::print("  {:9.3f}  {} folded into {} ({})\n", fold["step_saved_us"].get<double>(),
+               fold["transpose"].get<std::string>(), fold["into"].get<std::string>(), fold["flag"].get<std::string>());
   }
   for (const auto& n : j["not_fused"]) {
     std::string nodes;
     for (const auto& name : n["nodes"]) nodes += (nodes.empty() ? "" : ", ") + name.get<std::string>();
     fmt::print("  not fused: {}: {}\n", nodes, n["reason"].get<std::string>());
   }
-  fmt::print("wrote {}: tune its kernels next (`tunefleet tune {}`), then verify the whole gain (`tunefleet report {} "
-             "--data-dir DIR --baseline {}`)\n",
-             written, written, written, model);
+  // The next steps as they must be typed: the same SoC, and the model's --dim for --baseline.
+  const std::string soc = f.soc.empty() ? "" : " --soc " + f.soc;
+  std::string dims;
+  for (const auto& d : f.dims) dims += " --dim " + d;
+  fmt::print("wrote {}: tune its kernels next (`tunefleet tune {}{}`), then verify the whole gain (`tunefleet report {}{} "
+             "--data-dir DIR --baseline {}{}{}`)\n",
+             written, written, soc, written, soc, f.model, dims, f.training ? " --training" : "");
+  if (f.training && !model_training) {
+    fmt::print("the written graph keeps the model's \"training\": false; set it to true in {} for `tune` to tune the "
+               "backward GEMMs too\n",
+               written);
+  }
 }
 
 // Where the fused graph of `model` goes: `out`, or by default DefaultFusedPath(model).
@@ -134,8 +143,9 @@ int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
   auto model = LoadModelToRun(f.model, f.soc, /*training=*/false, 0, catalog, f.dims);
   if (!model.ok()) return Fail(model.status());
   // Checked before the search, which may take a while on a large model.
-  auto out = FusedOutput(f.model, f.out, "-o", ExistingDefault::kRefuse);
-  if (!out.ok()) return Fail(out.status());
+  if (auto checked = FusedOutput(f.model, f.out, "-o", ExistingDefault::kCheckLater); !checked.ok()) {
+    return Fail(checked.status());
+  }
   // --training measures training steps; the written graph keeps the file's own setting.
   Graph graph = model->graph;
   if (f.training) graph.training = true;
@@ -143,13 +153,17 @@ int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
   if (!report.ok()) return Fail(report.status().WithContext(f.model));
   Graph fused = report->fused;
   fused.training = model->graph.training;
-  if (Status s = WriteText(*out, GraphText(fused)); !s.ok()) return Fail(s);
+  const std::string text = GraphText(fused);
+  // A default output that already holds this fused graph (an earlier fuse) is fine.
+  auto out = FusedOutput(f.model, f.out, "-o", ExistingDefault::kSameIsFine, &text);
+  if (!out.ok()) return Fail(out.status());
+  if (Status s = WriteText(*out, text); !s.ok()) return Fail(s);
   if (f.json) {
     nlohmann::json j = report->ToJson();
     j["fused_graph"] = *out;
     fmt::print("{}\n", j.dump(2));
   } else {
-    PrintText(*report, *out, f.model);
+    PrintText(*report, *out, f, model->graph.training);
   }
   return kExitOk;
 }

@@ -13,6 +13,7 @@
 #include "coordinator/lookup.h"
 #include "coordinator/store.h"
 #include "tunefleet/common/graph.h"
+#include "tunefleet/common/onnx_import.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/profile/graph_run.h"
 #include "worker/profile/verify.h"
@@ -100,8 +101,51 @@ void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
   f.cmd->add_option("--devices", f.devices, "data-parallel devices (overrides the graph's 'devices')")->check(CLI::Range(1, 4096));
 }
 
+namespace {
+
+// --dim sizes an ONNX model's dimensions: the report's model, its baseline, or both. Given
+// for neither, the model's loader says so.
+std::vector<std::string> DimsFor(const std::string& path, const VerifyCommand& f) {
+  const bool any_onnx = IsOnnxPath(f.model) || (!f.baseline.empty() && IsOnnxPath(f.baseline));
+  return IsOnnxPath(path) || !any_onnx ? f.dims : std::vector<std::string>();
+}
+
+// The elements of each of the graph's inputs and outputs, in order: what a model and the
+// same model fused (or exported otherwise) share, whatever their tensors are called.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> Interface(const Graph& g) {
+  auto elements = [](const TensorDesc& d) {
+    int64_t n = 1;
+    for (int64_t v : d.shape) n *= v;
+    return n;
+  };
+  std::vector<int64_t> in, out;
+  for (const auto& t : g.inputs) in.push_back(elements(t.desc));
+  for (const auto& name : g.outputs) out.push_back(g.FindTensor(name) ? elements(g.FindTensor(name)->desc) : 0);
+  return {in, out};
+}
+
+// Whether `baseline` is the model before fusion of `graph`: the same SoC, training setting,
+// devices and inputs and outputs; kInvalidArgument saying which differs otherwise.
+Status CheckBaseline(const ModelToRun& baseline, const Graph& graph, const SocSpec& soc, const VerifyCommand& f) {
+  const std::string both = "--baseline " + f.baseline + " and " + f.model;
+  if (baseline.soc->name != soc.name) {
+    return InvalidArgument(both + " run on " + baseline.soc->name + " and " + soc.name + ": give the same SoC");
+  }
+  if (baseline.graph.training != graph.training || baseline.graph.devices != graph.devices) {
+    return InvalidArgument(both + " differ in 'training' or 'devices': compare the same step (set them alike, or give "
+                                  "--training / --devices to both)");
+  }
+  if (Interface(baseline.graph) != Interface(graph)) {
+    return InvalidArgument(both + " take or give different tensors: the baseline must be the same model before "
+                                  "fusion (`tunefleet fuse` keeps a model's inputs and outputs)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client* c) {
-  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog, f.dims);
+  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog, DimsFor(f.model, f));
   if (!model.ok()) return Fail(model.status());
   const Graph& graph = model->graph;
   const SocSpec& soc = *model->soc;
@@ -132,12 +176,9 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
   // then operator tuning), as AOE reports it; the kernels' before/after stay this model's.
   const double own_default_us = report->baseline_us;
   if (!f.baseline.empty()) {
-    auto before = LoadModelToRun(f.baseline, f.soc, f.training, f.devices, catalog, f.dims);
+    auto before = LoadModelToRun(f.baseline, f.soc, f.training, f.devices, catalog, DimsFor(f.baseline, f));
     if (!before.ok()) return Fail(before.status().WithContext("--baseline"));
-    if (before->soc->name != soc.name) {
-      return Fail(InvalidArgument("--baseline " + f.baseline + " runs on " + before->soc->name + ", " + f.model +
-                                  " on " + soc.name + ": give the same SoC"));
-    }
+    if (Status s = CheckBaseline(*before, graph, soc, f); !s.ok()) return Fail(s);
     auto run = profile::RunGraph(before->graph, soc);
     if (!run.ok()) return Fail(run.status().WithContext(f.baseline));
     report->baseline_us = run->step_us;

@@ -118,10 +118,17 @@ expect_2 "report --baseline on another SoC" "$TF" report "$OUT/bert_base_layer_f
   --baseline "$OUT/bert_910.json"
 grep -q "give the same SoC" "$OUT/bad.err" || fail "report --baseline on another SoC: $(cat "$OUT/bad.err")"
 expect_2 "fuse of an ops file" "$TF" fuse "$SRC/examples/matmul_small.json" -o "$OUT/x.json"
-# The default output is never replaced (a hand-fused file may sit there); an -o given is.
+# The default output is never replaced by another graph (a hand-fused file may sit there);
+# the same fused graph again is fine (a rerun), and an -o given replaces.
+(cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" > again.out 2> again.err) \
+  || fail "fuse again over its own default output exited $?: $(cat "$OUT/again.err")"
+cp "$OUT/bert_base_layer_fused.json" "$OUT/fused_kept.json"
+cp "$SRC/examples/bert_base_layer_fused.json" "$OUT/bert_base_layer_fused.json"  # by hand
 (cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" > again.out 2> again.err); rc=$?
-[ $rc -eq 2 ] && grep -q "bert_base_layer_fused.json exists" "$OUT/again.err" || fail "fuse over its default output: exit $rc, $(cat "$OUT/again.err")"
+[ $rc -eq 2 ] && grep -q "bert_base_layer_fused.json exists" "$OUT/again.err" || fail "fuse over a hand-fused default output: exit $rc, $(cat "$OUT/again.err")"
+cmp -s "$SRC/examples/bert_base_layer_fused.json" "$OUT/bert_base_layer_fused.json" || fail "fuse replaced a hand-fused file"
 (cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" -o bert_base_layer_fused.json > /dev/null) || fail "fuse -o over an existing file exited $?"
+cmp -s "$OUT/fused_kept.json" "$OUT/bert_base_layer_fused.json" || fail "fuse -o did not write the fused graph"
 # -o is checked before the search; --training measures training steps but writes the model's own setting.
 expect_2 "fuse -o a folder" "$TF" fuse "$SRC/examples/bert_base_layer.json" -o "$OUT"
 grep -q "is a folder" "$OUT/bad.err" || fail "fuse -o FOLDER: $(cat "$OUT/bad.err")"
@@ -167,6 +174,21 @@ expect_2 "ONNX without its dims" "$TF" profile "$ONNX"
 grep -q "symbolic dimensions without a size: batch, seq: give --dim batch=N --dim seq=N" "$OUT/bad.err" \
   || fail "ONNX without --dim: $(cat "$OUT/bad.err")"
 expect_2 "--dim on a JSON graph" "$TF" profile "$SRC/examples/bert_base_layer.json" --dim batch=3
+# The two-step flow from an ONNX model: fuse writes JSON, whose report takes the ONNX
+# model as --baseline with its --dim (as fuse's hint prints it).
+"$TF" fuse "$ONNX" --dim batch=32 --dim seq=128 -o "$OUT/onnx_fused2.json" > "$OUT/onnx_fuse2.txt" || fail "fuse of the ONNX model"
+grep -q -- "--baseline $ONNX --dim batch=32 --dim seq=128" "$OUT/onnx_fuse2.txt" || fail "fuse's hint lacks --dim: $(tail -1 "$OUT/onnx_fuse2.txt")"
+timeout 300 "$TF" tune "$OUT/onnx_fused2.json" --budget 2 --strategy random --data-dir "$OUT/kb-onnx2" > /dev/null 2>&1 || fail "tune of the fused ONNX model"
+"$TF" report "$OUT/onnx_fused2.json" --data-dir "$OUT/kb-onnx2" --baseline "$ONNX" --dim batch=32 --dim seq=128 > /dev/null \
+  || fail "report of the fused ONNX model against it exited $?"
+# A baseline that is not the same model before fusion is refused, saying what differs.
+expect_2 "report --baseline of another model" "$TF" report "$OUT/onnx_fused2.json" --data-dir "$OUT/kb-onnx2" \
+  --baseline "$SRC/examples/resnet50_block.json"
+grep -q "take or give different tensors" "$OUT/bad.err" || fail "report --baseline OTHER: $(cat "$OUT/bad.err")"
+sed 's/"training": false/"training": true/' "$SRC/examples/bert_base_layer.json" > "$OUT/train_bert.json"
+expect_2 "report --baseline of a training step" "$TF" report "$OUT/onnx_fused2.json" --data-dir "$OUT/kb-onnx2" \
+  --baseline "$OUT/train_bert.json"
+grep -q "differ in 'training' or 'devices'" "$OUT/bad.err" || fail "report --baseline TRAINING: $(cat "$OUT/bad.err")"
 expect_2 "a bad --dim" "$TF" report "$ONNX" --dim batch --data-dir "$OUT"
 grep -q "expected NAME=SIZE" "$OUT/bad.err" || fail "--dim batch: $(cat "$OUT/bad.err")"
 "$TF" fuse "$ONNX" --dim batch=32 --dim seq=128 -o "$OUT/onnx_fused.json" > "$OUT/onnx_fuse.txt" || fail "fuse of the ONNX model exited $?"
