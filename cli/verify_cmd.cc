@@ -81,28 +81,6 @@ void PrintText(const profile::VerifyReport& r, size_t kernels, size_t tuned_node
   }
 }
 
-}  // namespace
-
-void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
-  f.cmd = app.add_subcommand(
-      "report", "verify a tuned model: run it with default tilings and with the knowledge base's tuned configs; "
-                "print both step times, the improvement and each tuned kernel's time before and after");
-  f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md) or .onnx")->required()->check(CLI::ExistingFile);
-  AddDimOption(*f.cmd, f.dims);
-  f.cmd->add_option("--baseline", f.baseline, "the model before `fuse`: the baseline step is its, at default tilings, so "
-                                              "the improvement covers fusion and tiling")
-      ->check(CLI::ExistingFile);
-  f.cmd->add_option("--soc", f.soc, "SoC (overrides the graph's)");
-  f.cmd->add_option("--data-dir", f.data_dir, "read the tuned configs from this knowledge-base folder (what `tune` wrote) "
-                                             "instead of asking a coordinator")
-      ->check(CLI::ExistingDirectory);
-  f.cmd->add_flag("--json", f.json, "print JSON under AOE's report keys");
-  f.cmd->add_flag("--training", f.training, "with the backward pass and gradient all-reduce (a vector or fused kernel's backward follows its forward's config)");
-  f.cmd->add_option("--devices", f.devices, "data-parallel devices (overrides the graph's 'devices')")->check(CLI::Range(1, 4096));
-}
-
-namespace {
-
 // --dim sizes an ONNX model's dimensions: the report's model, its baseline, or both. Given
 // for neither, the model's loader says so.
 std::vector<std::string> DimsFor(const std::string& path, const VerifyCommand& f) {
@@ -143,6 +121,24 @@ Status CheckBaseline(const ModelToRun& baseline, const Graph& graph, const SocSp
 }
 
 }  // namespace
+
+void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
+  f.cmd = app.add_subcommand(
+      "report", "verify a tuned model: run it with default tilings and with the knowledge base's tuned configs; "
+                "print both step times, the improvement and each tuned kernel's time before and after");
+  f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md) or .onnx")->required()->check(CLI::ExistingFile);
+  AddDimOption(*f.cmd, f.dims);
+  f.cmd->add_option("--baseline", f.baseline, "the model before `fuse`: the baseline step is its, at default tilings, so "
+                                              "the improvement covers fusion and tiling")
+      ->check(CLI::ExistingFile);
+  f.cmd->add_option("--soc", f.soc, "SoC (overrides the graph's)");
+  f.cmd->add_option("--data-dir", f.data_dir, "read the tuned configs from this knowledge-base folder (what `tune` wrote) "
+                                             "instead of asking a coordinator")
+      ->check(CLI::ExistingDirectory);
+  f.cmd->add_flag("--json", f.json, "print JSON under AOE's report keys");
+  f.cmd->add_flag("--training", f.training, "with the backward pass and gradient all-reduce (a vector or fused kernel's backward follows its forward's config)");
+  f.cmd->add_option("--devices", f.devices, "data-parallel devices (overrides the graph's 'devices')")->check(CLI::Range(1, 4096));
+}
 
 int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client* c) {
   auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog, DimsFor(f.model, f));
