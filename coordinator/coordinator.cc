@@ -572,12 +572,6 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
     TF_ASSIGN_OR_RETURN(plans, store_.LoadPlans(task.rec.task_id));
   }
   const ConfigIndex space_size = task.problem->space.size();
-  for (PlanRecord& p : plans) {
-    if (!p.is_range || !p.configs.empty()) continue;
-    for (ConfigIndex i = p.begin; i < std::min(p.end, space_size); ++i) {
-      if (task.problem->space.ValidateIndex(i).ok()) p.configs.push_back(i);
-    }
-  }
   bool exact = true;  // the strategy is brought back as it was, not relearned from results
   auto restore = [&]() -> Status {
     TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
@@ -599,14 +593,11 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   }
   std::stable_sort(in_order.begin(), in_order.end(),
                    [](const StoredResult& a, const StoredResult& b) { return a.seq < b.seq; });
-  bool replayed = true;
   if (!in_order.empty()) {
-    IndexSet replay_planned(space_size);
-    Status s = ReplayPlans(*task.strategy, in_order, checkpoint ? &*checkpoint : nullptr, plans, replay_planned);
+    Status s = ReplayPlans(*task.strategy, space_size, in_order, checkpoint ? &*checkpoint : nullptr, plans);
     if (!s.ok()) {
       fmt::print(stderr, "coordinator: task {}: cannot replay its plans ({}); it continues from its checkpoint and results\n",
                  task.rec.task_id, s.ToString());
-      replayed = false;
       exact = false;
       TF_RETURN_IF_ERROR(restore());
       for (const StoredResult& r : in_order) {
@@ -630,7 +621,7 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   if (checkpoint) std::for_each(checkpoint->outstanding.begin(), checkpoint->outstanding.end(), measure_again);
   for (const PlanRecord& p : plans) std::for_each(p.configs.begin(), p.configs.end(), measure_again);
   if (!again.configs.empty()) task.waiting.push_back(std::move(again));
-  if (!replayed) {
+  if (!exact) {
     // The log no longer describes the strategy: a checkpoint of where it is now replaces it.
     StrategyCheckpointRecord now = MakeCheckpoint(task);
     Status s = store_.PutResults(task.rec.task_id, {}, &now);
@@ -721,10 +712,7 @@ void Coordinator::Impl::LogPlan(Task& task, bool asked, uint64_t max_configs, co
   p.asked = asked;
   p.told_before = task.rec.evaluated;
   p.max_configs = max_configs;
-  if (!spec.is_range) p.configs = spec.configs;  // a range's are its valid configs: not written
-  p.is_range = spec.is_range;
-  p.begin = spec.begin;
-  p.end = spec.end;
+  p.configs = spec.configs;
   task.unpersisted_plans.push_back(std::move(p));
 }
 

@@ -4,11 +4,13 @@
 
 #include <limits>
 
+#include "coordinator/index_set.h"
+
 namespace tunefleet::coordinator {
 
-Status ReplayPlans(Strategy& strategy, const std::vector<StoredResult>& results,
-                   const StrategyCheckpointRecord* checkpoint, const std::vector<PlanRecord>& plans,
-                   IndexSet& planned) {
+Status ReplayPlans(Strategy& strategy, ConfigIndex space_size, const std::vector<StoredResult>& results,
+                   const StrategyCheckpointRecord* checkpoint, const std::vector<PlanRecord>& plans) {
+  IndexSet planned(space_size);
   const uint64_t told = checkpoint ? checkpoint->told : 0;
   size_t next = 0;  // the next result to tell
   for (; next < results.size() && results[next].seq < told; ++next) planned.insert(results[next].index);
@@ -26,8 +28,7 @@ Status ReplayPlans(Strategy& strategy, const std::vector<StoredResult>& results,
     tell_before(p.told_before);
     if (p.asked) {
       Batch again = strategy.Ask(p.max_configs, [&planned](ConfigIndex i) { return planned.contains(i); });
-      if (again.configs != p.configs || again.is_range != p.is_range ||
-          (p.is_range && (again.begin != p.begin || again.end != p.end))) {
+      if (again.configs != p.configs) {
         return FailedPrecondition(fmt::format(
             "plan {} (after {} results): the strategy now asks {} configs{} where it asked {}",
             p.number, p.told_before, again.configs.size(),

@@ -8,7 +8,6 @@
 
 #include <vector>
 
-#include "coordinator/index_set.h"
 #include "coordinator/records.h"
 #include "coordinator/strategy.h"
 #include "tunefleet/common/status.h"
@@ -16,14 +15,14 @@
 namespace tunefleet::coordinator {
 
 // `strategy` is fresh, or restored from `checkpoint` (then results with seq < told are
-// not told again). `results` are the task's recorded results in seq order, all of this
-// space. On return, `planned` holds every config planned so far: the checkpoint's results
-// and outstanding configs, every plan's configs, and every result's.
+// not told again), over a space of `space_size` configs. `results` are the task's recorded
+// results in seq order, all of this space. Each Ask is made again with what was planned
+// when it was first made (the checkpoint's results and outstanding configs, earlier
+// plans, results recorded before it) as taken.
 // kFailedPrecondition naming the plan when an Ask answers otherwise than it did (another
 // build of the strategy, or a log that is not this task's): the strategy is then in an
 // unknown state and must be recreated.
-Status ReplayPlans(Strategy& strategy, const std::vector<StoredResult>& results,
-                   const StrategyCheckpointRecord* checkpoint, const std::vector<PlanRecord>& plans,
-                   IndexSet& planned);
+Status ReplayPlans(Strategy& strategy, ConfigIndex space_size, const std::vector<StoredResult>& results,
+                   const StrategyCheckpointRecord* checkpoint, const std::vector<PlanRecord>& plans);
 
 }  // namespace tunefleet::coordinator

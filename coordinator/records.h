@@ -96,9 +96,7 @@ struct PlanRecord {
   bool asked = false;
   uint64_t told_before = 0;  // results recorded (seq) when it was planned
   uint64_t max_configs = 0;  // the Ask's limit
-  std::vector<ConfigIndex> configs;  // not stored for a range: the valid configs of [begin, end)
-  bool is_range = false;
-  ConfigIndex begin = 0, end = 0;
+  std::vector<ConfigIndex> configs;
 };
 
 }  // namespace tunefleet::coordinator

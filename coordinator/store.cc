@@ -459,9 +459,6 @@ Status Store::PutResults(uint64_t task_id, const std::vector<StoredResult>& resu
     r.setMaxConfigs(p.max_configs);
     auto configs = r.initConfigs(static_cast<unsigned>(p.configs.size()));
     for (unsigned i = 0; i < p.configs.size(); ++i) configs.set(i, p.configs[i]);
-    r.setIsRange(p.is_range);
-    r.setRangeBegin(p.begin);
-    r.setRangeEnd(p.end);
     batch.Put(impl_->tasks, PlanKey(task_id, p.number), ToBytes(b));
   }
   return impl_->Write(batch, "write results", /*sync=*/false);
@@ -499,9 +496,6 @@ Result<std::vector<PlanRecord>> Store::LoadPlans(uint64_t task_id) const {
       p.told_before = r.getToldBefore();
       p.max_configs = r.getMaxConfigs();
       for (uint64_t c : r.getConfigs()) p.configs.push_back(c);
-      p.is_range = r.getIsRange();
-      p.begin = r.getRangeBegin();
-      p.end = r.getRangeEnd();
       return Status::Ok();
     }));
     out.push_back(std::move(p));

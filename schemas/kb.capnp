@@ -91,8 +91,5 @@ struct PlanRecord {
   asked @0 :Bool;              # true: Strategy::Ask; false: planned by the coordinator (baseline, warm start)
   toldBefore @1 :UInt64;       # results recorded (by seq) when it was planned
   maxConfigs @2 :UInt64;       # the Ask's limit
-  configs @3 :List(UInt64);    # empty for a range: its valid configs
-  isRange @4 :Bool;            # the Ask answered the valid configs of [rangeBegin, rangeEnd)
-  rangeBegin @5 :UInt64;
-  rangeEnd @6 :UInt64;
+  configs @3 :List(UInt64);
 }

@@ -164,17 +164,14 @@ TEST_F(StoreTest, PlansLastUntilACheckpointOrTheTasksEnd) {
   PlanRecord seed;
   seed.number = 2;
   seed.configs = {4};
-  PlanRecord range;
-  range.number = 301;
-  range.asked = true;
-  range.is_range = true;
-  range.begin = 10;
-  range.end = 20;
-  range.configs = {10, 12};
+  PlanRecord later;
+  later.number = 301;
+  later.asked = true;
+  later.configs = {10, 12};
   {
     auto store = Open();
     ASSERT_TRUE(store->PutResults(1, {{5, true, 1.5, "", 1}}, nullptr, {ask, seed}).ok());
-    ASSERT_TRUE(store->PutResults(1, {}, nullptr, {range}).ok());
+    ASSERT_TRUE(store->PutResults(1, {}, nullptr, {later}).ok());
     ASSERT_TRUE(store->PutResults(2, {}, nullptr, {seed}).ok());
   }
   auto store = Open();
@@ -188,9 +185,9 @@ TEST_F(StoreTest, PlansLastUntilACheckpointOrTheTasksEnd) {
   EXPECT_EQ(plans[1].told_before, 7u);
   EXPECT_EQ(plans[1].max_configs, 8u);
   EXPECT_EQ(plans[1].configs, (std::vector<ConfigIndex>{9, 3, 5}));
-  EXPECT_TRUE(plans[2].is_range);
-  EXPECT_EQ(plans[2].begin, 10u);
-  EXPECT_EQ(plans[2].end, 20u);
+  EXPECT_TRUE(plans[2].asked);
+  EXPECT_EQ(plans[2].number, 301u);
+  EXPECT_EQ(plans[2].configs, (std::vector<ConfigIndex>{10, 12}));
   StrategyCheckpointRecord checkpoint;
   checkpoint.state = "state";
   checkpoint.told = 1;

@@ -30,8 +30,7 @@ constexpr double kBackwardFactor = 2.0;
 // backward at 2x the epilogue's forward: what the fused op takes beyond the cube op alone,
 // both at their default tilings (so a tuned forward config moves the forward only). Null
 // when `key` is not a cube op.
-Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProblem& prepared,
-                                                        const OpKey& key,
+Result<std::optional<sim::KernelEstimate>> CubeBackward(const OpKey& key,
                                                         const SocSpec& soc,
                                                         const std::map<std::string, Config>& configs) {
   TF_ASSIGN_OR_RETURN(std::vector<OpKey> keys, BackwardGemmKeys(key));
@@ -60,7 +59,7 @@ Result<std::optional<sim::KernelEstimate>> CubeBackward(const sim::PreparedProbl
   e.l2_bytes += dw.l2_bytes;
   e.compulsory_bytes += dw.compulsory_bytes;
   e.flops += dw.flops;
-  if (prepared.op == sim::PreparedProblem::Op::kFusedCube) {
+  if (IsFusedCubeOpType(key.op_type)) {
     TF_ASSIGN_OR_RETURN(OpKey inner_key, FusedCubeInnerKey(key));
     inner_key.attrs.erase("out_dtype");  // the unfused op as a graph runs it, writing its inputs' dtype
     TF_ASSIGN_OR_RETURN(TuningProblem inner, MakeTuningProblem(inner_key, soc));
@@ -198,7 +197,6 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   // Forward items, in topological order.
   std::vector<Item> items;
   std::vector<int> fwd_item(n, -1);
-  std::vector<sim::PreparedProblem> prepared_of(n);  // shapes only: for the backward GEMMs
   for (int idx : order) {
     const GraphNode& node = graph.nodes[idx];
     Item it;
@@ -216,8 +214,6 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
       if (auto c = options.configs.find(key.Canonical()); c != options.configs.end()) config = c->second;
       auto prepared = sim::Prepare(*problem, soc);
       if (!prepared.ok()) return prepared.status().WithContext("node '" + node.name + "'");
-      prepared_of[idx] = *prepared;
-      prepared_of[idx].problem = nullptr;  // `problem` dies with this iteration
       auto est = sim::Simulate(*prepared, config, soc);
       if (!est.ok()) return est.status().WithContext("node '" + node.name + "' config");
       OpRecord& r = it.record;
@@ -276,7 +272,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
         it.record.op_type = node.op_type + "Grad";
         it.record.backward = true;
         sim::KernelEstimate& e = it.record.estimate;
-        auto cube = CubeBackward(prepared_of[idx], NodeOpKey(graph, node), soc, options.configs);
+        auto cube = CubeBackward(NodeOpKey(graph, node), soc, options.configs);
         if (!cube.ok()) return cube.status().WithContext("node '" + node.name + "' backward");
         if (cube->has_value()) {
           e = **cube;
