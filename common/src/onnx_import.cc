@@ -20,9 +20,10 @@ namespace {
 
 constexpr const char* kDefaultSoc = "Ascend910B2";
 constexpr const char* kSupported =
-    "MatMul, Gemm, Conv (2-D), Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Exp, Gelu (or the x*0.5*(1+erf(x/sqrt 2)) "
-    "pattern), Softmax and LayerNormalization over the last axis, Transpose, Cast, and as views Reshape, Flatten, "
-    "Squeeze, Unsqueeze, Identity, Dropout";
+    "MatMul, Gemm, Conv (2-D), Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Exp, Gelu (or written out: "
+    "x*0.5*(1+erf(x/sqrt 2)), 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))), Softmax and LayerNormalization over the "
+    "last axis (or written out: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta), "
+    "Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -243,104 +244,299 @@ std::optional<double> ScalarValue(const onnx::TensorProto& t) {
   }
 }
 
-// Exporters before opset 20 write GELU as x * 0.5 * (1 + erf(x / sqrt(2))): five nodes,
-// which become one Gelu (as CANN's graph engine fuses them). Matches Div(x, sqrt 2) or
-// Mul(x, 1/sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5), and the form with
-// Mul(x, 0.5) first, where each intermediate has one reader and each constant holds that
-// value (within float16's precision). The Gelu takes the last node's place and name; each
-// node keeps its index in the ONNX graph (what names a nameless node).
-std::vector<std::pair<onnx::NodeProto, int>> FoldErfGelu(const onnx::GraphProto& g,
-                                                         const std::map<std::string, const onnx::TensorProto*>& constants) {
-  std::map<std::string, int> producer;
-  std::map<std::string, std::vector<int>> readers;
-  for (int i = 0; i < g.node_size(); ++i) {
-    for (const auto& o : g.node(i).output()) producer[o] = i;
-    for (const auto& in : g.node(i).input()) readers[in].push_back(i);
+// Integer values of a constant (int64 or int32), as ReduceMean's axes input (opset 18).
+std::optional<std::vector<int64_t>> IntValues(const onnx::TensorProto& t) {
+  std::vector<int64_t> v;
+  const std::string& raw = t.raw_data();
+  if (t.data_type() == onnx::TensorProto::INT64) {
+    if (!raw.empty()) {
+      if (raw.size() % 8 != 0) return std::nullopt;
+      v.resize(raw.size() / 8);
+      std::memcpy(v.data(), raw.data(), raw.size());
+    } else {
+      v.assign(t.int64_data().begin(), t.int64_data().end());
+    }
+  } else if (t.data_type() == onnx::TensorProto::INT32 && raw.empty()) {
+    v.assign(t.int32_data().begin(), t.int32_data().end());
+  } else {
+    return std::nullopt;
   }
-  std::set<std::string> outputs;
-  for (const auto& o : g.output()) outputs.insert(o.name());
-  auto only_reader = [&](const std::string& t) {
-    auto r = readers.find(t);
-    return r != readers.end() && r->second.size() == 1 && !outputs.count(t) ? r->second[0] : -1;
-  };
-  auto is = [&](const std::string& name, double want) {
-    auto c = constants.find(name);
-    auto v = c == constants.end() ? std::nullopt : ScalarValue(*c->second);
-    return v && std::abs(*v - want) <= 2e-3 * std::abs(want);
-  };
-  // The other input of a two-input node of `op` that reads `t` (either side when it commutes).
-  auto other = [&](int i, const char* op, const std::string& t, bool commutes) -> std::optional<std::string> {
+  return v;
+}
+
+// Exporters write some ops CANN's graph engine fuses as several primitive nodes; these
+// folds turn each such chain back into the one op (what tunefleet, like CANN, runs as one
+// kernel):
+// - GELU before opset 20: x * 0.5 * (1 + erf(x / sqrt 2)), and its tanh approximation
+//   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) (GPT-2's gelu_new, PyTorch's
+//   approximate='tanh'), with x^3 as Pow(x, 3) or two Muls;
+// - LayerNorm before opset 17: ReduceMean, Sub, Pow 2 (or Mul by itself), ReduceMean, Add
+//   eps, Sqrt, Div, Mul gamma, Add beta (PyTorch's export; the Sub may be written twice).
+// A chain folds only when each constant holds its value (within float16's precision) and
+// nothing outside the chain reads an intermediate. The folded node takes the place and the
+// name of the chain's last node; every node keeps its index in the file (what names a
+// nameless node). Chains that do not match are left as they are, and their Erf, Pow,
+// ReduceMean or Sqrt is then refused by name.
+class Folds {
+ public:
+  Folds(const onnx::GraphProto& g, const std::map<std::string, const onnx::TensorProto*>& constants)
+      : g_(g), constants_(constants), replaced_by_(static_cast<size_t>(g.node_size()), -1) {
+    for (int i = 0; i < g.node_size(); ++i) {
+      for (const auto& o : g.node(i).output()) producer_[o] = i;
+      for (const auto& in : g.node(i).input()) readers_[in].push_back(i);
+    }
+    for (const auto& o : g.output()) outputs_.insert(o.name());
+  }
+
+  std::vector<std::pair<onnx::NodeProto, int>> Run() {
+    for (int i = 0; i < g_.node_size(); ++i) {
+      const auto& n = g_.node(i);
+      if (!IsStandardDomain(n.domain()) || n.input_size() < 1 || n.output_size() != 1) continue;
+      if (n.op_type() == "Erf") ErfGelu(i);
+      if (n.op_type() == "Tanh") TanhGelu(i);
+      if (n.op_type() == "Sqrt") LayerNorm(i);
+    }
+    std::vector<std::pair<onnx::NodeProto, int>> out;
+    for (int i = 0; i < g_.node_size(); ++i) {
+      if (replaced_by_[i] < 0) {
+        out.emplace_back(g_.node(i), i);
+      } else if (replaced_by_[i] == i) {
+        out.emplace_back(folded_[i], i);
+      }
+    }
+    return out;
+  }
+
+ private:
+  // x * 0.5 * (1 + erf(x / sqrt 2)): Div by sqrt 2 or Mul by 1/sqrt 2 feeds the Erf.
+  void ErfGelu(int e) {
+    const int d = Producer(g_.node(e).input(0));
+    if (d < 0) return;
+    std::optional<std::string> x;
+    if (auto v = Other(d, "Div", kNone, false); v && Is(g_.node(d).input(1), std::sqrt(2.0))) {
+      x = g_.node(d).input(0);
+    } else {
+      x = OtherThan(d, "Mul", std::sqrt(0.5));
+    }
+    if (!x) return;
+    std::vector<int> nodes{d, e};
+    if (auto last = GeluTail(e, *x, nodes)) Fold(nodes, *last, Gelu(*x));
+  }
+
+  // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
+  void TanhGelu(int t) {
+    const int scale = Producer(g_.node(t).input(0));
+    auto sum = OtherThan(scale, "Mul", std::sqrt(2.0 / M_PI));
+    const int add = sum ? Producer(*sum) : -1;
+    if (add < 0 || g_.node(add).op_type() != "Add" || g_.node(add).input_size() != 2) return;
+    for (int side = 0; side < 2; ++side) {  // x + 0.044715 x^3, either way round
+      const std::string& x = g_.node(add).input(side);
+      const int cubed_scale = Producer(g_.node(add).input(1 - side));
+      auto cube = OtherThan(cubed_scale, "Mul", 0.044715);
+      const int c = cube ? Producer(*cube) : -1;
+      std::vector<int> nodes{t, scale, add, cubed_scale};
+      if (c < 0 || !Cube(c, x, nodes)) continue;
+      if (auto last = GeluTail(t, x, nodes)) Fold(nodes, *last, Gelu(x));
+      return;
+    }
+  }
+
+  // Whether node c computes x^3: Pow(x, 3), or Mul(x, Mul(x, x)) either way round.
+  bool Cube(int c, const std::string& x, std::vector<int>& nodes) {
+    const auto& n = g_.node(c);
+    nodes.push_back(c);
+    if (n.op_type() == "Pow") return n.input_size() == 2 && n.input(0) == x && Is(n.input(1), 3.0);
+    auto square = Other(c, "Mul", x, true);
+    const int s = square ? Producer(*square) : -1;
+    if (s < 0 || g_.node(s).op_type() != "Mul" || g_.node(s).input_size() != 2 || g_.node(s).input(0) != x ||
+        g_.node(s).input(1) != x) {
+      return false;
+    }
+    nodes.push_back(s);
+    return true;
+  }
+
+  // The common end of both GELUs, after `core` (the Erf or Tanh): Add 1, then Mul by x and
+  // Mul by 0.5 in either order. Appends its nodes; the last one's index, if it matches.
+  std::optional<int> GeluTail(int core, const std::string& x, std::vector<int>& nodes) {
+    const int a = OnlyReader(g_.node(core).output(0));
+    auto one = Other(a, "Add", g_.node(core).output(0), true);
+    if (!one || !Is(*one, 1.0)) return std::nullopt;
+    const int m1 = OnlyReader(g_.node(a).output(0));
+    auto by = Other(m1, "Mul", g_.node(a).output(0), true);
+    if (!by) return std::nullopt;
+    nodes.insert(nodes.end(), {a, m1});
+    if (*by == x) {  // x * (1 + core) then * 0.5
+      const int m2 = OnlyReader(g_.node(m1).output(0));
+      auto half = Other(m2, "Mul", g_.node(m1).output(0), true);
+      if (!half || !Is(*half, 0.5)) return std::nullopt;
+      nodes.push_back(m2);
+      return m2;
+    }
+    const int h = Producer(*by);  // (x * 0.5) * (1 + core)
+    auto half = Other(h, "Mul", x, true);
+    if (!half || !Is(*half, 0.5)) return std::nullopt;
+    nodes.push_back(h);
+    return m1;
+  }
+
+  // ReduceMean(x) -> Sub -> Pow 2 -> ReduceMean -> Add eps -> Sqrt -> Div -> Mul gamma ->
+  // Add beta, anchored at the Sqrt `q`; both means over the same one axis, keeping it.
+  void LayerNorm(int q) {
+    const int eps_add = Producer(g_.node(q).input(0));
+    if (eps_add < 0 || g_.node(eps_add).op_type() != "Add" || g_.node(eps_add).input_size() != 2) return;
+    for (int side = 0; side < 2; ++side) {
+      auto eps = Scalar(g_.node(eps_add).input(1 - side));
+      if (!eps || *eps <= 0 || *eps > 1e-2) continue;
+      const int var = Producer(g_.node(eps_add).input(side));
+      auto axis = MeanAxis(var);
+      const int sq = axis ? Producer(g_.node(var).input(0)) : -1;
+      if (sq < 0 || g_.node(sq).input_size() != 2) return;
+      const auto& sqn = g_.node(sq);
+      const bool squared = (sqn.op_type() == "Pow" && Is(sqn.input(1), 2.0)) ||
+                           (sqn.op_type() == "Mul" && sqn.input(0) == sqn.input(1));
+      const int centre = squared ? Producer(sqn.input(0)) : -1;
+      if (centre < 0 || g_.node(centre).op_type() != "Sub" || g_.node(centre).input_size() != 2) return;
+      const std::string x = g_.node(centre).input(0);
+      const int mean = Producer(g_.node(centre).input(1));
+      if (mean < 0 || MeanAxis(mean) != axis || g_.node(mean).input(0) != x) return;
+      const int div = OnlyReader(g_.node(q).output(0));
+      if (div < 0 || g_.node(div).op_type() != "Div" || g_.node(div).input_size() != 2 ||
+          g_.node(div).input(1) != g_.node(q).output(0)) {
+        return;
+      }
+      std::vector<int> nodes{mean, centre, sq, var, eps_add, q, div};
+      const int numerator = Producer(g_.node(div).input(0));
+      if (numerator != centre) {  // the Sub written a second time
+        if (numerator < 0 || g_.node(numerator).op_type() != "Sub" || g_.node(numerator).input_size() != 2 ||
+            g_.node(numerator).input(0) != x || g_.node(numerator).input(1) != g_.node(mean).output(0)) {
+          return;
+        }
+        nodes.push_back(numerator);
+      }
+      const int scale = OnlyReader(g_.node(div).output(0));
+      auto gamma = Other(scale, "Mul", g_.node(div).output(0), true);
+      if (!gamma) return;
+      const int shift = OnlyReader(g_.node(scale).output(0));
+      auto beta = Other(shift, "Add", g_.node(scale).output(0), true);
+      if (!beta) return;
+      nodes.insert(nodes.end(), {scale, shift});
+      onnx::NodeProto ln;
+      ln.set_op_type("LayerNormalization");
+      for (const std::string& in : {x, *gamma, *beta}) ln.add_input(in);
+      auto* a = ln.add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(*axis);
+      auto* e = ln.add_attribute();
+      e->set_name("epsilon");
+      e->set_type(onnx::AttributeProto::FLOAT);
+      e->set_f(static_cast<float>(*eps));
+      Fold(nodes, shift, std::move(ln));
+      return;
+    }
+  }
+
+  // The one axis a ReduceMean node averages over, keeping it (axes as an attribute, or as
+  // a constant input from opset 18).
+  std::optional<int64_t> MeanAxis(int i) const {
     if (i < 0) return std::nullopt;
-    const auto& n = g.node(i);
+    const auto& n = g_.node(i);
+    if (n.op_type() != "ReduceMean" || !IsStandardDomain(n.domain()) || IntAttr(n, "keepdims", 1) != 1) return std::nullopt;
+    std::optional<std::vector<int64_t>> axes = IntsAttr(n, "axes");
+    if (n.input_size() >= 2 && !n.input(1).empty()) {
+      auto c = constants_.find(n.input(1));
+      axes = c == constants_.end() ? std::nullopt : IntValues(*c->second);
+    }
+    if (!axes || axes->size() != 1) return std::nullopt;
+    return axes->front();
+  }
+
+  static onnx::NodeProto Gelu(const std::string& x) {
+    onnx::NodeProto gelu;
+    gelu.set_op_type("Gelu");
+    gelu.add_input(x);
+    return gelu;
+  }
+
+  // Replaces `nodes` by `folded` at `last`, if none is folded already and nothing outside
+  // them reads what any but `last` writes.
+  void Fold(const std::vector<int>& nodes, int last, onnx::NodeProto folded) {
+    const std::set<int> chain(nodes.begin(), nodes.end());
+    for (int i : chain) {
+      if (replaced_by_[i] >= 0) return;
+      if (i == last) continue;
+      for (const auto& o : g_.node(i).output()) {
+        if (outputs_.count(o)) return;
+        auto r = readers_.find(o);
+        if (r == readers_.end()) continue;
+        if (std::any_of(r->second.begin(), r->second.end(), [&](int k) { return !chain.count(k); })) return;
+      }
+    }
+    for (int i : chain) replaced_by_[i] = last;
+    folded.set_name(g_.node(last).name());
+    folded.add_output(g_.node(last).output(0));
+    folded_[last] = std::move(folded);
+  }
+
+ public:
+  // Whether the node at `index` in the file is a folded chain's last one (after Run()).
+  bool Folded(int index) const { return folded_.count(index) > 0; }
+
+ private:
+
+  int Producer(const std::string& t) const {
+    auto p = producer_.find(t);
+    if (p == producer_.end()) return -1;
+    const auto& n = g_.node(p->second);
+    return IsStandardDomain(n.domain()) && n.output_size() == 1 ? p->second : -1;
+  }
+  int OnlyReader(const std::string& t) const {
+    auto r = readers_.find(t);
+    return r != readers_.end() && r->second.size() == 1 && !outputs_.count(t) ? r->second[0] : -1;
+  }
+  std::optional<double> Scalar(const std::string& name) const {
+    auto c = constants_.find(name);
+    return c == constants_.end() ? std::nullopt : ScalarValue(*c->second);
+  }
+  bool Is(const std::string& name, double want) const {
+    auto v = Scalar(name);
+    return v && std::abs(*v - want) <= 2e-3 * std::abs(want);
+  }
+  // The other input of two-input node i of `op` that reads `t` (either side when it
+  // commutes; with kNone, the second input).
+  std::optional<std::string> Other(int i, const char* op, const std::string& t, bool commutes) const {
+    if (i < 0) return std::nullopt;
+    const auto& n = g_.node(i);
     if (n.op_type() != op || !IsStandardDomain(n.domain()) || n.input_size() != 2 || n.output_size() != 1) {
       return std::nullopt;
     }
-    if (n.input(0) == t) return n.input(1);
+    if (&t == &kNone || n.input(0) == t) return n.input(1);
     if (commutes && n.input(1) == t) return n.input(0);
     return std::nullopt;
-  };
-  std::vector<int> replaced_by(static_cast<size_t>(g.node_size()), -1);  // node -> the Gelu's last node
-  std::map<int, std::string> gelu_input;                                  // last node -> x
-  for (int e = 0; e < g.node_size(); ++e) {
-    const auto& erf = g.node(e);
-    if (erf.op_type() != "Erf" || !IsStandardDomain(erf.domain()) || erf.input_size() != 1 || erf.output_size() != 1) {
-      continue;
-    }
-    auto p = producer.find(erf.input(0));
-    if (p == producer.end() || only_reader(erf.input(0)) != e) continue;
-    const int d = p->second;
-    const auto& div = g.node(d);
-    if (div.input_size() != 2 || !IsStandardDomain(div.domain())) continue;
-    std::string x;
-    if (div.op_type() == "Div" && is(div.input(1), std::sqrt(2.0))) {
-      x = div.input(0);
-    } else if (div.op_type() == "Mul" && is(div.input(1), std::sqrt(0.5))) {
-      x = div.input(0);
-    } else if (div.op_type() == "Mul" && is(div.input(0), std::sqrt(0.5))) {
-      x = div.input(1);
-    } else {
-      continue;
-    }
-    const int a = only_reader(erf.output(0));
-    auto one = other(a, "Add", erf.output(0), true);
-    if (!one || !is(*one, 1.0)) continue;
-    const int m1 = only_reader(g.node(a).output(0));
-    auto by = other(m1, "Mul", g.node(a).output(0), true);
-    if (!by) continue;
-    std::vector<int> nodes{d, e, a, m1};
-    int last = -1;
-    if (*by == x) {  // x * (1 + erf) then * 0.5
-      const int m2 = only_reader(g.node(m1).output(0));
-      auto half = other(m2, "Mul", g.node(m1).output(0), true);
-      if (!half || !is(*half, 0.5)) continue;
-      nodes.push_back(m2);
-      last = m2;
-    } else {  // (x * 0.5) * (1 + erf)
-      auto h = producer.find(*by);
-      if (h == producer.end() || only_reader(*by) != m1) continue;
-      auto half = other(h->second, "Mul", x, true);
-      if (!half || !is(*half, 0.5)) continue;
-      nodes.push_back(h->second);
-      last = m1;
-    }
-    if (std::any_of(nodes.begin(), nodes.end(), [&](int i) { return replaced_by[i] >= 0; })) continue;
-    for (int i : nodes) replaced_by[i] = last;
-    gelu_input[last] = x;
   }
-  std::vector<std::pair<onnx::NodeProto, int>> out;
-  for (int i = 0; i < g.node_size(); ++i) {
-    if (replaced_by[i] < 0) {
-      out.emplace_back(g.node(i), i);
-    } else if (replaced_by[i] == i) {
-      onnx::NodeProto gelu;
-      gelu.set_op_type("Gelu");
-      gelu.set_name(g.node(i).name());
-      gelu.add_input(gelu_input[i]);
-      gelu.add_output(g.node(i).output(0));
-      out.emplace_back(std::move(gelu), i);
+  // The input of commuting two-input node i of `op` beside a constant holding `value`.
+  std::optional<std::string> OtherThan(int i, const char* op, double value) const {
+    if (i < 0 || g_.node(i).input_size() != 2) return std::nullopt;
+    for (int side = 0; side < 2; ++side) {
+      if (Is(g_.node(i).input(side), value)) return Other(i, op, g_.node(i).input(side), true);
     }
+    return std::nullopt;
   }
-  return out;
+
+  static inline const std::string kNone;
+  const onnx::GraphProto& g_;
+  const std::map<std::string, const onnx::TensorProto*>& constants_;
+  std::map<std::string, int> producer_;
+  std::map<std::string, std::vector<int>> readers_;
+  std::set<std::string> outputs_;
+  std::vector<int> replaced_by_;          // node -> the last node of the chain folded into it
+  std::map<int, onnx::NodeProto> folded_;  // last node -> what replaces the chain
+};
+
+// How errors name a node: "<path>: node '<name>' (<op>)", "(<op> written out)" for a fold.
+std::string Where(const std::string& path, const std::string& name, const onnx::NodeProto& n, bool folded) {
+  return fmt::format("{}: node '{}' ({}{})", path, name, n.op_type(), folded ? " written out" : "");
 }
 
 // Gives every symbolic dimension of the graph's inputs its size from `options.dims`;
@@ -384,22 +580,25 @@ Status SizeSymbolicDims(onnx::GraphProto& g, const std::set<std::string>& initia
 }
 
 // Every tensor's type and shape, inferred afresh by ONNX (strict: a node it cannot infer is
-// an error naming it) on a copy of `model` with `nodes` (GELUs folded), in which Gelu and
+// an error naming it) on a copy of `model` with `nodes` (chains folded), in which Gelu and
 // FastGelu, which libonnx 1.12 has no schema for, are Relus: element-wise, the same shape.
 Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& model,
                                                       const std::vector<std::pair<onnx::NodeProto, int>>& nodes,
                                                       const std::map<std::string, TensorInfo>& constants,
-                                                      const std::string& path) {
+                                                      int opset, const std::string& path) {
   onnx::ModelProto probe = model;
   onnx::GraphProto& pg = *probe.mutable_graph();
   pg.clear_node();
   for (const auto& [n, index] : nodes) {
     onnx::NodeProto* copy = pg.add_node();
     *copy = n;
-    if (n.op_type() == "Gelu" || n.op_type() == "FastGelu") {
+    // LayerNormalization has a schema from opset 17: a folded one in an older model is
+    // inferred as the element-wise op of its input it is, shape-wise.
+    if (n.op_type() == "Gelu" || n.op_type() == "FastGelu" || (n.op_type() == "LayerNormalization" && opset < 17)) {
       copy->set_op_type("Relu");
       copy->set_domain("");
       copy->clear_attribute();
+      copy->mutable_input()->DeleteSubrange(1, copy->input_size() - 1);
     }
   }
   pg.clear_value_info();
@@ -474,7 +673,8 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     constants[n.output(0)] =
         TensorInfo{value->t().data_type(), std::vector<int64_t>(value->t().dims().begin(), value->t().dims().end()), true};
   }
-  const std::vector<std::pair<onnx::NodeProto, int>> nodes = FoldErfGelu(g, constant_values);
+  Folds folds(g, constant_values);
+  const std::vector<std::pair<onnx::NodeProto, int>> nodes = folds.Run();
 
   // Each node named (a nameless one as <OpType>_<its index in the file>), and its op known,
   // before shape inference: an op it does not know is named here, not as an inference error.
@@ -488,7 +688,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     for (int k = 2; names.count(name); ++k) name = base + "_" + std::to_string(k);
     names.insert(name);
     node_names.push_back(name);
-    const std::string where = fmt::format("{}: node '{}' ({})", path, name, n.op_type());
+    const std::string where = Where(path, name, n, folds.Folded(index));
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
     if (!KnownOp(n)) return InvalidArgument(UnknownOpMessage(n, where));
     if (n.output_size() == 0 || n.output(0).empty()) return InvalidArgument(where + ": it has no output");
@@ -505,7 +705,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     }
   }
 
-  TF_ASSIGN_OR_RETURN(auto info, InferShapes(model, nodes, constants, path));
+  TF_ASSIGN_OR_RETURN(auto info, InferShapes(model, nodes, constants, opset, path));
 
   Graph out;
   out.name = g.name().empty() ? std::filesystem::path(path).stem().string() : g.name();
@@ -515,7 +715,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     const onnx::NodeProto& n = nodes[i].first;
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
     const std::string& name = node_names[i];
-    const std::string where = fmt::format("{}: node '{}' ({})", path, name, n.op_type());
+    const std::string where = Where(path, name, n, folds.Folded(nodes[i].second));
     TF_ASSIGN_OR_RETURN(Converted c, Convert(n, where, info, opset));
     GraphNode node;
     node.name = name;

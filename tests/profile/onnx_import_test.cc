@@ -123,6 +123,243 @@ struct TinyModel {
 
 std::string Message(const Result<Graph>& r) { return r.ok() ? "(ok)" : r.status().ToString(); }
 
+void AddScalar(onnx::GraphProto& g, const std::string& name, float value) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_float_data(value);
+}
+
+onnx::NodeProto* AddNode(std::vector<onnx::NodeProto>& out, const std::string& op, std::vector<std::string> in,
+                         const std::string& output, const std::string& name) {
+  onnx::NodeProto& n = out.emplace_back();
+  n.set_op_type(op);
+  n.set_name(name);
+  for (auto& i : in) n.add_input(i);
+  n.add_output(output);
+  return &n;
+}
+
+// How exporters write LayerNorm before opset 17 (PyTorch's native_layer_norm): the nodes of
+// LayerNorm(x, gamma, beta) over `axis` into `out`, appended to `out_nodes`. `form` picks a
+// variant: 0 PyTorch's (Pow 2, axes as an attribute), 1 the centring Sub written twice and
+// the square as Mul, 2 axes as a constant input (opset 18).
+void WriteOutLayerNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& out_nodes, const std::string& x,
+                       const std::string& gamma, const std::string& beta, const std::string& out,
+                       const std::string& p, int form, int64_t axis = -1, float eps = 1e-12f) {
+  auto mean = [&](const std::string& in, const std::string& o, const std::string& name) {
+    if (form == 2) {
+      auto* t = g.add_initializer();
+      t->set_name(p + "axes_" + name);
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(1);
+      t->add_int64_data(axis);
+      AddNode(out_nodes, "ReduceMean", {in, p + "axes_" + name}, o, p + name);
+      return;
+    }
+    auto* a = AddNode(out_nodes, "ReduceMean", {in}, o, p + name)->add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(axis);
+  };
+  AddScalar(g, p + "two", 2);
+  AddScalar(g, p + "eps", eps);
+  mean(x, p + "m", "mean");
+  AddNode(out_nodes, "Sub", {x, p + "m"}, p + "d", p + "sub");
+  if (form == 1) {
+    AddNode(out_nodes, "Mul", {p + "d", p + "d"}, p + "sq", p + "square");
+  } else {
+    AddNode(out_nodes, "Pow", {p + "d", p + "two"}, p + "sq", p + "pow");
+  }
+  mean(p + "sq", p + "v", "var");
+  AddNode(out_nodes, "Add", {p + "v", p + "eps"}, p + "ve", p + "add_eps");
+  AddNode(out_nodes, "Sqrt", {p + "ve"}, p + "s", p + "sqrt");
+  std::string numerator = p + "d";
+  if (form == 1) {
+    AddNode(out_nodes, "Sub", {x, p + "m"}, p + "d2", p + "sub2");
+    numerator = p + "d2";
+  }
+  AddNode(out_nodes, "Div", {numerator, p + "s"}, p + "n", p + "div");
+  AddNode(out_nodes, "Mul", {p + "n", gamma}, p + "ng", p + "mul");
+  AddNode(out_nodes, "Add", {beta, p + "ng"}, out, p + "add");
+}
+
+// GELU's tanh approximation as PyTorch exports approximate='tanh' before opset 20 (x^3 as
+// two Muls), or, `pow` true, as GPT-2's gelu_new is traced (Pow(x, 3)).
+void WriteOutTanhGelu(onnx::GraphProto& g, std::vector<onnx::NodeProto>& out_nodes, const std::string& x,
+                      const std::string& out, const std::string& p, bool pow, float kappa = 0.044715f) {
+  AddScalar(g, p + "beta", 0.7978845608f);
+  AddScalar(g, p + "kappa", kappa);
+  AddScalar(g, p + "one", 1);
+  AddScalar(g, p + "half", 0.5f);
+  AddScalar(g, p + "three", 3);
+  if (pow) {
+    AddNode(out_nodes, "Pow", {x, p + "three"}, p + "cube", p + "pow");
+  } else {
+    AddNode(out_nodes, "Mul", {x, x}, p + "sq", p + "square");
+    AddNode(out_nodes, "Mul", {x, p + "sq"}, p + "cube", p + "cube");
+  }
+  AddNode(out_nodes, "Mul", {p + "kappa", p + "cube"}, p + "kc", p + "mul_kappa");
+  AddNode(out_nodes, "Add", {x, p + "kc"}, p + "inner", p + "add_inner");
+  AddNode(out_nodes, "Mul", {p + "beta", p + "inner"}, p + "scaled", p + "mul_beta");
+  AddNode(out_nodes, "Tanh", {p + "scaled"}, p + "t", p + "tanh");
+  AddNode(out_nodes, "Add", {p + "one", p + "t"}, p + "a", p + "add_one");
+  if (pow) {
+    AddNode(out_nodes, "Mul", {p + "half", x}, p + "h", p + "halve");
+    AddNode(out_nodes, "Mul", {p + "h", p + "a"}, out, p + "out");
+  } else {
+    AddNode(out_nodes, "Mul", {x, p + "a"}, p + "xa", p + "mul_x");
+    AddNode(out_nodes, "Mul", {p + "half", p + "xa"}, out, p + "out");
+  }
+}
+
+// Older exporters write LayerNorm and GELU as primitive ops; CANN fuses each chain back
+// into one kernel, and so does the import: the BERT layer with both LayerNorms and the
+// GELU written out (opset 14) runs the same 22 kernels in the same device time.
+TEST(OnnxImport, LayerNormAndGeluWrittenOutFoldIntoTheOneKernelEach) {
+  testing::ScratchDir dir;
+  onnx::ModelProto m;
+  {
+    std::ifstream in(kBert, std::ios::binary);
+    ASSERT_TRUE(m.ParseFromIstream(&in));
+  }
+  m.mutable_opset_import(0)->set_version(14);
+  onnx::GraphProto& g = *m.mutable_graph();
+  std::vector<onnx::NodeProto> nodes;
+  int layer_norms = 0;
+  for (const auto& n : g.node()) {
+    if (n.op_type() == "LayerNormalization") {
+      WriteOutLayerNorm(g, nodes, n.input(0), n.input(1), n.input(2), n.output(0), n.name() + ".", layer_norms++);
+    } else if (n.op_type() == "Erf") {
+      // The erf GELU's nodes are replaced by the tanh form over the same input, written as
+      // the last node of the erf form wrote its output.
+      const std::string x = "ffn1";
+      WriteOutTanhGelu(g, nodes, x, "gelu_out", "ffn.gelu.", /*pow=*/false);
+    } else if (n.name().rfind("ffn.gelu", 0) == 0) {
+      continue;
+    } else {
+      nodes.push_back(n);
+    }
+  }
+  ASSERT_EQ(layer_norms, 2);
+  // The erf form's last node wrote what the FFN's second MatMul reads.
+  std::string gelu_output;
+  for (const auto& n : g.node()) {
+    if (n.name() == "ffn.gelu") gelu_output = n.output(0);
+  }
+  ASSERT_FALSE(gelu_output.empty());
+  for (auto& n : nodes) {
+    for (auto& o : *n.mutable_output()) {
+      if (o == "gelu_out") o = gelu_output;
+    }
+  }
+  g.clear_node();
+  for (auto& n : nodes) *g.add_node() = std::move(n);
+  const std::string path = dir.Path("bert14.onnx");
+  {
+    std::ofstream f(path, std::ios::binary);
+    ASSERT_TRUE(m.SerializeToOstream(&f));
+  }
+  auto written = GraphFromOnnxFile(path, Dims(32, 128));
+  ASSERT_TRUE(written.ok()) << Message(written);
+  auto native = GraphFromOnnxFile(kBert, Dims(32, 128));
+  ASSERT_TRUE(native.ok());
+  ASSERT_EQ(written->nodes.size(), native->nodes.size());
+  const GraphNode* ln = Find(*written, "attention.layernorm.add");
+  ASSERT_NE(ln, nullptr) << "a fold is named as its last node";
+  EXPECT_EQ(ln->op_type, "LayerNorm");
+  EXPECT_EQ(ln->inputs, Find(*native, "attention.layernorm")->inputs) << "x, gamma, beta";
+  EXPECT_EQ(Find(*written, "ffn.gelu.out")->op_type, "Gelu");
+  EXPECT_EQ(Find(*written, "ffn.gelu.out")->inputs, (std::vector<std::string>{"ffn1"}));
+  EXPECT_EQ(written->weights.size(), native->weights.size()) << "the chains' constants are not weights";
+  auto a = profile::RunGraph(*written, testing::Soc910B2());
+  auto b = profile::RunGraph(*native, testing::Soc910B2());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->ops.size(), b->ops.size());
+  EXPECT_NEAR(a->compute_end_us - a->compute_start_us, b->compute_end_us - b->compute_start_us, 1e-6 * b->compute_end_us);
+}
+
+// A chain folds only as a whole, with its constants' values and nothing else reading
+// inside it; otherwise its primitive ops are refused by name.
+TEST(OnnxImport, AChainThatIsNotQuiteALayerNormOrGeluIsLeftAsItIs) {
+  testing::ScratchDir dir;
+  auto load = [&](int opset, auto write, const std::string& file, bool mean_out = false) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(opset);
+    auto& g = *m.mutable_graph();
+    auto* in = g.add_input();
+    in->set_name("x");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT16);
+    for (int64_t d : {4, 16, 64}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    for (const char* w : {"gamma", "beta"}) {
+      auto* t = g.add_initializer();
+      t->set_name(w);
+      t->set_data_type(onnx::TensorProto::FLOAT16);
+      t->add_dims(64);
+    }
+    g.add_output()->set_name("y");
+    if (mean_out) g.add_output()->set_name("ln.m");
+    std::vector<onnx::NodeProto> nodes;
+    write(g, nodes);
+    for (auto& n : nodes) *g.add_node() = std::move(n);
+    const std::string path = dir.Path(file);
+    std::ofstream f(path, std::ios::binary);
+    EXPECT_TRUE(m.SerializeToOstream(&f));
+    f.close();
+    return GraphFromOnnxFile(path, {});
+  };
+  auto ln = [](int form, int64_t axis, float eps) {
+    return [=](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+      WriteOutLayerNorm(g, n, "x", "gamma", "beta", "y", "ln.", form, axis, eps);
+    };
+  };
+  {
+    auto r = load(18, ln(2, 2, 1e-5f), "axes_input.onnx");  // axes as an input, the last axis by its index
+    ASSERT_TRUE(r.ok()) << Message(r);
+    ASSERT_EQ(r->nodes.size(), 1u);
+    EXPECT_EQ(r->nodes[0].op_type, "LayerNorm");
+    EXPECT_EQ(r->nodes[0].name, "ln.add");
+    EXPECT_EQ(r->nodes[0].outputs[0].desc.shape, (std::vector<int64_t>{4, 16, 64}));
+  }
+  {
+    auto r = load(14, ln(0, -1, 0.5f), "big_eps.onnx");
+    EXPECT_NE(Message(r).find("node 'ln.mean' (ReduceMean): ONNX op 'ReduceMean' has no tunefleet equivalent"),
+              std::string::npos)
+        << Message(r);
+  }
+  {
+    auto r = load(14, ln(0, -1, 1e-5f), "mean_out.onnx", /*mean_out=*/true);
+    EXPECT_NE(Message(r).find("node 'ln.mean' (ReduceMean)"), std::string::npos) << "the mean is read outside: "
+                                                                                  << Message(r);
+  }
+  {
+    auto r = load(14, ln(1, 1, 1e-5f), "axis1.onnx");
+    EXPECT_NE(Message(r).find("node 'ln.add' (LayerNormalization written out): LayerNormalization runs over the last "
+                              "axis only"),
+              std::string::npos)
+        << Message(r);
+  }
+  {
+    auto r = load(14, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+      WriteOutTanhGelu(g, n, "x", "y", "gelu.", /*pow=*/true);
+    }, "gelu_new.onnx");
+    ASSERT_TRUE(r.ok()) << Message(r);
+    ASSERT_EQ(r->nodes.size(), 1u);
+    EXPECT_EQ(r->nodes[0].op_type, "Gelu");
+    EXPECT_EQ(r->nodes[0].name, "gelu.out");
+  }
+  {
+    auto r = load(14, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+      WriteOutTanhGelu(g, n, "x", "y", "gelu.", /*pow=*/true, /*kappa=*/0.05f);
+    }, "not_gelu.onnx");
+    EXPECT_NE(Message(r).find("node 'gelu.pow' (Pow): ONNX op 'Pow' has no tunefleet equivalent"), std::string::npos)
+        << Message(r);
+  }
+}
+
 // Found by an audit: Gelu (opset 20) and onnxruntime's FastGelu have no schema in libonnx
 // 1.12, so their shapes were never inferred; a node with no output aborted the process; a
 // custom domain's Relu was taken for the standard one; every inference failure was blamed

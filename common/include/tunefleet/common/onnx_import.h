@@ -1,7 +1,8 @@
 // ONNX import (DESIGN.md: a submission is a model as a JSON graph or an ONNX file): reads
 // a .onnx model with libonnx, fixes its symbolic dimensions to given sizes, infers every
 // tensor's shape (onnx::shape_inference) and converts it to a Graph, node by node
-// (docs/profiling.md "ONNX models"). Initializers become weights, Constant nodes too;
+// (docs/profiling.md "ONNX models"), after folding GELU and LayerNorm written out as
+// primitive nodes back into one op each. Initializers become weights, Constant nodes too;
 // weights' data is never read (it may live in external files that are not there). Ops
 // with no tunefleet equivalent are refused naming the node. Pure function of the file.
 #pragma once
