@@ -278,6 +278,10 @@ class Coordinator::Impl {
   void DispatchOne(const std::string& identity, WorkerEntry& worker);
   bool SliceSpent() const { return clock_.Now() >= dispatch_until_; }
   void CheckLiveness();
+  // Erases the worker, requeueing its leases; `why` ends "worker <id> <why>" in the log.
+  std::map<std::string, WorkerEntry>::iterator DropWorker(std::map<std::string, WorkerEntry>::iterator it,
+                                                          const std::string& why);
+  void ProbeNamesakes();
   // Ends the running tasks whose time or patience is spent, once a heartbeat interval:
   // NextJob notices it only for tasks a slot reaches, and under priorities a lower
   // level's task may wait long for one. Sets the queue depth on the way.
@@ -387,6 +391,9 @@ class Coordinator::Impl {
   std::map<uint64_t, SubmissionRecord> submissions_;
   std::map<uint64_t, Schedule> schedules_;  // by submission id
   std::map<std::string, WorkerEntry> workers_;  // by identity
+  // Earlier registrations of a worker id that registered again -> turns left to probe them.
+  std::map<std::string, int> namesake_probes_;
+  static constexpr int kNamesakeProbeTurns = 50;
   std::unordered_map<uint64_t, Lease> leases_;  // by job id
   std::unordered_map<uint64_t, Lease> retired_;  // requeued leases by job id, kRetiredLeases at most
   std::deque<uint64_t> retired_order_;
@@ -1164,16 +1171,7 @@ void Coordinator::Impl::CheckLiveness() {
       ++it;
       continue;
     }
-    Log(fmt::format("worker {} {}: requeueing its {} jobs", it->second.id,
-                    it->second.gone ? "left" : "missed its heartbeats", it->second.jobs.size()));
-    for (uint64_t job_id : it->second.jobs) {
-      auto lease = leases_.find(job_id);
-      if (lease == leases_.end()) continue;
-      Lease l = std::move(lease->second);
-      leases_.erase(lease);
-      Requeue(std::move(l), "worker " + it->second.id + " stopped heartbeating");
-    }
-    it = workers_.erase(it);
+    it = DropWorker(it, it->second.gone ? "left" : "missed its heartbeats");
   }
   for (auto it = leases_.begin(); it != leases_.end();) {
     if (now < it->second.deadline) {
@@ -1189,6 +1187,49 @@ void Coordinator::Impl::CheckLiveness() {
   for (const auto& [id, w] : workers_) slots += w.slots;
   metrics_.workers_connected.Set(static_cast<double>(workers_.size()));
   metrics_.worker_slots.Set(slots);
+}
+
+std::map<std::string, WorkerEntry>::iterator Coordinator::Impl::DropWorker(
+    std::map<std::string, WorkerEntry>::iterator it, const std::string& why) {
+  Log(fmt::format("worker {} {}: requeueing its {} jobs", it->second.id, why, it->second.jobs.size()));
+  for (uint64_t job_id : it->second.jobs) {
+    auto lease = leases_.find(job_id);
+    if (lease == leases_.end()) continue;
+    Lease l = std::move(lease->second);
+    leases_.erase(lease);
+    Requeue(std::move(l), "worker " + it->second.id + " " + why);
+  }
+  return workers_.erase(it);
+}
+
+// A worker restarted under the same --id (a container restarted in its pod keeps its
+// hostname and pid 1) registers from a new connection while its old registration would
+// wait out its heartbeats, listed twice and its jobs held. So each earlier registration of
+// that id is probed with a heartbeat, at once and then each turn for kNamesakeProbeTurns
+// turns (ZeroMQ may take a message for a connection whose close it has not processed yet),
+// and dropped as soon as ZeroMQ has no connection for it (the kernel closed it when the
+// process died). A namesake still connected after that (two live workers given one id, or
+// a network partition) is kept, and left to the heartbeats.
+void Coordinator::Impl::ProbeNamesakes() {
+  for (auto p = namesake_probes_.begin(); p != namesake_probes_.end();) {
+    auto w = workers_.find(p->first);
+    if (w == workers_.end()) {
+      p = namesake_probes_.erase(p);
+      continue;
+    }
+    wire::Outgoing probe;
+    probe.Body().initHeartbeat().setInFlightJobs(static_cast<uint32_t>(w->second.jobs.size()));
+    auto delivery = transport::SendIfConnected(workers_sock_, w->first, probe);
+    if (!delivery.ok()) Log("probing an earlier registration of worker " + w->second.id + ": " + delivery.status().ToString());
+    if (delivery.ok() && *delivery == transport::Delivery::kGone) {
+      DropWorker(w, "registered again from a new connection, and the old one is closed");
+    }
+    if (delivery.ok() && *delivery != transport::Delivery::kGone && --p->second > 0) {
+      ++p;
+      continue;
+    }
+    p = namesake_probes_.erase(p);
+  }
 }
 
 void Coordinator::Impl::UpdateTaskGauges() {
@@ -1285,7 +1326,11 @@ void Coordinator::Impl::OnWorkerMessage(std::vector<zmq::message_t>& frames) {
         w.registration = ++registrations_;
         metrics_.worker_registrations.Increment();
         Log(fmt::format("worker {} ready with {} slots", w.id, w.slots));
+        for (const auto& [other, earlier] : workers_) {
+          if (earlier.id == w.id) namesake_probes_[other] = kNamesakeProbeTurns;
+        }
         workers_[identity] = std::move(w);
+        ProbeNamesakes();
         return Status::Ok();
       }
       case schema::Envelope::Body::HEARTBEAT:
@@ -2034,6 +2079,7 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
         metrics_.curve_refused.Increment(refused - metrics_.curve_refused.Value());
       }
     }
+    ProbeNamesakes();
     CheckLiveness();
     Dispatch();
     AnswerHeldWatches();

@@ -109,6 +109,26 @@ Status SendTo(zmq::socket_t& socket, const std::string& identity, wire::Outgoing
   return Status::Ok();
 }
 
+Result<Delivery> SendIfConnected(zmq::socket_t& socket, const std::string& identity, wire::Outgoing& msg) {
+  kj::Array<capnp::word> words = msg.Encode();
+  auto bytes = words.asBytes();
+  // ROUTER_MANDATORY only for this send: without it a ROUTER drops a message to an unknown
+  // identity silently; with it, a full queue would block the other sends.
+  socket.set(zmq::sockopt::router_mandatory, 1);
+  Result<Delivery> delivery = Delivery::kSent;
+  try {
+    if (!socket.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      delivery = Delivery::kBlocked;
+    } else {
+      socket.send(zmq::buffer(bytes.begin(), bytes.size()), zmq::send_flags::dontwait);
+    }
+  } catch (const zmq::error_t& e) {
+    delivery = e.num() == EHOSTUNREACH ? Result<Delivery>(Delivery::kGone) : Result<Delivery>(FromZmq(e, "send to peer"));
+  }
+  socket.set(zmq::sockopt::router_mandatory, 0);
+  return delivery;
+}
+
 Result<std::optional<std::vector<zmq::message_t>>> Receive(zmq::socket_t& socket, bool dontwait) {
   std::vector<zmq::message_t> frames;
   try {

@@ -56,12 +56,14 @@ struct ReceivedJob {
   std::vector<ConfigIndex> configs;
 };
 
-// A worker the test drives by hand.
+// A worker the test drives by hand. Its ZeroMQ routing id is its worker id unless given:
+// a real worker's is ZeroMQ's own, new for every connection.
 class ScriptedWorker {
  public:
-  ScriptedWorker(zmq::context_t& ctx, const std::string& endpoint, const std::string& id, uint32_t slots = 1)
+  ScriptedWorker(zmq::context_t& ctx, const std::string& endpoint, const std::string& id, uint32_t slots = 1,
+                 const std::string& routing_id = "")
       : socket_(transport::MakeSocket(ctx, zmq::socket_type::dealer)) {
-    socket_.set(zmq::sockopt::routing_id, id);
+    socket_.set(zmq::sockopt::routing_id, routing_id.empty() ? id : routing_id);
     EXPECT_TRUE(transport::Connect(socket_, endpoint).ok());
     wire::Outgoing msg;
     auto ready = msg.Body().initWorkerReady();
@@ -80,6 +82,9 @@ class ScriptedWorker {
     ready.initSocs(1).set(0, "Ascend910B2");
     EXPECT_TRUE(transport::Send(socket_, msg).ok());
   }
+
+  // Closes the connection, as a killed worker's kernel does.
+  void Close() { socket_.close(); }
 
   void Heartbeat() {
     wire::Outgoing msg;
@@ -799,6 +804,48 @@ TEST_F(CoordinatorTest, ALateJobOfAnEarlierRegistrationGivesBackNoSlot) {
   EXPECT_FALSE(w.NextJob(500ms)) << "a second job while the one slot still runs the requeued copy";
   w.Answer(*requeued, 40);
   EXPECT_TRUE(w.NextJob(2s)) << "the slot is free again";
+}
+
+// A worker restarted under the same --id (a container restarted in its pod) registers
+// from a new connection: its earlier registration, whose connection is closed, leaves the
+// list at once and its job goes to the new one (the clock never moves here, so no missed
+// heartbeat could have dropped it). A namesake still connected is a second live worker and
+// stays.
+TEST_F(CoordinatorTest, AWorkerRestartedUnderItsIdReplacesItsClosedRegistrationAtOnce) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ASSERT_TRUE(client.Submit(RandomSearch(4, 1)).ok());
+  auto killed = std::make_unique<ScriptedWorker>(ctx_, options_.worker_endpoint, "pod-1", 1, "connection-1");
+  auto job = killed->NextJob();
+  ASSERT_TRUE(job);
+  killed->Close();
+  ScriptedWorker restarted(ctx_, options_.worker_endpoint, "pod-1", 1, "connection-2");
+  // The probe may take a turn or two while ZeroMQ closes the old connection.
+  auto list = client.ListWorkers();
+  for (int i = 0; i < 50 && list.ok() && list->size() != 1; ++i) {
+    std::this_thread::sleep_for(20ms);
+    list = client.ListWorkers();
+  }
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ(list->front().id, "pod-1");
+  // Its one slot may have taken a new job before the probe answered; the requeued one
+  // comes then next.
+  bool requeued = false;
+  for (int i = 0; i < 2 && !requeued; ++i) {
+    auto next = restarted.NextJob();
+    ASSERT_TRUE(next) << "job " << i;
+    requeued = next->attempt == 2 && next->configs == job->configs;
+    restarted.Answer(*next, 40);
+  }
+  EXPECT_TRUE(requeued) << "the closed registration's job, requeued when its namesake registered";
+
+  ScriptedWorker namesake(ctx_, options_.worker_endpoint, "pod-1", 1, "connection-3");
+  for (int i = 0; i < 50 && list->size() < 2; ++i) {
+    std::this_thread::sleep_for(20ms);
+    list = client.ListWorkers();
+    ASSERT_TRUE(list.ok());
+  }
+  EXPECT_EQ(list->size(), 2u) << "both registrations are connected";
 }
 
 // `tunefleet workers`: each registered worker with its slots, the busy ones and the jobs

@@ -74,8 +74,8 @@ class Cluster {
     std::vector<std::string> argv{
         Binary("coordinator/tunefleet-coordinator"), "--client-bind", client,
         "--worker-bind", worker, "--metrics-address", "127.0.0.1", "--metrics-port", "0",
-        "--heartbeat-ms", "100", "--data-dir", data_dir_};
-    argv.insert(argv.end(), extra.begin(), extra.end());
+        "--data-dir", data_dir_};
+    WithDefaultHeartbeat(argv, extra);
     coordinator_ = std::make_unique<Process>(std::move(argv));
     auto line = coordinator_->WaitForLine("tunefleet-coordinator ready", 20s);
     if (!line) return ::testing::AssertionFailure() << "coordinator printed no ready line";
@@ -85,12 +85,15 @@ class Cluster {
     return ::testing::AssertionSuccess();
   }
 
+  // The worker's --id is w<its number> unless `extra` gives one.
   void StartWorker(int slots, int min_eval_us = 0, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv{
         Binary("worker/tunefleet-worker"), "--coordinator", worker_ep_, "--slots",
-        std::to_string(slots), "--heartbeat-ms", "100", "--min-eval-us",
-        std::to_string(min_eval_us), "--id", "w" + std::to_string(workers_.size())};
-    argv.insert(argv.end(), extra.begin(), extra.end());
+        std::to_string(slots), "--min-eval-us", std::to_string(min_eval_us)};
+    if (std::find(extra.begin(), extra.end(), "--id") == extra.end()) {
+      argv.insert(argv.end(), {"--id", "w" + std::to_string(workers_.size())});
+    }
+    WithDefaultHeartbeat(argv, extra);
     workers_.push_back(std::make_unique<Process>(std::move(argv)));
     ASSERT_TRUE(workers_.back()->WaitForLine("connecting", 10s));
   }
@@ -138,6 +141,14 @@ class Cluster {
   Process& worker(size_t i) { return *workers_[i]; }
 
  private:
+  // Appends `extra`, and heartbeats every 100 ms unless it sets --heartbeat-ms.
+  static void WithDefaultHeartbeat(std::vector<std::string>& argv, const std::vector<std::string>& extra) {
+    if (std::find(extra.begin(), extra.end(), "--heartbeat-ms") == extra.end()) {
+      argv.insert(argv.end(), {"--heartbeat-ms", "100"});
+    }
+    argv.insert(argv.end(), extra.begin(), extra.end());
+  }
+
   std::string data_dir_;
   std::unique_ptr<Process> coordinator_;
   std::vector<std::unique_ptr<Process>> workers_;
@@ -248,6 +259,57 @@ TEST_F(ClusterTest, KillingOneOfTwoWorkersMidTaskLosesNothingAndFindsTheSameBest
   std::string metrics = testing::HttpGet(cluster.metrics_port(), "/metrics");
   EXPECT_GE(testing::MetricValue(metrics, "tunefleet_jobs_requeued_total"), 1.0)
       << "the killed worker's leased job must have been requeued";
+  EXPECT_EQ(testing::MetricValue(metrics, "tunefleet_workers_connected"), 1.0);
+}
+
+// A worker killed and started again under the same --id (a container restarted in its
+// pod keeps its hostname and pid): its earlier registration leaves the worker list at once,
+// not after three missed heartbeats (a minute here), and its leased job goes to the new
+// process.
+TEST_F(ClusterTest, AWorkerRestartedUnderItsIdIsListedOnceAndTakesOverItsJob) {
+  const std::vector<std::string> slow_heartbeats{"--heartbeat-ms", "20000"};
+  Cluster cluster(data_dir());
+  ASSERT_TRUE(cluster.StartCoordinator("tcp://127.0.0.1:*", "tcp://127.0.0.1:*", slow_heartbeats));
+  std::vector<std::string> as_pod{"--id", "pod-0", "--heartbeat-ms", "20000"};
+  cluster.StartWorker(1, 200'000, as_pod);  // 0.2 s per evaluation: the job is held when killed
+  client::Client c(ctx_, cluster.client_endpoint());
+  client::SubmitSpec spec;
+  spec.ops = {Matmul(32, 64, 32)};
+  spec.strategy = "random";
+  spec.budget = 12;
+  spec.job_size = 1;
+  auto sub = c.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto listed = [&](const std::function<bool(const std::vector<client::WorkerView>&)>& until) {
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    for (;;) {
+      auto list = c.ListWorkers();
+      if (list.ok() && until(*list)) return *list;
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "worker list: " << (list.ok() ? std::to_string(list->size()) + " rows" : list.status().ToString());
+        return list.ok() ? *list : std::vector<client::WorkerView>{};
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+  };
+  listed([](const auto& l) { return l.size() == 1 && l[0].busy_slots == 1; });
+  cluster.worker(0).Kill();
+  EXPECT_EQ(cluster.worker(0).Wait(10s), 128 + SIGKILL);
+  const auto killed_at = std::chrono::steady_clock::now();
+  cluster.StartWorker(1, 0, as_pod);
+  // The new registration is the one connected since after the kill.
+  auto list = listed([&](const auto& l) {
+    const double since_kill = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+    return l.size() == 1 && l[0].seconds_connected < since_kill;
+  });
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].id, "pod-0");
+  client::StatusView st = cluster.WaitDone(c, sub->submission_id, 60s);
+  ASSERT_EQ(st.tasks.size(), 1u);
+  EXPECT_EQ(st.tasks[0].state, "done") << "the killed registration's job was not held for a minute";
+  EXPECT_EQ(st.tasks[0].evaluated, 12u);
+  std::string metrics = testing::HttpGet(cluster.metrics_port(), "/metrics");
+  EXPECT_GE(testing::MetricValue(metrics, "tunefleet_jobs_requeued_total"), 1.0);
   EXPECT_EQ(testing::MetricValue(metrics, "tunefleet_workers_connected"), 1.0);
 }
 

@@ -35,6 +35,13 @@ Status Send(zmq::socket_t& socket, wire::Outgoing& msg);
 Status SendEncoded(zmq::socket_t& socket, zmq::message_t& msg);
 // ROUTER side: [identity][envelope].
 Status SendTo(zmq::socket_t& socket, const std::string& identity, wire::Outgoing& msg);
+// ROUTER side, as a probe of whether `identity` is still connected. Never blocks.
+enum class Delivery {
+  kSent,     // connected
+  kBlocked,  // not taken now: the peer's queue is full, or its connection is closing
+  kGone,     // ZeroMQ has no connection for it (the peer closed it, or died and its kernel did)
+};
+Result<Delivery> SendIfConnected(zmq::socket_t& socket, const std::string& identity, wire::Outgoing& msg);
 
 // Receives one whole multipart message; nullopt when dontwait and nothing is queued
 // (or the wait timed out on a socket with RCVTIMEO).
