@@ -220,18 +220,41 @@ Result<std::vector<OpKey>> BackwardGemmKeys(const OpKey& forward) {
   } else {
     return std::vector<OpKey>();
   }
-  auto gemm = [&](int64_t m, int64_t k, int64_t n) {
+  // Y = op(A) op(B): A is stored [m,k] ([k,m] with transpose_a), B [k,n] ([n,k]), dY
+  // [m,n]. Each gradient is one GEMM reading the tensors as they are stored, with a
+  // transpose flag where it reads one the other way round (no Transpose kernel), and
+  // writes its gradient in its tensor's stored layout.
+  struct Stored {
+    int64_t rows, cols;
+    bool transposed;  // read as [cols, rows]
+  };
+  const Stored a{g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, false};
+  const Stored b{g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, false};
+  const Stored dy{g.m, g.n, false};
+  auto flipped = [](Stored s, bool transposed) {
+    s.transposed = transposed;
+    return s;
+  };
+  auto gemm = [&](Stored x, Stored y) {
     OpKey key;
     key.soc = forward.soc;
     key.op_type = g.batch > 1 ? "BatchMatMul" : "MatMul";
     const std::string dtype(DTypeName(g.in_dtype));
-    auto shape = [&](int64_t r, int64_t c) {
-      return g.batch > 1 ? std::vector<int64_t>{g.batch, r, c} : std::vector<int64_t>{r, c};
+    auto shape = [&](const Stored& s) {
+      return g.batch > 1 ? std::vector<int64_t>{g.batch, s.rows, s.cols} : std::vector<int64_t>{s.rows, s.cols};
     };
-    key.inputs = {TensorDesc{shape(m, k), dtype, "ND"}, TensorDesc{shape(k, n), dtype, "ND"}};
+    key.inputs = {TensorDesc{shape(x), dtype, "ND"}, TensorDesc{shape(y), dtype, "ND"}};
+    if (x.transposed) key.attrs["transpose_a"] = "1";
+    if (y.transposed) key.attrs["transpose_b"] = "1";
     return key;
   };
-  return std::vector<OpKey>{gemm(g.m, g.n, g.k), gemm(g.k, g.m, g.n)};
+  // dA = dY op(B)^T, or op(B) dY^T when A is stored transposed; dB = op(A)^T dY, or
+  // dY^T op(A) when B is.
+  const OpKey da = g.transpose_a ? gemm(flipped(b, g.transpose_b), flipped(dy, true))
+                                 : gemm(dy, flipped(b, !g.transpose_b));
+  const OpKey db = g.transpose_b ? gemm(flipped(dy, true), flipped(a, g.transpose_a))
+                                 : gemm(flipped(a, !g.transpose_a), dy);
+  return std::vector<OpKey>{da, db};
 }
 
 Result<std::vector<NamedKernel>> TunableKernels(const Graph& graph) {

@@ -4,10 +4,13 @@
 
 #include <limits>
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/profile/test_util.h"
+#include "tunefleet/common/graph.h"
+#include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/simulator.h"
 
@@ -111,6 +114,43 @@ TEST(Verify, KernelsAreMatchedByNodeNotByNameInTraining) {
   EXPECT_TRUE(r->ToJson()["training"].get<bool>());
 }
 
+// With every combination of forward transpose flags, each backward GEMM reads X, W and dY
+// as they are stored and computes its gradient in its input's stored shape.
+TEST(Verify, BackwardGemmsReadTheirOperandsAsStoredAndWriteTheGradientsStoredShape) {
+  const int64_t m = 256, k = 512, n = 128;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      OpKey fwd;
+      fwd.soc = "Ascend910B2";
+      fwd.op_type = "MatMul";
+      fwd.inputs = {TensorDesc{ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k}, "float16", "ND"},
+                    TensorDesc{tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, "float16", "ND"}};
+      if (ta) fwd.attrs["transpose_a"] = "1";
+      if (tb) fwd.attrs["transpose_b"] = "1";
+      auto keys = BackwardGemmKeys(fwd);
+      ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+      ASSERT_EQ(keys->size(), 2u);
+      const std::string flags = fmt::format("transpose_a={} transpose_b={}", ta, tb);
+      for (size_t g = 0; g < 2; ++g) {
+        const OpKey& key = (*keys)[g];
+        auto shape = CubeGemmShapeFromOpKey(key);
+        ASSERT_TRUE(shape.ok()) << flags << ": " << key.Canonical() << ": " << shape.status().ToString();
+        // The gradient has its input's stored shape; the GEMM's K is what the forward summed
+        // the other way: N for dX, M for dW.
+        const std::vector<int64_t>& stored = fwd.inputs[g].shape;
+        EXPECT_EQ((std::vector<int64_t>{shape->m, shape->n}), stored) << flags << ": " << key.Canonical();
+        EXPECT_EQ(shape->k, g == 0 ? n : m) << flags << ": " << key.Canonical();
+        // Every operand is a tensor of the forward step, as stored: X, W or dY [M, N].
+        for (const TensorDesc& in : key.inputs) {
+          EXPECT_TRUE(in.shape == fwd.inputs[0].shape || in.shape == fwd.inputs[1].shape ||
+                      in.shape == (std::vector<int64_t>{m, n}))
+              << flags << ": " << key.Canonical();
+        }
+      }
+    }
+  }
+}
+
 // In a training step a cube kernel's backward runs its two GEMMs (dX, dW), each an op of
 // its own shape: tuned, the backward row takes what their configs take.
 TEST(Verify, ACubeKernelsBackwardTakesItsTunedGemmsConfigs) {
@@ -132,9 +172,11 @@ TEST(Verify, ACubeKernelsBackwardTakesItsTunedGemmsConfigs) {
   const OpKey& dx = (*kernels)[1].key;
   const OpKey& dw = (*kernels)[2].key;
   EXPECT_EQ(dx.inputs[0].shape, (std::vector<int64_t>{2048, 4096})) << "dY [M, N]";
-  EXPECT_EQ(dx.inputs[1].shape, (std::vector<int64_t>{4096, 1024})) << "W^T [N, K]";
-  EXPECT_EQ(dw.inputs[0].shape, (std::vector<int64_t>{1024, 2048})) << "X^T [K, M]";
+  EXPECT_EQ(dx.inputs[1].shape, (std::vector<int64_t>{1024, 4096})) << "W [K, N] read as W^T";
+  EXPECT_EQ(dx.attrs, (std::map<std::string, std::string>{{"transpose_b", "1"}}));
+  EXPECT_EQ(dw.inputs[0].shape, (std::vector<int64_t>{2048, 1024})) << "X [M, K] read as X^T";
   EXPECT_EQ(dw.inputs[1].shape, (std::vector<int64_t>{2048, 4096})) << "dY [M, N]";
+  EXPECT_EQ(dw.attrs, (std::map<std::string, std::string>{{"transpose_a", "1"}}));
   const auto [dx_config, dx_us] = FastConfig(dx, soc);
   const auto [dw_config, dw_us] = FastConfig(dw, soc);
   auto r = Verify(*g, soc, {{dx.Canonical(), dx_config}, {dw.Canonical(), dw_config}});

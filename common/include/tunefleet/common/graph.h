@@ -76,7 +76,9 @@ OpKey NodeOpKey(const Graph& graph, const GraphNode& node);
 // The two GEMMs a cube kernel's backward runs in a training step: dX = dY x W^T
 // ([M,N] x [N,K]) and dW = X^T x dY ([K,M] x [M,N]), per batch, a conv as its implicit
 // GEMM (its col2im scatter is not modelled): MatMul (BatchMatMul when batched) op keys in
-// the forward's input dtype, ND. What RunGraph times for a training step and what `tune`
+// the forward's input dtype, ND, reading X, W and dY as they are stored (W^T is W with
+// transpose_b; with a forward transpose flag, the gradient of that input is written in
+// its stored layout, so dX = W x dY^T when X is read transposed). What RunGraph times for a training step and what `tune`
 // of a training graph tunes beside the forward kernels. Empty for an op that is not a
 // cube op (MatMul, BatchMatMul, Gemm, Conv2D or a fused one).
 Result<std::vector<OpKey>> BackwardGemmKeys(const OpKey& forward);
