@@ -62,6 +62,17 @@ Optimum DirectOptimum(const OpKey& key) {
   return best;
 }
 
+// Random search of one op: `budget` evaluations in jobs of `job_size` configs (0: the
+// coordinator's choice).
+client::SubmitSpec RandomSearch(const OpKey& key, uint64_t budget, uint32_t job_size = 0) {
+  client::SubmitSpec spec;
+  spec.ops = {key};
+  spec.strategy = "random";
+  spec.budget = budget;
+  spec.job_size = job_size;
+  return spec;
+}
+
 class Cluster {
  public:
   explicit Cluster(std::string data_dir) : data_dir_(std::move(data_dir)) {}
@@ -273,12 +284,7 @@ TEST_F(ClusterTest, AWorkerRestartedUnderItsIdIsListedOnceAndTakesOverItsJob) {
   std::vector<std::string> as_pod{"--id", "pod-0", "--heartbeat-ms", "20000"};
   cluster.StartWorker(1, 200'000, as_pod);  // 0.2 s per evaluation: the job is held when killed
   client::Client c(ctx_, cluster.client_endpoint());
-  client::SubmitSpec spec;
-  spec.ops = {Matmul(32, 64, 32)};
-  spec.strategy = "random";
-  spec.budget = 12;
-  spec.job_size = 1;
-  auto sub = c.Submit(spec);
+  auto sub = c.Submit(RandomSearch(Matmul(32, 64, 32), 12, 1));
   ASSERT_TRUE(sub.ok()) << sub.status().ToString();
   auto listed = [&](const std::function<bool(const std::vector<client::WorkerView>&)>& until) {
     auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -458,12 +464,7 @@ TEST_F(ClusterTest, CancellingStopsTheJobARealWorkerIsRunning) {
   ASSERT_TRUE(cluster.StartCoordinator());
   cluster.StartWorker(1, 20000);
   client::Client c(ctx_, cluster.client_endpoint());
-  client::SubmitSpec slow;
-  slow.ops = {Matmul(256, 256, 128)};
-  slow.strategy = "random";
-  slow.budget = 400;
-  slow.job_size = 200;
-  auto a = c.Submit(slow);
+  auto a = c.Submit(RandomSearch(Matmul(256, 256, 128), 400, 200));
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   // Its baseline job (one config) first, then a 200-config job.
   const auto deadline = std::chrono::steady_clock::now() + 30s;
@@ -477,11 +478,7 @@ TEST_F(ClusterTest, CancellingStopsTheJobARealWorkerIsRunning) {
   ASSERT_EQ(cancelled->cancelled, 1u);
 
   // The next submission is served by the same slot once the stopped job reported.
-  client::SubmitSpec quick;
-  quick.ops = {Matmul(64, 64, 64)};
-  quick.strategy = "random";
-  quick.budget = 2;
-  auto b = c.Submit(quick);
+  auto b = c.Submit(RandomSearch(Matmul(64, 64, 64), 2));
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(cluster.WaitDone(c, b->submission_id, 60s).tasks[0].state, "done");
   const std::string metrics = testing::HttpGet(cluster.metrics_port(), "/metrics");
@@ -500,12 +497,7 @@ TEST_F(ClusterTest, ASlowJobsResultsArriveEverySecondSoItsLeaseIsRenewed) {
   ASSERT_TRUE(cluster.StartCoordinator());
   cluster.StartWorker(1, 20000);  // 20 ms per evaluation: 128 take 2.6 s
   client::Client c(ctx_, cluster.client_endpoint());
-  client::SubmitSpec slow;
-  slow.ops = {Matmul(256, 256, 128)};
-  slow.strategy = "random";
-  slow.budget = 301;
-  slow.job_size = 300;
-  auto a = c.Submit(slow);
+  auto a = c.Submit(RandomSearch(Matmul(256, 256, 128), 301, 300));
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   // After the baseline (one config), the first figure above 1 is what one chunk carried.
   uint64_t first = 0;
