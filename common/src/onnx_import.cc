@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -89,8 +90,14 @@ bool KnownOp(const onnx::NodeProto& n) {
 }
 
 std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where) {
-  return fmt::format("{}: ONNX op '{}{}' has no tunefleet equivalent (supported: {})", where,
-                     n.domain().empty() ? "" : n.domain() + ".", n.op_type(), kSupported);
+  static const std::set<std::string> kOfAFold = {"Erf", "Pow", "ReduceMean", "Sqrt"};
+  const bool fold_part = IsStandardDomain(n.domain()) && kOfAFold.count(n.op_type()) > 0;
+  return fmt::format("{}: ONNX op '{}{}' has no tunefleet equivalent (supported: {}){}", where,
+                     n.domain().empty() ? "" : n.domain() + ".", n.op_type(), kSupported,
+                     fold_part ? "; a LayerNorm or GELU written out folds into one op only in the forms docs/profiling.md "
+                                 "\"ONNX models\" lists (each constant holding its value, gamma and beta weights, "
+                                 "nothing outside the chain reading inside it)"
+                               : "");
 }
 
 // One ONNX node as a tunefleet node (op, inputs, attrs); the outputs are filled by the caller.
@@ -203,13 +210,43 @@ double HalfToDouble(uint32_t h) {
   return sign ? -v : v;
 }
 
+// Integer values of a constant (int64 or int32), as ReduceMean's axes input (opset 18).
+std::optional<std::vector<int64_t>> IntValues(const onnx::TensorProto& t) {
+  std::vector<int64_t> v;
+  const std::string& raw = t.raw_data();
+  if (t.data_type() == onnx::TensorProto::INT32 && !raw.empty()) {
+    if (raw.size() % 4 != 0) return std::nullopt;
+    std::vector<int32_t> narrow(raw.size() / 4);
+    std::memcpy(narrow.data(), raw.data(), raw.size());
+    v.assign(narrow.begin(), narrow.end());
+  } else if (t.data_type() == onnx::TensorProto::INT64) {
+    if (!raw.empty()) {
+      if (raw.size() % 8 != 0) return std::nullopt;
+      v.resize(raw.size() / 8);
+      std::memcpy(v.data(), raw.data(), raw.size());
+    } else {
+      v.assign(t.int64_data().begin(), t.int64_data().end());
+    }
+  } else if (t.data_type() == onnx::TensorProto::INT32) {
+    v.assign(t.int32_data().begin(), t.int32_data().end());
+  } else {
+    return std::nullopt;
+  }
+  return v;
+}
+
 // The value of a one-element constant (float, double, float16, bfloat16), if it holds one.
 std::optional<double> ScalarValue(const onnx::TensorProto& t) {
   int64_t n = 1;
   for (int64_t d : t.dims()) n *= d;
-  if (n != 1) return std::nullopt;
+  if (n != 1 || t.dims_size() > 1) return std::nullopt;  // more axes would broadcast x's rank up
   const std::string& raw = t.raw_data();
   switch (t.data_type()) {
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::INT32: {
+      auto v = IntValues(t);
+      return v && v->size() == 1 ? std::optional<double>(static_cast<double>(v->front())) : std::nullopt;
+    }
     case onnx::TensorProto::FLOAT: {
       if (t.float_data_size() == 1) return t.float_data(0);
       float f = 0;
@@ -244,26 +281,6 @@ std::optional<double> ScalarValue(const onnx::TensorProto& t) {
   }
 }
 
-// Integer values of a constant (int64 or int32), as ReduceMean's axes input (opset 18).
-std::optional<std::vector<int64_t>> IntValues(const onnx::TensorProto& t) {
-  std::vector<int64_t> v;
-  const std::string& raw = t.raw_data();
-  if (t.data_type() == onnx::TensorProto::INT64) {
-    if (!raw.empty()) {
-      if (raw.size() % 8 != 0) return std::nullopt;
-      v.resize(raw.size() / 8);
-      std::memcpy(v.data(), raw.data(), raw.size());
-    } else {
-      v.assign(t.int64_data().begin(), t.int64_data().end());
-    }
-  } else if (t.data_type() == onnx::TensorProto::INT32 && raw.empty()) {
-    v.assign(t.int32_data().begin(), t.int32_data().end());
-  } else {
-    return std::nullopt;
-  }
-  return v;
-}
-
 // Exporters write some ops CANN's graph engine fuses as several primitive nodes; these
 // folds turn each such chain back into the one op (what tunefleet, like CANN, runs as one
 // kernel):
@@ -279,8 +296,8 @@ std::optional<std::vector<int64_t>> IntValues(const onnx::TensorProto& t) {
 // ReduceMean or Sqrt is then refused by name.
 class Folds {
  public:
-  Folds(const onnx::GraphProto& g, const std::map<std::string, const onnx::TensorProto*>& constants)
-      : g_(g), constants_(constants), replaced_by_(static_cast<size_t>(g.node_size()), -1) {
+  Folds(const onnx::GraphProto& g, const std::map<std::string, const onnx::TensorProto*>& constants, int opset)
+      : g_(g), constants_(constants), opset_(opset), replaced_by_(static_cast<size_t>(g.node_size()), -1) {
     for (int i = 0; i < g.node_size(); ++i) {
       for (const auto& o : g.node(i).output()) producer_[o] = i;
       for (const auto& in : g.node(i).input()) readers_[in].push_back(i);
@@ -366,10 +383,13 @@ class Folds {
     auto by = Other(m1, "Mul", g_.node(a).output(0), true);
     if (!by) return std::nullopt;
     nodes.insert(nodes.end(), {a, m1});
-    if (*by == x) {  // x * (1 + core) then * 0.5
+    if (*by == x || Is(*by, 0.5)) {  // (1 + core) * x then * 0.5 or / 2, or * 0.5 then * x
       const int m2 = OnlyReader(g_.node(m1).output(0));
-      auto half = Other(m2, "Mul", g_.node(m1).output(0), true);
-      if (!half || !Is(*half, 0.5)) return std::nullopt;
+      const std::string& t = g_.node(m1).output(0);
+      auto rest = Other(m2, "Mul", t, true);
+      const bool ends = *by == x ? (rest && Is(*rest, 0.5)) || (Other(m2, "Div", t, false) && Is(*Other(m2, "Div", t, false), 2.0))
+                                 : rest && *rest == x;
+      if (!ends) return std::nullopt;
       nodes.push_back(m2);
       return m2;
     }
@@ -395,18 +415,25 @@ class Folds {
       const auto& sqn = g_.node(sq);
       const bool squared = (sqn.op_type() == "Pow" && Is(sqn.input(1), 2.0)) ||
                            (sqn.op_type() == "Mul" && sqn.input(0) == sqn.input(1));
-      const int centre = squared ? Producer(sqn.input(0)) : -1;
+      std::vector<int> nodes{sq, var, eps_add, q};
+      // PyTorch's fp16 export casts the difference to float32 for the variance and the
+      // division, and the quotient back before gamma: the LayerNorm kernel does the same.
+      const std::string& diff = sqn.input(0);
+      const int widen = squared ? Producer(diff) : -1;
+      const bool widened = widen >= 0 && g_.node(widen).op_type() == "Cast" && g_.node(widen).input_size() == 1;
+      if (widened) nodes.push_back(widen);
+      const int centre = squared ? Producer(widened ? g_.node(widen).input(0) : diff) : -1;
       if (centre < 0 || g_.node(centre).op_type() != "Sub" || g_.node(centre).input_size() != 2) return;
       const std::string x = g_.node(centre).input(0);
       const int mean = Producer(g_.node(centre).input(1));
       if (mean < 0 || MeanAxis(mean) != axis || g_.node(mean).input(0) != x) return;
       const int div = OnlyReader(g_.node(q).output(0));
       if (div < 0 || g_.node(div).op_type() != "Div" || g_.node(div).input_size() != 2 ||
-          g_.node(div).input(1) != g_.node(q).output(0)) {
+          g_.node(div).output_size() != 1 || g_.node(div).input(1) != g_.node(q).output(0)) {
         return;
       }
-      std::vector<int> nodes{mean, centre, sq, var, eps_add, q, div};
-      const int numerator = Producer(g_.node(div).input(0));
+      nodes.insert(nodes.end(), {mean, centre, div});
+      const int numerator = g_.node(div).input(0) == diff ? centre : Producer(g_.node(div).input(0));
       if (numerator != centre) {  // the Sub written a second time
         if (numerator < 0 || g_.node(numerator).op_type() != "Sub" || g_.node(numerator).input_size() != 2 ||
             g_.node(numerator).input(0) != x || g_.node(numerator).input(1) != g_.node(mean).output(0)) {
@@ -414,12 +441,21 @@ class Folds {
         }
         nodes.push_back(numerator);
       }
-      const int scale = OnlyReader(g_.node(div).output(0));
-      auto gamma = Other(scale, "Mul", g_.node(div).output(0), true);
-      if (!gamma) return;
+      std::string normalized = g_.node(div).output(0);
+      if (widened) {  // cast back
+        const int narrow = OnlyReader(normalized);
+        if (narrow < 0 || g_.node(narrow).op_type() != "Cast" || g_.node(narrow).output_size() != 1) return;
+        nodes.push_back(narrow);
+        normalized = g_.node(narrow).output(0);
+      }
+      // gamma and beta are weights of the model (a tensor of the chain, or a residual,
+      // would make it something else): constants of one axis, or more of size 1 before it.
+      const int scale = OnlyReader(normalized);
+      auto gamma = Other(scale, "Mul", normalized, true);
+      if (!gamma || !IsChannelConstant(*gamma)) return;
       const int shift = OnlyReader(g_.node(scale).output(0));
       auto beta = Other(shift, "Add", g_.node(scale).output(0), true);
-      if (!beta) return;
+      if (!beta || !IsChannelConstant(*beta)) return;
       nodes.insert(nodes.end(), {scale, shift});
       onnx::NodeProto ln;
       ln.set_op_type("LayerNormalization");
@@ -442,14 +478,27 @@ class Folds {
   std::optional<int64_t> MeanAxis(int i) const {
     if (i < 0) return std::nullopt;
     const auto& n = g_.node(i);
-    if (n.op_type() != "ReduceMean" || !IsStandardDomain(n.domain()) || IntAttr(n, "keepdims", 1) != 1) return std::nullopt;
-    std::optional<std::vector<int64_t>> axes = IntsAttr(n, "axes");
-    if (n.input_size() >= 2 && !n.input(1).empty()) {
+    if (n.op_type() != "ReduceMean" || !IsStandardDomain(n.domain()) || n.input_size() < 1 ||
+        IntAttr(n, "keepdims", 1) != 1) {
+      return std::nullopt;
+    }
+    // Before opset 18 the axes are an attribute; from 18 an input (an attribute there is
+    // not ReduceMean's: refused by inference when not folded).
+    std::optional<std::vector<int64_t>> axes;
+    if (opset_ < 18) axes = IntsAttr(n, "axes");
+    if (opset_ >= 18 && n.input_size() >= 2 && !n.input(1).empty()) {
       auto c = constants_.find(n.input(1));
       axes = c == constants_.end() ? std::nullopt : IntValues(*c->second);
     }
     if (!axes || axes->size() != 1) return std::nullopt;
     return axes->front();
+  }
+
+  bool IsChannelConstant(const std::string& name) const {
+    auto c = constants_.find(name);
+    if (c == constants_.end() || c->second->dims_size() == 0) return false;
+    const auto& dims = c->second->dims();
+    return std::all_of(dims.begin(), dims.end() - 1, [](int64_t d) { return d == 1; });
   }
 
   static onnx::NodeProto Gelu(const std::string& x) {
@@ -527,12 +576,81 @@ class Folds {
   static inline const std::string kNone;
   const onnx::GraphProto& g_;
   const std::map<std::string, const onnx::TensorProto*>& constants_;
+  const int opset_;
   std::map<std::string, int> producer_;
   std::map<std::string, std::vector<int>> readers_;
   std::set<std::string> outputs_;
   std::vector<int> replaced_by_;          // node -> the last node of the chain folded into it
   std::map<int, onnx::NodeProto> folded_;  // last node -> what replaces the chain
 };
+
+// A Constant node's value as a tensor: `value`, or the scalar and list forms
+// (value_float(s), value_int(s)); nullopt for the others (sparse, strings).
+std::optional<onnx::TensorProto> ConstantTensor(const onnx::NodeProto& n) {
+  for (const auto& a : n.attribute()) {
+    onnx::TensorProto t;
+    if (a.name() == "value" && a.has_t()) return a.t();
+    if (a.name() == "value_float") {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_float_data(a.f());
+    } else if (a.name() == "value_int") {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_int64_data(a.i());
+    } else if (a.name() == "value_floats") {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_dims(a.floats_size());
+      for (float f : a.floats()) t.add_float_data(f);
+    } else if (a.name() == "value_ints") {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_dims(a.ints_size());
+      for (int64_t i : a.ints()) t.add_int64_data(i);
+    } else {
+      continue;
+    }
+    return t;
+  }
+  return std::nullopt;
+}
+
+// ONNX's data flow: every tensor a node reads is a graph input, an initializer or the
+// output of an earlier node (nodes in topological order), and every tensor has one
+// producer. kInvalidArgument naming the node and the tensor otherwise.
+Status CheckDataFlow(const onnx::GraphProto& g, const std::set<std::string>& initializers, const std::string& path) {
+  std::map<std::string, std::string> provided;  // tensor -> what provides it
+  for (const auto& in : g.input()) provided[in.name()] = "graph input '" + in.name() + "'";
+  for (const auto& t : initializers) provided.try_emplace(t, "initializer '" + t + "'");
+  std::map<std::string, std::string> written_later;
+  auto name_of = [&](int i) {
+    return g.node(i).name().empty() ? g.node(i).op_type() + "_" + std::to_string(i) : g.node(i).name();
+  };
+  for (int i = 0; i < g.node_size(); ++i) {
+    for (const auto& o : g.node(i).output()) written_later.try_emplace(o, name_of(i));
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    for (const auto& in : n.input()) {
+      if (in.empty() || provided.count(in)) continue;
+      auto later = written_later.find(in);
+      if (later != written_later.end()) {
+        return InvalidArgument(fmt::format("{}: node '{}' reads '{}' before node '{}' writes it: nodes must be in "
+                                           "topological order (and the graph free of cycles)",
+                                           path, name_of(i), in, later->second));
+      }
+      return InvalidArgument(
+          fmt::format("{}: node '{}' reads '{}', which no node, graph input or initializer provides", path, name_of(i), in));
+    }
+    for (const auto& o : n.output()) {
+      if (o.empty()) continue;
+      auto [it, fresh] = provided.try_emplace(o, "node '" + name_of(i) + "'");
+      if (!fresh) {
+        return InvalidArgument(fmt::format("{}: node '{}' writes '{}', which {} already provides: every tensor must "
+                                           "have one producer",
+                                           path, name_of(i), o, it->second));
+      }
+    }
+  }
+  return Status::Ok();
+}
 
 // How errors name a node: "<path>: node '<name>' (<op>)", "(<op> written out)" for a fold.
 std::string Where(const std::string& path, const std::string& name, const onnx::NodeProto& n, bool folded) {
@@ -655,6 +773,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   for (const auto& t : g.initializer()) initializers.insert(t.name());
 
   TF_RETURN_IF_ERROR(SizeSymbolicDims(g, initializers, options, path));
+  TF_RETURN_IF_ERROR(CheckDataFlow(g, initializers, path));
   // Constants: initializers and Constant nodes (the GELU fold reads their values).
   std::map<std::string, const onnx::TensorProto*> constant_values;
   std::map<std::string, TensorInfo> constants;
@@ -662,18 +781,20 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     constant_values[t.name()] = &t;
     constants[t.name()] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true};
   }
+  std::deque<onnx::TensorProto> made;  // Constants' scalar and list forms, as tensors
   for (const auto& n : g.node()) {
     if (n.op_type() != "Constant" || !IsStandardDomain(n.domain())) continue;
-    const auto* value = Attr(n, "value");
-    if (value == nullptr || !value->has_t() || n.output_size() != 1) {
-      return InvalidArgument(fmt::format("{}: node '{}' (Constant): only a Constant holding a tensor 'value' is supported",
+    std::optional<onnx::TensorProto> value = n.output_size() == 1 ? ConstantTensor(n) : std::nullopt;
+    if (!value) {
+      return InvalidArgument(fmt::format("{}: node '{}' (Constant): only a Constant holding one output's value, "
+                                         "value_float(s) or value_int(s) is supported",
                                          path, n.name()));
     }
-    constant_values[n.output(0)] = &value->t();
-    constants[n.output(0)] =
-        TensorInfo{value->t().data_type(), std::vector<int64_t>(value->t().dims().begin(), value->t().dims().end()), true};
+    const onnx::TensorProto& t = made.emplace_back(std::move(*value));
+    constant_values[n.output(0)] = &t;
+    constants[n.output(0)] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true};
   }
-  Folds folds(g, constant_values);
+  Folds folds(g, constant_values, opset);
   const std::vector<std::pair<onnx::NodeProto, int>> nodes = folds.Run();
 
   // Each node named (a nameless one as <OpType>_<its index in the file>), and its op known,

@@ -5,7 +5,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -143,11 +145,21 @@ onnx::NodeProto* AddNode(std::vector<onnx::NodeProto>& out, const std::string& o
 // How exporters write LayerNorm before opset 17 (PyTorch's native_layer_norm): the nodes of
 // LayerNorm(x, gamma, beta) over `axis` into `out`, appended to `out_nodes`. `form` picks a
 // variant: 0 PyTorch's (Pow 2, axes as an attribute), 1 the centring Sub written twice and
-// the square as Mul, 2 axes as a constant input (opset 18).
+// the square as Mul, 2 axes as a constant input (opset 18), 3 PyTorch's fp16 export (the
+// difference cast to float32, the quotient back), 4 axes as a Constant node's value_ints
+// (opset 18).
 void WriteOutLayerNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& out_nodes, const std::string& x,
                        const std::string& gamma, const std::string& beta, const std::string& out,
                        const std::string& p, int form, int64_t axis = -1, float eps = 1e-12f) {
   auto mean = [&](const std::string& in, const std::string& o, const std::string& name) {
+    if (form == 4) {
+      auto* c = AddNode(out_nodes, "Constant", {}, p + "axes_" + name, p + "axes_" + name)->add_attribute();
+      c->set_name("value_ints");
+      c->set_type(onnx::AttributeProto::INTS);
+      c->add_ints(axis);
+      AddNode(out_nodes, "ReduceMean", {in, p + "axes_" + name}, o, p + name);
+      return;
+    }
     if (form == 2) {
       auto* t = g.add_initializer();
       t->set_name(p + "axes_" + name);
@@ -165,7 +177,13 @@ void WriteOutLayerNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& out_no
   AddScalar(g, p + "two", 2);
   AddScalar(g, p + "eps", eps);
   mean(x, p + "m", "mean");
-  AddNode(out_nodes, "Sub", {x, p + "m"}, p + "d", p + "sub");
+  AddNode(out_nodes, "Sub", {x, p + "m"}, form == 3 ? p + "d16" : p + "d", p + "sub");
+  if (form == 3) {
+    auto* to = AddNode(out_nodes, "Cast", {p + "d16"}, p + "d", p + "widen")->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::FLOAT);
+  }
   if (form == 1) {
     AddNode(out_nodes, "Mul", {p + "d", p + "d"}, p + "sq", p + "square");
   } else {
@@ -179,7 +197,13 @@ void WriteOutLayerNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& out_no
     AddNode(out_nodes, "Sub", {x, p + "m"}, p + "d2", p + "sub2");
     numerator = p + "d2";
   }
-  AddNode(out_nodes, "Div", {numerator, p + "s"}, p + "n", p + "div");
+  AddNode(out_nodes, "Div", {numerator, p + "s"}, form == 3 ? p + "n32" : p + "n", p + "div");
+  if (form == 3) {
+    auto* to = AddNode(out_nodes, "Cast", {p + "n32"}, p + "n", p + "narrow")->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::FLOAT16);
+  }
   AddNode(out_nodes, "Mul", {p + "n", gamma}, p + "ng", p + "mul");
   AddNode(out_nodes, "Add", {beta, p + "ng"}, out, p + "add");
 }
@@ -453,6 +477,132 @@ TEST(OnnxImport, OpsLibonnxHasNoSchemaForAndMalformedNodesGetClearAnswers) {
                               "graph output: only the first output is modelled"),
               std::string::npos)
         << Message(g);
+  }
+}
+
+// Found by an audit of the folds: a ReduceMean with no input or a Div with no output
+// aborted the process; a chain whose gamma was one of its own tensors, or whose beta was a
+// residual, folded into a LayerNorm it is not; a duplicate output name was hidden by a
+// fold; nodes out of order failed in shape inference; PyTorch's fp16 LayerNorm, Constant
+// axes and two GELU orders did not fold; a [1,1,1,1] eps (which broadcasts x up a rank) or
+// an opset-18 ReduceMean with an axes attribute (over every axis there) did.
+TEST(OnnxImport, FoldsTakeOnlyWhatIsTheOpAndMalformedGraphsAreNamed) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](int opset, const std::function<void(onnx::GraphProto&, std::vector<onnx::NodeProto>&)>& write,
+                  onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT16) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(opset);
+    auto& g = *m.mutable_graph();
+    auto* in = g.add_input();
+    in->set_name("x");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    for (int64_t d : {4, 16, 64}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    for (const char* w : {"gamma", "beta"}) {
+      auto* t = g.add_initializer();
+      t->set_name(w);
+      t->set_data_type(type);
+      t->add_dims(64);
+    }
+    g.add_output()->set_name("y");
+    std::vector<onnx::NodeProto> nodes;
+    write(g, nodes);
+    for (auto& n : nodes) *g.add_node() = std::move(n);
+    const std::string path = dir.Path("m" + std::to_string(file++) + ".onnx");
+    std::ofstream f(path, std::ios::binary);
+    EXPECT_TRUE(m.SerializeToOstream(&f));
+    f.close();
+    return GraphFromOnnxFile(path, {});
+  };
+  auto ln = [](int form, auto edit) {
+    return [=](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+      WriteOutLayerNorm(g, n, "x", "gamma", "beta", "y", "ln.", form);
+      edit(g, n);
+    };
+  };
+  auto node = [](std::vector<onnx::NodeProto>& n, const std::string& name) -> onnx::NodeProto& {
+    return *std::find_if(n.begin(), n.end(), [&](const auto& k) { return k.name() == name; });
+  };
+  auto as_is = [](onnx::GraphProto&, std::vector<onnx::NodeProto>&) {};
+  auto one = [](const Result<Graph>& r, const std::string& op) {
+    return r.ok() && r->nodes.size() == 1 && r->nodes[0].op_type == op;
+  };
+  EXPECT_TRUE(one(load(14, ln(3, as_is)), "LayerNorm")) << "PyTorch's fp16 export, with its two Casts";
+  EXPECT_TRUE(one(load(18, ln(4, as_is)), "LayerNorm")) << "axes from a Constant's value_ints";
+  {
+    auto r = load(14, ln(0, [&](auto&, auto& n) { node(n, "ln.mean").clear_input(); }));
+    EXPECT_NE(Message(r).find("node 'ln.mean' (ReduceMean): ONNX op 'ReduceMean' has no tunefleet equivalent"),
+              std::string::npos)
+        << "a ReduceMean without input: " << Message(r);
+  }
+  {
+    auto r = load(14, ln(0, [&](auto&, auto& n) { node(n, "ln.div").clear_output(); }));
+    EXPECT_NE(Message(r).find("node 'ln.mul' reads 'ln.n', which no node, graph input or initializer provides"),
+              std::string::npos)
+        << Message(r);
+  }
+  for (const char* inside : {"ln.d", "ln.m", "ln.v"}) {
+    auto r = load(14, ln(0, [&](auto&, auto& n) { node(n, "ln.mul").set_input(1, inside); }));
+    EXPECT_NE(Message(r).find("(ReduceMean): ONNX op 'ReduceMean' has no tunefleet equivalent"), std::string::npos)
+        << "gamma is the chain's own " << inside << ": " << Message(r);
+  }
+  {
+    auto r = load(14, ln(0, [&](auto&, auto& n) { node(n, "ln.add").set_input(0, "x"); }));
+    EXPECT_NE(Message(r).find("a LayerNorm or GELU written out folds into one op only in the forms"), std::string::npos)
+        << "beta is a residual: " << Message(r);
+  }
+  {
+    auto r = load(14, ln(0, [&](auto& g, auto&) {
+      for (auto& t : *g.mutable_initializer()) {
+        if (t.name() == "ln.eps") {
+          t.clear_dims();
+          for (int k = 0; k < 4; ++k) t.add_dims(1);
+        }
+      }
+    }));
+    EXPECT_FALSE(one(r, "LayerNorm")) << "an eps of four axes makes y four-axis";
+  }
+  EXPECT_FALSE(one(load(18, ln(0, as_is)), "LayerNorm")) << "at opset 18 an axes attribute is not ReduceMean's";
+  {
+    auto r = load(14, [&](auto& g, auto& n) {
+      AddScalar(g, "two", 2);
+      AddNode(n, "Relu", {"x"}, "e", "first");
+      AddNode(n, "Relu", {"x"}, "e", "second");
+      AddNode(n, "Add", {"e", "two"}, "y", "out");
+    });
+    EXPECT_NE(Message(r).find("node 'second' writes 'e', which node 'first' already provides"), std::string::npos)
+        << Message(r);
+  }
+  {
+    auto r = load(14, [&](auto&, auto& n) {
+      AddNode(n, "Relu", {"h"}, "y", "late");
+      AddNode(n, "Relu", {"x"}, "h", "early");
+    });
+    EXPECT_NE(Message(r).find("node 'late' reads 'h' before node 'early' writes it: nodes must be in topological order"),
+              std::string::npos)
+        << Message(r);
+  }
+  // GELU as x * (0.5 * (1 + erf)) and as x * (1 + erf) / 2.
+  for (bool halve_first : {true, false}) {
+    auto r = load(14, [&](auto& g, auto& n) {
+      AddScalar(g, "r2", 1.41421356f);
+      AddScalar(g, "one", 1);
+      AddScalar(g, "half", 0.5f);
+      AddScalar(g, "two", 2);
+      AddNode(n, "Div", {"x", "r2"}, "d", "scale");
+      AddNode(n, "Erf", {"d"}, "e", "erf");
+      AddNode(n, "Add", {"e", "one"}, "a", "add");
+      if (halve_first) {
+        AddNode(n, "Mul", {"half", "a"}, "h", "halve");
+        AddNode(n, "Mul", {"x", "h"}, "y", "out");
+      } else {
+        AddNode(n, "Mul", {"x", "a"}, "xa", "by_x");
+        AddNode(n, "Div", {"xa", "two"}, "y", "out");
+      }
+    });
+    EXPECT_TRUE(one(r, "Gelu")) << (halve_first ? "x * (0.5 * (1 + erf)): " : "x * (1 + erf) / 2: ") << Message(r);
   }
 }
 
