@@ -1191,7 +1191,8 @@ void Coordinator::Impl::CheckLiveness() {
 
 std::map<std::string, WorkerEntry>::iterator Coordinator::Impl::DropWorker(
     std::map<std::string, WorkerEntry>::iterator it, const std::string& why) {
-  Log(fmt::format("worker {} {}: requeueing its {} jobs", it->second.id, why, it->second.jobs.size()));
+  Log(fmt::format("worker {} {}: releasing its {} jobs (requeued, or failed on their last attempt)", it->second.id,
+                  why, it->second.jobs.size()));
   for (uint64_t job_id : it->second.jobs) {
     auto lease = leases_.find(job_id);
     if (lease == leases_.end()) continue;

@@ -209,28 +209,42 @@ Result<Graph> LoadGraphFile(const std::string& path, const std::string& soc_over
 
 Result<std::vector<OpKey>> BackwardGemmKeys(const OpKey& forward) {
   MatmulShape g;
+  bool conv = false;  // NCHW: Y (and dY) stored [N, M], channel-major
   if (IsCubeGemmOpType(forward.op_type)) {
     TF_ASSIGN_OR_RETURN(g, CubeGemmShapeFromOpKey(forward));
   } else if (forward.op_type == "Conv2D") {
-    TF_ASSIGN_OR_RETURN(Conv2dShape conv, Conv2dShapeFromOpKey(forward));
-    g = Conv2dGemm(conv);
+    TF_ASSIGN_OR_RETURN(Conv2dShape shape, Conv2dShapeFromOpKey(forward));
+    g = Conv2dGemm(shape);
+    conv = true;
   } else if (IsFusedCubeOpType(forward.op_type)) {
     TF_ASSIGN_OR_RETURN(FusedCubeShape fused, FusedCubeShapeFromOpKey(forward));
     g = fused.gemm;
+    conv = fused.conv;
   } else {
     return std::vector<OpKey>();
   }
+  // The batch as the forward's leading dimensions ([32, 12] of a [32, 12, 128, 64]
+  // BatchMatMul), so a gradient GEMM that is also a forward one has its key.
+  std::vector<int64_t> lead{g.batch};
+  if (!conv && g.batch > 1 && forward.inputs.front().shape.size() >= 3) {
+    const auto& a = forward.inputs.front().shape;
+    std::vector<int64_t> dims(a.begin(), a.end() - 2);
+    int64_t product = 1;
+    for (int64_t d : dims) product *= d;
+    if (product == g.batch) lead = std::move(dims);
+  }
   // Y = op(A) op(B): A is stored [m,k] ([k,m] with transpose_a), B [k,n] ([n,k]), dY
-  // [m,n]. Each gradient is one GEMM reading the tensors as they are stored, with a
-  // transpose flag where it reads one the other way round (no Transpose kernel), and
-  // writes its gradient in its tensor's stored layout.
+  // [m,n] ([n,m] for a conv). Each gradient is one GEMM reading the tensors as they are
+  // stored, with a transpose flag where it reads one the other way round (no Transpose
+  // kernel), and writes its gradient in its tensor's stored layout.
   struct Stored {
     int64_t rows, cols;
     bool transposed;  // read as [cols, rows]
   };
-  const Stored a{g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, false};
-  const Stored b{g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, false};
-  const Stored dy{g.m, g.n, false};
+  const bool ta = g.transpose_a, tb = g.transpose_b, ty = conv;  // stored transposed
+  const Stored a{ta ? g.k : g.m, ta ? g.m : g.k, false};
+  const Stored b{tb ? g.n : g.k, tb ? g.k : g.n, false};
+  const Stored dy{ty ? g.n : g.m, ty ? g.m : g.n, false};
   auto flipped = [](Stored s, bool transposed) {
     s.transposed = transposed;
     return s;
@@ -241,7 +255,9 @@ Result<std::vector<OpKey>> BackwardGemmKeys(const OpKey& forward) {
     key.op_type = g.batch > 1 ? "BatchMatMul" : "MatMul";
     const std::string dtype(DTypeName(g.in_dtype));
     auto shape = [&](const Stored& s) {
-      return g.batch > 1 ? std::vector<int64_t>{g.batch, s.rows, s.cols} : std::vector<int64_t>{s.rows, s.cols};
+      std::vector<int64_t> dims = g.batch > 1 ? lead : std::vector<int64_t>{};
+      dims.insert(dims.end(), {s.rows, s.cols});
+      return dims;
     };
     key.inputs = {TensorDesc{shape(x), dtype, "ND"}, TensorDesc{shape(y), dtype, "ND"}};
     if (x.transposed) key.attrs["transpose_a"] = "1";
@@ -249,11 +265,9 @@ Result<std::vector<OpKey>> BackwardGemmKeys(const OpKey& forward) {
     return key;
   };
   // dA = dY op(B)^T, or op(B) dY^T when A is stored transposed; dB = op(A)^T dY, or
-  // dY^T op(A) when B is.
-  const OpKey da = g.transpose_a ? gemm(flipped(b, g.transpose_b), flipped(dy, true))
-                                 : gemm(dy, flipped(b, !g.transpose_b));
-  const OpKey db = g.transpose_b ? gemm(flipped(dy, true), flipped(a, g.transpose_a))
-                                 : gemm(flipped(a, !g.transpose_a), dy);
+  // dY^T op(A) when B is. Reading a tensor in its forward orientation takes its flag.
+  const OpKey da = ta ? gemm(flipped(b, tb), flipped(dy, !ty)) : gemm(flipped(dy, ty), flipped(b, !tb));
+  const OpKey db = tb ? gemm(flipped(dy, !ty), flipped(a, ta)) : gemm(flipped(a, !ta), flipped(dy, ty));
   return std::vector<OpKey>{da, db};
 }
 

@@ -151,6 +151,29 @@ TEST(Verify, BackwardGemmsReadTheirOperandsAsStoredAndWriteTheGradientsStoredSha
   }
 }
 
+// A conv's dY is NCHW, channel-major ([Cout, pixels]): its GEMMs read it so, and a batched
+// GEMM keeps its forward's leading dimensions (found by an audit: dY was read as transposed
+// pixel-major, and [32, 12] became [384], so one GEMM had two keys).
+TEST(Verify, AConvsBackwardReadsDyChannelMajorAndABatchKeepsItsDimensions) {
+  OpKey conv;
+  conv.soc = "Ascend910B2";
+  conv.op_type = "Conv2D";
+  conv.inputs = {TensorDesc{{4, 16, 32, 32}, "float16", "ND"}, TensorDesc{{32, 16, 3, 3}, "float16", "ND"}};
+  conv.attrs["pads"] = "1,1,1,1";
+  auto keys = BackwardGemmKeys(conv);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  EXPECT_EQ((*keys)[0].Display(), "MatMul[32x144,32x4096]{transpose_a=1}@Ascend910B2") << "dX: W [Cout, K] read as [K, Cout], dY";
+  EXPECT_EQ((*keys)[1].Display(), "MatMul[32x4096,144x4096]{transpose_b=1}@Ascend910B2") << "dW: dY, im2col [K, M] read as [M, K]";
+  OpKey bmm;
+  bmm.soc = "Ascend910B2";
+  bmm.op_type = "BatchMatMul";
+  bmm.inputs = {TensorDesc{{32, 12, 128, 64}, "float16", "ND"}, TensorDesc{{32, 12, 64, 128}, "float16", "ND"}};
+  keys = BackwardGemmKeys(bmm);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  EXPECT_EQ((*keys)[0].Display(), "BatchMatMul[32x12x128x128,32x12x64x128]{transpose_b=1}@Ascend910B2");
+  EXPECT_EQ((*keys)[1].Display(), "BatchMatMul[32x12x128x64,32x12x128x128]{transpose_a=1}@Ascend910B2");
+}
+
 // In a training step a cube kernel's backward runs its two GEMMs (dX, dW), each an op of
 // its own shape: tuned, the backward row takes what their configs take.
 TEST(Verify, ACubeKernelsBackwardTakesItsTunedGemmsConfigs) {
