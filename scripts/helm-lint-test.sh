@@ -45,11 +45,17 @@ run() {
   fi
 }
 
-# render FILE ARGS...: helm template into FILE.
-render() {
+# render FILE ARGS...: helm template into FILE, for a cluster that serves the Prometheus
+# Operator's ServiceMonitor CRD (render_plain: one that does not).
+render_plain() {
   local out=$1
   shift
   "$helm" template tf "$chart" --namespace tunefleet "$@" >"$out" 2>"$out.err"
+}
+render() {
+  local out=$1
+  shift
+  render_plain "$out" --api-versions monitoring.coreos.com/v1/ServiceMonitor "$@"
 }
 
 # expect_kinds NAME FILE KIND...: FILE contains a document of each KIND.
@@ -190,6 +196,37 @@ else
   fail "helm template (default values)" "$(tail -n 15 "$work/default.yaml.err")"
 fi
 
+# ---- template: a cluster without the Prometheus Operator installs the defaults ----
+if render_plain "$work/plain.yaml"; then
+  absent_kinds "no ServiceMonitor where the cluster has no such CRD" "$work/plain.yaml" ServiceMonitor
+else
+  fail "helm template (no ServiceMonitor CRD)" "$(tail -n 15 "$work/plain.yaml.err")"
+fi
+
+# ---- template: user labels override the chart's, each key once ----
+if render "$work/labels.yaml" --set grafana.dashboard.labels.grafana_dashboard=tf \
+  --set metrics.serviceMonitor.labels.release=kps; then
+  run "a user label replaces the chart's rather than repeating the key" "$py" - "$work/labels.yaml" <<'EOF'
+import sys, yaml
+class Unique(yaml.SafeLoader):
+    pass
+def mapping(loader, node, deep=False):
+    keys = [loader.construct_object(k, deep=deep) for k, _ in node.value]
+    dup = {k for k in keys if keys.count(k) > 1}
+    assert not dup, f"duplicate keys {dup} at line {node.start_mark.line + 1}"
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+Unique.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+docs = [d for d in yaml.load_all(open(sys.argv[1]), Loader=Unique) if d]
+cm = next(d for d in docs if d["kind"] == "ConfigMap" and "grafana_dashboard" in d["metadata"]["labels"])
+assert cm["metadata"]["labels"]["grafana_dashboard"] == "tf", cm["metadata"]["labels"]
+sm = next(d for d in docs if d["kind"] == "ServiceMonitor")
+assert sm["metadata"]["labels"]["release"] == "kps", sm["metadata"]["labels"]
+assert sm["metadata"]["labels"]["app.kubernetes.io/component"] == "coordinator", sm["metadata"]["labels"]
+EOF
+else
+  fail "helm template (user labels)" "$(tail -n 15 "$work/labels.yaml.err")"
+fi
+
 # ---- template: CURVE and ServiceMonitor off (values file override) ----
 cat >"$work/insecure.yaml" <<'EOF'
 security:
@@ -305,6 +342,13 @@ must_reject "chart rejects minReplicas > maxReplicas" \
   --set worker.autoscaling.minReplicas=5 --set worker.autoscaling.maxReplicas=3
 must_reject "schema rejects a lower-case binary suffix (500ki)" --set coordinator.persistence.size=500ki
 must_reject "schema rejects memory=512mb" --set worker.resources.requests.memory=512mb
+must_reject "schema rejects a negative number as a quantity" --set worker.resources.requests.cpu=-1
+must_reject_with "chart rejects autoscaling without a CPU request" 'needs worker.resources.requests.cpu' \
+  --set worker.resources=null
+for removed in coordinator.service coordinator.livenessProbe coordinator.pdb worker.pdb metrics grafana \
+  serviceAccount security.curve.mountPath worker.pdb.maxUnavailable coordinator.persistence.accessModes; do
+  must_reject "schema requires $removed (null removes it)" --set "$removed=null"
+done
 must_reject_with "chart rejects scrapeTimeout longer than interval" \
   'scrapeTimeout \(30s\) must not be longer than .*interval \(15s\)' --set metrics.serviceMonitor.scrapeTimeout=30s
 must_reject_with "chart compares minutes with minutes (scrapeTimeout 2m, interval 1m)" \

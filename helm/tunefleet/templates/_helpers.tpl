@@ -36,7 +36,7 @@ is cut (not the whole name) so the "-coordinator" suffix survives and names stay
 {{- printf "%s-hl" (include "tunefleet.coordinator.fullname" .) }}
 {{- end }}
 {{- define "tunefleet.worker.fullname" -}}
-{{- printf "%s-worker" (include "tunefleet.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- printf "%s-worker" (include "tunefleet.fullname" . | trunc 56 | trimSuffix "-") }}
 {{- end }}
 
 {{/* Common labels; call with (dict "ctx" $ "component" "coordinator"). */}}
