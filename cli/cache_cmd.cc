@@ -396,6 +396,18 @@ int RunCacheCommand(const CacheCommands& f, const SocCatalog& catalog, client::C
   std::unique_ptr<coordinator::Store> store;
   std::optional<KtCache> replay;
   Backend backend;
+  // An empty folder (--data-dir must exist): a dry run compares with an empty knowledge
+  // base (made in a scratch folder), and a refused import leaves the folder empty.
+  std::error_code ec;
+  const bool fresh = coordinator == nullptr && std::filesystem::is_empty(f.data_dir, ec);
+  std::optional<std::filesystem::path> scratch;
+  struct Cleanup {
+    std::function<void()> run;
+    ~Cleanup() { run(); }
+  } cleanup{[&] {
+    store.reset();
+    if (scratch) std::filesystem::remove_all(*scratch, ec);
+  }};
   if (coordinator != nullptr) {
     backend = RemoteBackend(*coordinator);
   } else {
@@ -406,7 +418,14 @@ int RunCacheCommand(const CacheCommands& f, const SocCatalog& catalog, client::C
       return Fail(InvalidArgument(f.data_dir + " holds files but no knowledge base: import into an empty folder or "
                                   "one `tunefleet tune` or a coordinator wrote"));
     }
-    auto opened = writes ? coordinator::Store::Open(f.data_dir) : coordinator::Store::OpenReadOnly(f.data_dir);
+    const bool dry_run_on_nothing = f.import_cmd->parsed() && f.dry_run && fresh;
+    if (dry_run_on_nothing) {
+      scratch = std::filesystem::temp_directory_path() /
+                fmt::format("tunefleet-dry-run-{}-{}", getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
+    }
+    auto opened = dry_run_on_nothing ? coordinator::Store::Open(scratch->string())
+                  : writes           ? coordinator::Store::Open(f.data_dir)
+                                     : coordinator::Store::OpenReadOnly(f.data_dir);
     if (!opened.ok()) {
       if (writes && opened.status().code() == StatusCode::kUnavailable) {
         return Fail(opened.status().WithContext(
@@ -430,7 +449,17 @@ int RunCacheCommand(const CacheCommands& f, const SocCatalog& catalog, client::C
   TerminationWatcher watcher([&stop] { stop = true; });
   backend.stop = &stop;
   if (f.export_cmd->parsed()) return RunExport(f, backend);
-  if (f.import_cmd->parsed()) return RunImport(f, backend);
+  if (f.import_cmd->parsed()) {
+    const int rc = RunImport(f, backend);
+    auto page = store != nullptr ? store->KbPage("", 1) : Result<coordinator::Store::KbEntries>(Internal("no store"));
+    const bool nothing_written = page.ok() && page->entries.empty();
+    if (rc != kExitOk && fresh && !f.dry_run && nothing_written) {
+      // Refused whole: no empty RocksDB left behind in a folder that had none.
+      store.reset();
+      for (const auto& e : std::filesystem::directory_iterator(f.data_dir, ec)) std::filesystem::remove_all(e.path(), ec);
+    }
+    return rc;
+  }
   return RunStats(f, backend);
 }
 

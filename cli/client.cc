@@ -141,6 +141,7 @@ Result<StatusView> Client::GetStatus(uint64_t submission_id) {
     auto r = in->Envelope().getBody().getStatusReply();
     out.submission_id = r.getSubmissionId();
     out.done = r.getDone();
+    out.cancelled = r.getCancelled();
     out.priority = r.getPriority();
     for (auto t : r.getTasks()) {
       TaskView v;

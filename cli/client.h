@@ -74,6 +74,7 @@ struct TaskView {
 struct StatusView {
   uint64_t submission_id = 0;
   bool done = false;
+  bool cancelled = false;  // by its user: done, though a task it shares may run on for another
   int32_t priority = 0;
   std::vector<TaskView> tasks;
 };

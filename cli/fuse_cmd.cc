@@ -114,7 +114,8 @@ void AddFuseCommand(CLI::App& app, FuseCommand& f) {
       ->check(CLI::ExistingFile);
   AddDimOption(*f.cmd, f.dims);
   f.cmd->add_option("-o,--output", f.out, "where to write the fused graph, replacing it (default: MODEL's name with "
-                                          "_fused, here, never replaced)");
+                                          "_fused, here: rewritten with the same model's fused graph, never "
+                                          "replacing another's)");
   f.cmd->add_option("--soc", f.soc, "SoC (overrides the graph's)");
   f.cmd->add_flag("--json", f.json, "print JSON under AOE's report keys");
   f.cmd->add_flag("--training", f.training, "measure training steps (with the backward pass); the written graph keeps "

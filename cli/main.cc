@@ -189,6 +189,7 @@ Result<std::optional<client::StatusView>> WaitUntilInterrupted(client::Client& c
 
 // done; running once any task has had a job; else queued (no worker for its SoC yet).
 std::string SubmissionState(const client::StatusView& st) {
+  if (st.cancelled) return "cancelled";
   for (const auto& t : st.tasks) {
     if (t.state == "cancelled") return "cancelled";  // what it found is not in the knowledge base
   }
@@ -202,7 +203,7 @@ std::string SubmissionState(const client::StatusView& st) {
 int PrintOutcome(const std::vector<NamedOp>& ops, const client::StatusView& st,
                  const std::vector<bool>& from_cache, bool json, const SocCatalog& catalog) {
   nlohmann::json out = nlohmann::json::array();
-  bool all_ok = true;
+  bool all_ok = !st.cancelled;
   for (size_t i = 0; i < st.tasks.size(); ++i) {
     // `status` knows the names from the coordinator, which keeps them with the submission.
     const std::string& name = i < ops.size()              ? ops[i].name

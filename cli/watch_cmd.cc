@@ -171,7 +171,8 @@ int Follow(client::Client& c, uint64_t submission, bool json, const std::atomic<
   if (!last.ok()) return Fail(last.status());
   uint32_t ok = 0, failed = 0, cancelled = 0;
   for (const auto& t : last->tasks) {
-    if (t.state == "cancelled") ++cancelled;
+    // A cancelled submission's shared task runs on for another: not this one's any more.
+    if (t.state == "cancelled" || (last->cancelled && (t.state == "queued" || t.state == "running"))) ++cancelled;
     else if (t.has_best) ++ok;
     else ++failed;
   }

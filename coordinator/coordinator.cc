@@ -1749,7 +1749,9 @@ Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
     if (i < sub.names.size()) list[i].setName(sub.names[i]);
     done &= IsFinished(t->second.rec.state);
   }
-  out.setDone(done);
+  // A cancelled submission waits on none of its tasks: a shared one runs on for the others.
+  out.setDone(done || sub.cancelled);
+  out.setCancelled(sub.cancelled);
   return Status::Ok();
 }
 
@@ -1962,8 +1964,9 @@ Coordinator::Impl::WatchAnswer Coordinator::Impl::ReadWatch(uint64_t submission,
     w.counted = true;
   }
   a.totals = w.totals;
-  // Not done while the read stopped short: the last events are still to be read.
-  a.done = a.totals.finished == a.totals.tasks && !a.read.more;
+  // Not done while the read stopped short: the last events are still to be read. A
+  // cancelled submission is done whatever its shared tasks still do for others.
+  a.done = (a.totals.finished == a.totals.tasks || submissions_.at(submission).cancelled) && !a.read.more;
   return a;
 }
 

@@ -78,6 +78,7 @@ struct StatusReply {
   tasks @1 :List(TaskStatus);
   done @2 :Bool;
   priority @3 :Int32;          # as submitted
+  cancelled @4 :Bool;          # cancelled by its user: done, whatever tasks it shares still do for others
 }
 
 struct LookupRequest {

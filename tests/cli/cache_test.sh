@@ -94,9 +94,16 @@ mkdir "$OUT/notes" && echo hello > "$OUT/notes/readme.txt"
 "$TF" cache import "$OUT/a.jsonl" --data-dir "$OUT/notes" > /dev/null 2> "$OUT/err"
 [ $? -eq 2 ] && grep -q "holds files but no knowledge base" "$OUT/err" || fail "import into a folder of notes: $(cat "$OUT/err")"
 [ ! -e "$OUT/notes/CURRENT" ] || fail "a database was made among the notes"
+# A dry run into an empty folder counts against an empty knowledge base and
+# writes nothing there; a refused import leaves such a folder as it found it.
 mkdir "$OUT/empty"
-"$TF" cache import "$OUT/a.jsonl" --data-dir "$OUT/empty" --dry-run > /dev/null 2>&1
+"$TF" cache import "$OUT/a.jsonl" --data-dir "$OUT/empty" --dry-run > "$OUT/dry.out" 2> "$OUT/err" \
+  || fail "a dry run into an empty folder exited $?: $(cat "$OUT/err")"
+grep -q "dry run, nothing written: .*: $n added" "$OUT/dry.out" || fail "dry run into an empty folder: $(cat "$OUT/dry.out")"
 [ -z "$(ls "$OUT/empty")" ] || fail "a dry run wrote into the folder: $(ls "$OUT/empty")"
+"$TF" cache import "$OUT/bad.jsonl" --data-dir "$OUT/empty" > /dev/null 2>&1
+[ $? -eq 2 ] || fail "a refused import into an empty folder did not exit 2"
+[ -z "$(ls "$OUT/empty")" ] || fail "a refused import left files in the empty folder: $(ls "$OUT/empty")"
 "$TF" cache import "$OUT/bad.jsonl" --data-dir "$OUT/a" --json > "$OUT/refused.json" 2> /dev/null
 [ $? -eq 2 ] || fail "a refused --json import did not exit 2"
 grep -q '"written":false' "$OUT/refused.json" && grep -q '"line":2' "$OUT/refused.json" \

@@ -947,6 +947,15 @@ TEST_F(CoordinatorTest, CancelStopsTheSubmissionsOwnTasksAndLeavesSharedOnesRunn
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->tasks[0].state, "cancelled");
   EXPECT_EQ(st->tasks[1].state, "running");
+  EXPECT_TRUE(st->cancelled);
+  EXPECT_TRUE(st->done) << "a cancelled submission waits on none of its tasks, the shared one running on";
+  auto other = client.GetStatus(b->submission_id);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->cancelled);
+  EXPECT_FALSE(other->done);
+  auto watched = client.Watch(a->submission_id, 0, 0ms);
+  ASSERT_TRUE(watched.ok()) << watched.status().ToString();
+  EXPECT_TRUE(watched->done) << "a watch of the cancelled submission ends";
   const uint64_t own_evaluated = st->tasks[0].evaluated;
 
   // The jobs out report (the cancelled task's result is dropped); every job after that
@@ -1007,6 +1016,10 @@ TEST_F(CoordinatorTest, CancelStopsTheSubmissionsOwnTasksAndLeavesSharedOnesRunn
   EXPECT_EQ(first_cancel->shared, 1u);
   Restart();
   client::Client last(ctx_, options_.client_endpoint);
+  auto kept = last.GetStatus(c->submission_id);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->cancelled && kept->done) << "after a restart too, while submission d still waits on the task";
+  EXPECT_NE(kept->tasks[0].state, "cancelled");
   auto second_cancel = last.Cancel(d->submission_id);
   ASSERT_TRUE(second_cancel.ok());
   EXPECT_EQ(second_cancel->cancelled, 1u) << "nothing waits on the task any more";
