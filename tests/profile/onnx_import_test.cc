@@ -304,36 +304,44 @@ TEST(OnnxImport, LayerNormAndGeluWrittenOutFoldIntoTheOneKernelEach) {
   EXPECT_NEAR(a->compute_end_us - a->compute_start_us, b->compute_end_us - b->compute_start_us, 1e-6 * b->compute_end_us);
 }
 
+using WriteNodes = std::function<void(onnx::GraphProto&, std::vector<onnx::NodeProto>&)>;
+
+// Imports a model of x [4, 16, 64] with weights gamma and beta [64] of x's dtype and output
+// y (and "ln.m", `mean_out`), its nodes written by `write`, saved as `path`.
+Result<Graph> LoadChainModel(const std::string& path, int opset, const WriteNodes& write, bool mean_out = false,
+                             onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT16) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(opset);
+  auto& g = *m.mutable_graph();
+  auto* in = g.add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(type);
+  for (int64_t d : {4, 16, 64}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  for (const char* w : {"gamma", "beta"}) {
+    auto* t = g.add_initializer();
+    t->set_name(w);
+    t->set_data_type(type);
+    t->add_dims(64);
+  }
+  g.add_output()->set_name("y");
+  if (mean_out) g.add_output()->set_name("ln.m");
+  std::vector<onnx::NodeProto> nodes;
+  write(g, nodes);
+  for (auto& n : nodes) *g.add_node() = std::move(n);
+  std::ofstream f(path, std::ios::binary);
+  EXPECT_TRUE(m.SerializeToOstream(&f));
+  f.close();
+  return GraphFromOnnxFile(path, {});
+}
+
 // A chain folds only as a whole, with its constants' values and nothing else reading
 // inside it; otherwise its primitive ops are refused by name.
 TEST(OnnxImport, AChainThatIsNotQuiteALayerNormOrGeluIsLeftAsItIs) {
   testing::ScratchDir dir;
-  auto load = [&](int opset, auto write, const std::string& file, bool mean_out = false) {
-    onnx::ModelProto m;
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(opset);
-    auto& g = *m.mutable_graph();
-    auto* in = g.add_input();
-    in->set_name("x");
-    auto* tt = in->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT16);
-    for (int64_t d : {4, 16, 64}) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    for (const char* w : {"gamma", "beta"}) {
-      auto* t = g.add_initializer();
-      t->set_name(w);
-      t->set_data_type(onnx::TensorProto::FLOAT16);
-      t->add_dims(64);
-    }
-    g.add_output()->set_name("y");
-    if (mean_out) g.add_output()->set_name("ln.m");
-    std::vector<onnx::NodeProto> nodes;
-    write(g, nodes);
-    for (auto& n : nodes) *g.add_node() = std::move(n);
-    const std::string path = dir.Path(file);
-    std::ofstream f(path, std::ios::binary);
-    EXPECT_TRUE(m.SerializeToOstream(&f));
-    f.close();
-    return GraphFromOnnxFile(path, {});
+  auto load = [&](int opset, const WriteNodes& write, const std::string& file, bool mean_out = false) {
+    return LoadChainModel(dir.Path(file), opset, write, mean_out);
   };
   auto ln = [](int form, int64_t axis, float eps) {
     return [=](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
@@ -489,32 +497,8 @@ TEST(OnnxImport, OpsLibonnxHasNoSchemaForAndMalformedNodesGetClearAnswers) {
 TEST(OnnxImport, FoldsTakeOnlyWhatIsTheOpAndMalformedGraphsAreNamed) {
   testing::ScratchDir dir;
   int file = 0;
-  auto load = [&](int opset, const std::function<void(onnx::GraphProto&, std::vector<onnx::NodeProto>&)>& write,
-                  onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT16) {
-    onnx::ModelProto m;
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(opset);
-    auto& g = *m.mutable_graph();
-    auto* in = g.add_input();
-    in->set_name("x");
-    auto* tt = in->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(type);
-    for (int64_t d : {4, 16, 64}) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    for (const char* w : {"gamma", "beta"}) {
-      auto* t = g.add_initializer();
-      t->set_name(w);
-      t->set_data_type(type);
-      t->add_dims(64);
-    }
-    g.add_output()->set_name("y");
-    std::vector<onnx::NodeProto> nodes;
-    write(g, nodes);
-    for (auto& n : nodes) *g.add_node() = std::move(n);
-    const std::string path = dir.Path("m" + std::to_string(file++) + ".onnx");
-    std::ofstream f(path, std::ios::binary);
-    EXPECT_TRUE(m.SerializeToOstream(&f));
-    f.close();
-    return GraphFromOnnxFile(path, {});
+  auto load = [&](int opset, const WriteNodes& write) {
+    return LoadChainModel(dir.Path("m" + std::to_string(file++) + ".onnx"), opset, write);
   };
   auto ln = [](int form, auto edit) {
     return [=](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
