@@ -104,8 +104,8 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
                                   "fused graph's kernels; the fused graph is written for `report`");
   cmd->add_option("--fused-out", f.fused_out, "with --fuse: where the fused graph goes (default: MODEL's name with "
                                               "_fused, here)");
-  cmd->add_option("--total-budget", f.total_budget, "one evaluation budget for all ops, split by --scheduler (overrides --budget)")
-      ->check(Count());
+  cmd->add_option("--total-budget", f.total_budget, "one evaluation budget for all ops, split by --scheduler (overrides --budget); at least one per op to tune")
+      ->check(Count(1));
   cmd->add_option("--scheduler", f.scheduler, "how --total-budget is split: gradient (the default: by expected gain, weighted by each op's count) or round-robin")->check(CLI::IsMember({"gradient", "round-robin"}));
   cmd->add_flag("--json", f.json, "print JSON instead of text");
 }

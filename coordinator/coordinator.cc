@@ -112,6 +112,7 @@ struct Task {
   bool strategy_done = false;
   uint64_t best_job_id = 0;
   uint64_t improved_at = 0;      // evaluations recorded when the best last improved
+  bool out_of_time = false;      // its --budget-seconds is spent: what is out stops, nothing goes round again
   uint64_t checkpointed_at = 0;  // evaluations recorded at the last strategy checkpoint
   // Planned since the last checkpoint and not yet written: goes out with the next results.
   std::vector<PlanRecord> unpersisted_plans;
@@ -251,6 +252,7 @@ class Coordinator::Impl {
   void Persist(Task& task, const std::vector<StoredResult>& stored);
   // Whether the task's time or no-improvement budget is spent.
   bool OutOfPatienceOrTime(const Task& task) const;
+  bool OutOfTime(const Task& task) const;
   // Configs planned since the best last improved (before a best: those still out).
   uint64_t PlannedSincePatienceStart(const Task& task) const;
   // Whether NextJob holds a task back only until its jobs out report: their results
@@ -278,6 +280,10 @@ class Coordinator::Impl {
   void DispatchOne(const std::string& identity, WorkerEntry& worker);
   bool SliceSpent() const { return clock_.Now() >= dispatch_until_; }
   void CheckLiveness();
+  // Tells the workers holding the task's jobs to stop them.
+  void StopJobsOut(const Task& task);
+  // The search of a task whose time or patience is spent ends: nothing more is asked.
+  void EndSearch(Task& task);
   // Erases the worker, requeueing its leases; `why` ends "worker <id> <why>" in the log.
   std::map<std::string, WorkerEntry>::iterator DropWorker(std::map<std::string, WorkerEntry>::iterator it,
                                                           const std::string& why);
@@ -646,6 +652,10 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   return Status::Ok();
 }
 
+// A relative improvement smaller than this is float noise: no `improved` event, and the
+// patience count goes on.
+constexpr double kNewsTolerance = 1e-9;
+
 void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, bool ok,
                                double latency, const std::string& error,
                                std::vector<StoredResult>* out, bool tell) {
@@ -657,7 +667,11 @@ void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, b
     if (!task.rec.has_best || latency < task.rec.best_latency_us ||
         (latency == task.rec.best_latency_us && index < task.rec.best_index)) {
       improved = !task.rec.has_best || latency < task.rec.best_latency_us;
-      if (improved) task.improved_at = task.rec.evaluated;
+      // Patience counts from the last improvement a watcher is told of: float noise
+      // (a 5e-16 gain) restarted it unseen.
+      if (!task.rec.has_best || latency < task.rec.best_latency_us * (1 - kNewsTolerance)) {
+        task.improved_at = task.rec.evaluated;
+      }
       task.rec.has_best = true;
       task.rec.best_index = index;
       task.rec.best_latency_us = latency;
@@ -666,7 +680,7 @@ void Coordinator::Impl::Record(Task& task, uint64_t job_id, ConfigIndex index, b
     if (task.problem && index == task.problem->default_index) task.rec.baseline_latency_us = latency;
     // Live results only: results recovered at a restart were news before it. One more
     // decimal of float noise (1e-14 us) is not news to a watcher either.
-    if (improved && out && latency < task.emitted_best_us * (1 - 1e-9)) {
+    if (improved && out && latency < task.emitted_best_us * (1 - kNewsTolerance)) {
       task.emitted_best_us = latency;
       Emit(task, ProgressKind::kImproved);
     }
@@ -735,6 +749,10 @@ bool Coordinator::Impl::WaitsOnItsJobsOut(const Task& task) const {
 
 bool Coordinator::Impl::OutOfPatienceOrTime(const Task& task) const {
   if (task.rec.patience && task.rec.has_best && task.rec.evaluated - task.improved_at >= task.rec.patience) return true;
+  return OutOfTime(task);
+}
+
+bool Coordinator::Impl::OutOfTime(const Task& task) const {
   return task.rec.budget_seconds > 0 && task.rec.started_ms > 0 &&
          static_cast<double>(clock_.UnixMillis() - task.rec.started_ms) >= task.rec.budget_seconds * 1000;
 }
@@ -876,6 +894,7 @@ void Coordinator::Impl::Requeue(Lease lease, const std::string& why) {
   for (ConfigIndex i : spec.configs) {
     if (!task.recorded.contains(i)) left.push_back(i);
   }
+  if (task.out_of_time) left.clear();  // a stopped job's rest: the time for it is spent
   if (!left.empty()) {
     if (spec.attempt >= protocol::kMaxJobAttempts) {
       // Failing on every attempt marks the configs failed, not the task.
@@ -910,10 +929,7 @@ std::optional<JobSpec> Coordinator::Impl::NextJob(Task& task, uint64_t cap, bool
     MaybeFinish(task);
     if (task.rec.state != TaskState::kRunning) return std::nullopt;
   }
-  if (!task.strategy_done && OutOfPatienceOrTime(task)) {
-    task.strategy_done = true;
-    MaybeFinish(task);
-  }
+  if (!task.strategy_done && OutOfPatienceOrTime(task)) EndSearch(task);
   if (task.strategy_done || task.planned.size() >= task.limit() || cap == 0) return std::nullopt;
   uint32_t job_size = task.rec.job_size                      ? task.rec.job_size
                       : task.strategy->PreferredJobSize() > 0 ? static_cast<uint32_t>(task.strategy->PreferredJobSize())
@@ -1578,7 +1594,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
     auto [same_key, end] = running_by_key.equal_range(hash);
     for (auto it = same_key; it != end; ++it) {
       const Task& t = tasks_.at(it->second);
-      if (t.rec.key == key && !t.scheduled_by && total_budget == 0 && t.rec.strategy == strategy &&
+      if (t.rec.key == key && !t.scheduled_by && !t.rec.force && total_budget == 0 && t.rec.strategy == strategy &&
           t.rec.budget == req.getBudget() && t.rec.seed == req.getSeed() && t.rec.job_size == req.getJobSize() &&
           t.rec.budget_seconds == req.getBudgetSeconds() && t.rec.patience == req.getPatience()) {
         running = it->second;
@@ -1797,6 +1813,11 @@ Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
 
 void Coordinator::Impl::CancelTask(Task& task) {
   task.rec.state = TaskState::kCancelled;
+  StopJobsOut(task);
+  Retire(task, std::nullopt);
+}
+
+void Coordinator::Impl::StopJobsOut(const Task& task) {
   // The workers holding its jobs stop them (their final chunks return the credits), so
   // their slots serve other work now rather than after a whole job.
   std::set<std::string> holders;
@@ -1808,7 +1829,19 @@ void Coordinator::Impl::CancelTask(Task& task) {
     msg.Body().initStopTask().setTaskId(task.rec.task_id);
     SendToWorker(identity, msg);
   }
-  Retire(task, std::nullopt);
+}
+
+void Coordinator::Impl::EndSearch(Task& task) {
+  task.strategy_done = true;
+  // Out of time: what is out stops at its next config (its results so far count) and
+  // nothing requeued goes out again. Out of patience, what is out was sized not to
+  // outrun it (NextJob), and its results decide.
+  if (OutOfTime(task)) {
+    task.out_of_time = true;
+    task.waiting.clear();
+    if (task.in_flight > 0) StopJobsOut(task);
+  }
+  MaybeFinish(task);
 }
 
 Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
@@ -2124,8 +2157,7 @@ void Coordinator::Impl::EndSpentTasks() {
         if (task.rec.state != TaskState::kRunning || task.strategy_done) continue;
         if (!task.rec.budget_seconds && !task.rec.patience) continue;
         if (!OutOfPatienceOrTime(task)) continue;
-        task.strategy_done = true;
-        MaybeFinish(task);
+        EndSearch(task);
       }
     }
   }

@@ -26,7 +26,10 @@ refused() {
 OPS="$SRC/examples/matmul_small.json"
 refused 2 "--budget-seconds: must be >= 0, not -5" "$TF" tune "$OPS" --data-dir "$OUT/kb" --budget-seconds -5
 refused 2 "--budget-seconds: must be >= 0, not -5" "$TF" submit "$OPS" --budget-seconds -5
-for flag in --budget --patience --seed --total-budget; do
+# 0 is "no limit" for --budget; for --total-budget it would split nothing.
+refused 2 "--total-budget: must be >= 1, not 0" "$TF" submit "$OPS" --total-budget 0
+refused 2 "--total-budget: '-5' is not a whole number >= 1" "$TF" submit "$OPS" --total-budget -5
+for flag in --budget --patience --seed; do
   refused 2 "$flag: '-5' is not a whole number >= 0" "$TF" tune "$OPS" --data-dir "$OUT/kb" $flag -5
   refused 2 "$flag: '-5' is not a whole number >= 0" "$TF" submit "$OPS" $flag -5
   refused 2 "$flag: '18446744073709551616' is too large (at most 18446744073709551615)" \

@@ -1687,6 +1687,79 @@ TEST_F(CoordinatorTest, ATimeBudgetStopsHandingOutConfigsOnceItIsSpent) {
   EXPECT_EQ(st->tasks[0].evaluated, 4u);
 }
 
+// A job out when the time runs out is stopped (found by an audit: a 2 s budget ran 10 s,
+// two whole 512-config jobs): its worker is told to stop the task, what it measured
+// counts, and the configs it did not reach do not go round again.
+TEST_F(CoordinatorTest, ATimeBudgetStopsTheJobsOutAndDoesNotRequeueTheirRest) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec = RandomSearch(1000);
+  spec.budget_seconds = 5;
+  spec.job_size = 20;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  auto baseline = w.NextJob();
+  ASSERT_TRUE(baseline);
+  w.Answer(*baseline, 10);
+  auto big = w.NextJob();
+  ASSERT_TRUE(big);
+  ASSERT_EQ(big->configs.size(), 20u);
+  for (int s = 0; s < 6 && w.stopped().empty(); ++s) {
+    clock_.Advance(1000ms);
+    w.Heartbeat();
+    EXPECT_FALSE(w.NextJob(100ms)) << "a job was handed out beside the one out";
+  }
+  ASSERT_EQ(w.stopped(), std::vector<uint64_t>{big->task_id}) << "the worker was not told to stop the task";
+  ReceivedJob reached = *big;
+  reached.configs.resize(5);  // it stopped after 5 configs
+  w.Answer(reached, 10);
+  EXPECT_FALSE(w.NextJob(500ms)) << "the stopped job's other 15 configs went out again";
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  EXPECT_EQ(st->tasks[0].state, "done");
+  EXPECT_EQ(st->tasks[0].evaluated, 6u) << "the baseline and the 5 the stopped job measured";
+}
+
+// Patience counts from the last improvement `watch` reports: float noise (a relative gain
+// below 1e-9) neither makes an `improved` event nor restarts the count (found by an
+// audit: patience 20 ran to 31 on a 5e-16 gain).
+TEST_F(CoordinatorTest, PatienceIsNotRestartedByFloatNoise) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec = RandomSearch(100, 1);
+  spec.patience = 3;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  double latency = 100;
+  int answered = 0;
+  while (auto job = w.NextJob(500ms)) {
+    w.AnswerFlat(*job, latency);
+    latency *= 1 - 1e-13;  // each one "better" by float noise
+    ASSERT_LT(++answered, 20) << "patience 3 never ran out";
+  }
+  EXPECT_EQ(answered, 4) << "the baseline, then 3 without an improvement worth the name";
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+}
+
+// A --force submission's task is a search of its own: an identical submission without
+// --force does not join it (found by an audit: it waited on a forced re-tune).
+TEST_F(CoordinatorTest, AForcedTaskIsNeverShared) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec forced = RandomSearch(50, 1);
+  forced.force = true;
+  auto a = client.Submit(forced);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto b = client.Submit(RandomSearch(50, 1));
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(a->task_ids, b->task_ids);
+  auto c = client.Submit(RandomSearch(50, 1));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(b->task_ids, c->task_ids) << "identical unforced submissions still share";
+}
+
 // A model-based search of MediumMatmul in jobs of 8.
 client::SubmitSpec ModelSearch(uint64_t budget) {
   client::SubmitSpec spec;
