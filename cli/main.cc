@@ -72,12 +72,14 @@ struct SubmitFlags {
   bool json = false;
   std::vector<std::string> dims;  // --dim NAME=SIZE of an ONNX model
   bool fuse = false;               // subgraph tuning first (fuse_cmd.h FuseForTuning)
+  bool training = false;           // a model's training step (its backward GEMMs too)
   std::string fused_out;           // where the fused graph goes
 };
 
 void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   cmd->add_option("--soc", f.soc, "SoC for every op (overrides the file's)");
   AddDimOption(*cmd, f.dims);
+  AddTrainingFlag(*cmd, f.training);
   cmd->add_option("--strategy", f.strategy,
                   "auto (model-based search, or exhaustive when the budget covers the whole space), "
                   "exhaustive, random, annealing, genetic, ils (iterated local search), model")
@@ -118,9 +120,10 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
   if (!f.fused_out.empty() && !f.fuse) return InvalidArgument("--fused-out names where --fuse writes: give --fuse too");
   if (f.fuse) {
     TF_ASSIGN_OR_RETURN(Graph fused, FuseForTuning(f.ops_file, f.soc, f.dims, f.fused_out, catalog));
+    if (f.training) fused.training = true;
     TF_ASSIGN_OR_RETURN(ops, OpsOfModel(fused, f.ops_file, &catalog));
   } else {
-    TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc, &catalog, f.dims));
+    TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc, &catalog, f.dims, f.training));
   }
   client::SubmitSpec spec;
   for (const auto& op : ops) spec.ops.push_back(op.key);
@@ -334,30 +337,36 @@ int PrintLookup(const std::vector<NamedOp>& ops, const std::vector<std::optional
   return all ? kExitOk : kExitMiss;
 }
 
+// `lookup`'s flags.
+struct LookupFlags {
+  std::string file, soc;
+  std::vector<std::string> dims;
+  bool training = false, nearest = false, json = false;
+  std::string data_dir;
+};
+
 // Looks the ops file's ops up through c.
-int RunLookup(client::Client& c, const std::string& file, const std::string& soc, const std::vector<std::string>& dims,
-              bool nearest, bool json) {
-  auto ops = LoadOpsFile(file, soc, nullptr, dims);
+int RunLookup(client::Client& c, const LookupFlags& f) {
+  auto ops = LoadOpsFile(f.file, f.soc, nullptr, f.dims, f.training);
   if (!ops.ok()) return Fail(ops.status());
   std::vector<OpKey> keys;
   for (const auto& op : *ops) keys.push_back(op.key);
-  auto found = c.Lookup(keys, nearest);
+  auto found = c.Lookup(keys, f.nearest);
   if (!found.ok()) return Fail(found.status());
-  return PrintLookup(*ops, *found, json);
+  return PrintLookup(*ops, *found, f.json);
 }
 
 // `lookup --data-dir`: the same answers from a local knowledge base (what `tune` wrote),
 // read through RocksDB's read-only instance, so also while a `tune` or a coordinator is
 // using the folder (it sees what was written when it opened).
-int RunLocalLookup(const std::string& data_dir, const std::string& file, const std::string& soc,
-                   const std::vector<std::string>& dims, bool nearest, bool json, const SocCatalog& catalog) {
-  auto ops = LoadOpsFile(file, soc, nullptr, dims);
+int RunLocalLookup(const LookupFlags& f, const SocCatalog& catalog) {
+  auto ops = LoadOpsFile(f.file, f.soc, nullptr, f.dims, f.training);
   if (!ops.ok()) return Fail(ops.status());
-  auto store = coordinator::Store::OpenReadOnly(data_dir);
+  auto store = coordinator::Store::OpenReadOnly(f.data_dir);
   if (!store.ok()) return Fail(store.status());
   std::vector<OpKey> keys;
   for (const auto& op : *ops) keys.push_back(op.key);
-  auto answers = coordinator::LookUp(**store, keys, nearest, [&catalog](const OpKey& key) -> Status {
+  auto answers = coordinator::LookUp(**store, keys, f.nearest, [&catalog](const OpKey& key) -> Status {
     if (key.soc == kReplaySoc) return Status::Ok();
     TF_ASSIGN_OR_RETURN(const SocSpec* spec, catalog.Find(key.soc));
     return MakeTuningProblem(key, *spec).status();
@@ -375,7 +384,7 @@ int RunLocalLookup(const std::string& data_dir, const std::string& file, const s
     v.distance = a.distance;
     found.push_back(std::move(v));
   }
-  return PrintLookup(*ops, found, json);
+  return PrintLookup(*ops, found, f.json);
 }
 
 // `tunefleet workers`: one line per worker, or JSON.
@@ -516,17 +525,15 @@ int Run(int argc, char** argv) {
   cancel->add_option("SUBMISSION", cancel_id, "submission id printed by submit")->required()->check(Count(1));
   cancel->add_flag("--json", cancel_json, "print JSON");
 
-  std::string lookup_file, lookup_soc;
-  bool lookup_json = false, lookup_nearest = false;
+  LookupFlags lookup_flags;
   auto* lookup = app.add_subcommand("lookup", "look ops up in the knowledge base (exit 3 when any is missing)");
-  lookup->add_option("OPS", lookup_file, "JSON ops file")->required()->check(CLI::ExistingFile);
-  lookup->add_option("--soc", lookup_soc, "SoC for every op");
-  std::vector<std::string> lookup_dims;
-  AddDimOption(*lookup, lookup_dims);
-  lookup->add_flag("--json", lookup_json, "print JSON");
-  lookup->add_flag("--nearest", lookup_nearest, "answer a miss from the closest tuned shape of the same op and SoC (flagged APPROXIMATE)");
-  std::string lookup_data_dir;
-  auto* lookup_local = lookup->add_option("--data-dir", lookup_data_dir,
+  lookup->add_option("OPS", lookup_flags.file, "JSON ops file")->required()->check(CLI::ExistingFile);
+  lookup->add_option("--soc", lookup_flags.soc, "SoC for every op");
+  AddDimOption(*lookup, lookup_flags.dims);
+  AddTrainingFlag(*lookup, lookup_flags.training);
+  lookup->add_flag("--json", lookup_flags.json, "print JSON");
+  lookup->add_flag("--nearest", lookup_flags.nearest, "answer a miss from the closest tuned shape of the same op and SoC (flagged APPROXIMATE)");
+  auto* lookup_local = lookup->add_option("--data-dir", lookup_flags.data_dir,
                                           "look up in this knowledge-base folder (what `tune` wrote) instead of asking a coordinator")
                            ->check(CLI::ExistingDirectory);
 
@@ -575,8 +582,8 @@ int Run(int argc, char** argv) {
   if (int rc = RunProfileCommands(profile_commands, catalog); rc >= 0) return rc;
   if (fuse.cmd->parsed()) return RunFuse(fuse, catalog);
   if (tune->parsed()) return RunTune(tune_flags, data_dir, slots, replay_cache);
-  if (lookup->parsed() && !lookup_data_dir.empty()) {
-    return RunLocalLookup(lookup_data_dir, lookup_file, lookup_soc, lookup_dims, lookup_nearest, lookup_json, catalog);
+  if (lookup->parsed() && !lookup_flags.data_dir.empty()) {
+    return RunLocalLookup(lookup_flags, catalog);
   }
 
   if (CacheIsLocal(cache_commands)) return RunCacheCommand(cache_commands, catalog, nullptr);
@@ -671,7 +678,7 @@ int Run(int argc, char** argv) {
     for (const auto& t : st->tasks) cached.push_back(t.state == "done" && t.evaluated == 0);
     return PrintOutcome(none, *st, cached, status_json, catalog);
   }
-  if (lookup->parsed()) return RunLookup(c, lookup_file, lookup_soc, lookup_dims, lookup_nearest, lookup_json);
+  if (lookup->parsed()) return RunLookup(c, lookup_flags);
   if (CacheParsed(cache_commands)) return RunCacheCommand(cache_commands, catalog, &c);
   if (workers->parsed()) return RunWorkers(c, workers_json);
   if (watch->parsed()) return RunWatch(c, watch_id, watch_json);

@@ -62,11 +62,18 @@ void AddDimOption(CLI::App& cmd, std::vector<std::string>& dims) {
                                 "--dim batch=32 --dim seq=128)");
 }
 
+void AddTrainingFlag(CLI::App& cmd, bool& training) {
+  cmd.add_flag("--training", training, "a model's training step: its cube nodes' backward GEMMs (<node>_grad.dX and "
+                                       "_grad.dW) too, as for a graph with \"training\": true");
+}
+
 Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override,
-                                         const SocCatalog* catalog, const std::vector<std::string>& dims) {
+                                         const SocCatalog* catalog, const std::vector<std::string>& dims,
+                                         bool training) {
   if (IsOnnxPath(path) || !dims.empty()) {
     auto graph = LoadModelFile(path, soc_override, dims);
     if (!graph.ok()) return graph.status();  // names the file already
+    if (training) graph->training = true;
     return OpsOfGraph(graph, path, catalog);
   }
   std::ifstream in(path);
@@ -80,7 +87,11 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
   std::string soc = soc_override;
   const nlohmann::json* ops = &j;
   if (j.is_object()) {
-    if (j.contains("nodes")) return OpsOfGraph(GraphFromJson(j, soc_override), path, catalog);
+    if (j.contains("nodes")) {
+      auto graph = GraphFromJson(j, soc_override);
+      if (graph.ok() && training) graph->training = true;
+      return OpsOfGraph(graph, path, catalog);
+    }
     TF_RETURN_IF_ERROR(CheckKnownFields(j, {"soc", "ops"}, path));
     if (soc.empty() && j.contains("soc")) {
       if (!j["soc"].is_string()) return InvalidArgument(path + ": 'soc' must be a string");
@@ -92,6 +103,10 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
     ops = &j["ops"];
   } else if (!j.is_array()) {
     return InvalidArgument(path + ": expected an array of ops or an object with an 'ops' array");
+  }
+  if (training) {
+    return InvalidArgument("--training tunes a model's training step: " + path +
+                           " is a list of ops, not a model (a graph with 'nodes', or .onnx)");
   }
   if (ops->empty()) return InvalidArgument(path + ": the ops list is empty");
   std::vector<NamedOp> out;

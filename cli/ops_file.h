@@ -26,9 +26,14 @@ struct NamedOp {
 // soc_override, when non-empty, replaces every op's SoC. With a catalog that knows a
 // graph's SoC, the graph's kernels are checked against it first, so an error names the
 // node to fix (the coordinator, which may know more SoCs, checks every op anyway).
-// `dims`: "NAME=SIZE" for each symbolic dimension of an ONNX model (--dim).
+// `dims`: "NAME=SIZE" for each symbolic dimension of an ONNX model (--dim). `training`:
+// a model's training step (its cube nodes' backward GEMMs too, as "training": true);
+// kInvalidArgument for an ops list.
 Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::string& soc_override,
-                                         const SocCatalog* catalog = nullptr, const std::vector<std::string>& dims = {});
+                                         const SocCatalog* catalog = nullptr, const std::vector<std::string>& dims = {},
+                                         bool training = false);
+// Adds --training (a model's training step) to a command that takes a model or ops file.
+void AddTrainingFlag(CLI::App& cmd, bool& training);
 
 // A model's kernels as ops (what LoadOpsFile lists for a model file), named as its nodes;
 // `path` names the model in errors.

@@ -77,6 +77,11 @@ std::string Join(const std::vector<int64_t>& v) {
   return s;
 }
 
+// What a tunefleet graph's tensors may be (graph.h's JSON reader).
+bool IsGraphDType(const std::string& dtype) {
+  return dtype == "float16" || dtype == "bfloat16" || dtype == "float32" || dtype == "int8";
+}
+
 bool IsStandardDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
 // Whether Convert handles the node's op: standard ops, and Gelu / FastGelu also in the
@@ -91,7 +96,16 @@ bool KnownOp(const onnx::NodeProto& n) {
 
 std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where) {
   static const std::set<std::string> kOfAFold = {"Erf", "Pow", "ReduceMean", "Sqrt"};
+  static const std::set<std::string> kShapeArithmetic = {"Shape", "Gather", "Slice", "Concat", "ConstantOfShape",
+                                                         "Expand", "Range", "Split", "Where", "Equal"};
   const bool fold_part = IsStandardDomain(n.domain()) && kOfAFold.count(n.op_type()) > 0;
+  if (IsStandardDomain(n.domain()) && kShapeArithmetic.count(n.op_type())) {
+    return fmt::format("{}: ONNX op '{}' has no tunefleet equivalent: shape arithmetic and splits of a dynamic-axes "
+                       "export are not folded; export with fixed shapes (torch.onnx.export without dynamic_axes, one "
+                       "Linear per projection), or simplify the model with its sizes fixed first (onnx-simplifier "
+                       "--overwrite-input-shape) (supported: {})",
+                       where, n.op_type(), kSupported);
+  }
   return fmt::format("{}: ONNX op '{}{}' has no tunefleet equivalent (supported: {}){}", where,
                      n.domain().empty() ? "" : n.domain() + ".", n.op_type(), kSupported,
                      fold_part ? "; a LayerNorm or GELU written out folds into one op only in the forms docs/profiling.md "
@@ -828,6 +842,11 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
 
   TF_ASSIGN_OR_RETURN(auto info, InferShapes(model, nodes, constants, opset, path));
 
+  // float32 runs as float16, as ATC's default precision_mode (force_fp16) runs it (the
+  // cube takes no float32), unless the caller keeps it.
+  auto Precision = [&options](const std::string& dtype) {
+    return dtype == "float32" && !options.keep_fp32 ? std::string("float16") : dtype;
+  };
   Graph out;
   out.name = g.name().empty() ? std::filesystem::path(path).stem().string() : g.name();
   out.soc = options.soc.empty() ? kDefaultSoc : options.soc;
@@ -838,6 +857,17 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     const std::string& name = node_names[i];
     const std::string where = Where(path, name, n, folds.Folded(nodes[i].second));
     TF_ASSIGN_OR_RETURN(Converted c, Convert(n, where, info, opset));
+    if (c.op == "Cast") {
+      // A Cast to the dtype its input already has (PyTorch's .to() of a tensor of that
+      // dtype, or float32 <-> float16 once float32 is run as float16) moves nothing: a view.
+      c.attrs["dst_type"] = Precision(c.attrs["dst_type"]);
+      auto from = info.find(n.input(0));
+      auto from_dtype = from == info.end() ? std::nullopt : DTypeOf(from->second.elem_type);
+      if (from_dtype && Precision(*from_dtype) == c.attrs["dst_type"]) {
+        c.op = kReshapeOp;
+        c.attrs.clear();
+      }
+    }
     GraphNode node;
     node.name = name;
     node.op_type = c.op;
@@ -852,15 +882,25 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       return InvalidArgument(where + ": ONNX shape inference gave no shape for its output '" + n.output(0) + "'");
     }
     auto dtype = DTypeOf(t->second.elem_type);
-    if (!dtype) return InvalidArgument(where + ": its output '" + n.output(0) + "' has a dtype tunefleet does not model");
-    node.outputs.push_back({n.output(0), TensorDesc{t->second.shape, *dtype, "ND"}});
+    if (!dtype || !IsGraphDType(*dtype)) {
+      return InvalidArgument(where + ": its output '" + n.output(0) + "' is " +
+                             onnx::TensorProto::DataType_Name(t->second.elem_type) +
+                             ", a dtype tunefleet's graphs do not carry (float16, bfloat16, float32, int8)");
+    }
+    node.outputs.push_back({n.output(0), TensorDesc{t->second.shape, Precision(*dtype), "ND"}});
     out.nodes.push_back(std::move(node));
   }
   auto tensor = [&](const std::string& name, const TensorInfo& t) -> Result<NamedTensor> {
     auto dtype = DTypeOf(t.elem_type);
-    if (!dtype) return InvalidArgument(path + ": tensor '" + name + "' has a dtype tunefleet does not model");
-    if (t.shape.empty()) return NamedTensor{name, TensorDesc{{1}, *dtype, "ND"}};  // a scalar
-    return NamedTensor{name, TensorDesc{t.shape, *dtype, "ND"}};
+    if (!dtype || !IsGraphDType(*dtype)) {
+      return InvalidArgument(fmt::format("{}: tensor '{}' is {}, a dtype tunefleet's graphs do not carry (float16, "
+                                         "bfloat16, float32 and int8 are: an int64 attention mask or token ids are data "
+                                         "the NPU model has no kernel for; export the model from its embeddings on, "
+                                         "with the mask folded into the scores or left out)",
+                                         path, name, onnx::TensorProto::DataType_Name(t.elem_type)));
+    }
+    if (t.shape.empty()) return NamedTensor{name, TensorDesc{{1}, Precision(*dtype), "ND"}};  // a scalar
+    return NamedTensor{name, TensorDesc{t.shape, Precision(*dtype), "ND"}};
   };
   for (const auto& input : g.input()) {
     if (initializers.count(input.name()) || !referenced.count(input.name())) continue;

@@ -138,6 +138,12 @@ assert r["backward_gemms"] == r["tuned_backward_gemms"] == 16, r
 assert r["untuned_operators"] == [], r["untuned_operators"]
 assert "ffn.output.matmul_grad" in [o["op_name"] for o in r["repo_modified_operators"]]
 CHECK
+# --training takes any model's training step (an ONNX model has no "training" field): the
+# same keys the training graph's tune wrote are found; an ops list has no step to train.
+"$TF" lookup "$SRC/examples/bert_base_layer.json" --training --data-dir "$OUT/kb-train" > "$OUT/train_lookup.txt" \
+  || fail "lookup --training of the tuned training step exited $?: $(grep -v ' us ' "$OUT/train_lookup.txt" | head -5)"
+grep -q "^ffn.output.matmul_grad.dW " "$OUT/train_lookup.txt" || fail "lookup --training: $(head -5 "$OUT/train_lookup.txt")"
+refused 2 "--training tunes a model's training step: $OPS is a list of ops" "$TF" tune "$OPS" --training --data-dir "$OUT/kb"
 sed 's/"inputs": \["hidden", "w_q"\]/"inputs": ["hiddn", "w_q"]/' "$SRC/examples/bert_base_layer.json" > "$OUT/badgraph.json"
 refused 2 "input 'hiddn' is not a graph input, weight or node output" "$TF" tune "$OUT/badgraph.json" --data-dir "$OUT/kb-badgraph"
 refused 2 "input 'hiddn' is not a graph input, weight or node output" "$TF" report "$OUT/badgraph.json" --data-dir "$OUT/kb-graph"

@@ -590,6 +590,64 @@ TEST(OnnxImport, FoldsTakeOnlyWhatIsTheOpAndMalformedGraphsAreNamed) {
   }
 }
 
+// PyTorch exports float32 by default: it runs as float16, as ATC's default precision
+// mode does (the cube takes no float32), unless kept; a Cast to the dtype its input
+// already has is a view. Found by an ML-engineer audit: both were refused, as were an
+// int64 mask and shape arithmetic, with messages that did not say what to do.
+TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
+  testing::ScratchDir dir;
+  const std::string path = dir.Path("fp32.onnx");
+  auto write = [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    auto* w = g.add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(64);
+    w->add_dims(32);
+    AddNode(n, "MatMul", {"x", "w"}, "h", "fc");
+    auto* to = AddNode(n, "Cast", {"h"}, "h16", "to_half")->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::FLOAT16);
+    AddNode(n, "Relu", {"h16"}, "y", "act");
+  };
+  auto g = LoadChainModel(path, 14, write, false, onnx::TensorProto::FLOAT);
+  ASSERT_TRUE(g.ok()) << Message(g);
+  EXPECT_EQ(g->inputs[0].desc.dtype, "float16");
+  EXPECT_EQ(Find(*g, "fc")->outputs[0].desc.dtype, "float16");
+  EXPECT_EQ(Find(*g, "to_half")->op_type, kReshapeOp) << "float32 -> float16 once float32 is float16: nothing to cast";
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  EXPECT_TRUE(run.ok()) << run.status().ToString();
+  OnnxImportOptions keep;
+  keep.keep_fp32 = true;
+  auto kept = GraphFromOnnxFile(path, keep);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(Find(*kept, "fc")->outputs[0].desc.dtype, "float32");
+  EXPECT_EQ(Find(*kept, "to_half")->op_type, "Cast");
+
+  auto mask = LoadChainModel(dir.Path("mask.onnx"), 14, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+    auto* m = graph.add_input();
+    m->set_name("mask");
+    auto* tt = m->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::INT64);
+    for (int64_t d : {4, 16}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    auto* to = AddNode(n, "Cast", {"mask"}, "m16", "cast_mask")->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::FLOAT16);
+    AddNode(n, "Relu", {"x"}, "y", "act");
+    AddNode(n, "Relu", {"m16"}, "m_out", "use_mask");
+  });
+  EXPECT_NE(Message(mask).find("tensor 'mask' is INT64, a dtype tunefleet's graphs do not carry"), std::string::npos)
+      << Message(mask);
+  auto shape = LoadChainModel(dir.Path("shape.onnx"), 14, [](onnx::GraphProto&, std::vector<onnx::NodeProto>& n) {
+    AddNode(n, "Shape", {"x"}, "s", "shape");
+    AddNode(n, "Relu", {"x"}, "y", "act");
+  });
+  EXPECT_NE(Message(shape).find("node 'shape' (Shape): ONNX op 'Shape' has no tunefleet equivalent: shape arithmetic"),
+            std::string::npos)
+      << Message(shape);
+}
+
 TEST(OnnxImport, AnOpWithNoEquivalentIsRefusedNamingTheNodeAndAFileThatIsNoModelToo) {
   testing::ScratchDir dir;
   onnx::ModelProto m;

@@ -19,6 +19,9 @@ namespace tunefleet {
 struct OnnxImportOptions {
   std::string soc;                      // the graph's SoC (ONNX has none): required
   std::map<std::string, int64_t> dims;  // symbolic dimension -> size ("batch" -> 32)
+  // false: float32 tensors are float16, as ATC's default precision_mode (force_fp16)
+  // runs a model (PyTorch exports float32 by default; the cube takes no float32).
+  bool keep_fp32 = false;
 };
 
 bool IsOnnxPath(const std::string& path);  // ends with ".onnx"
