@@ -113,7 +113,7 @@ void AddProfileCommands(CLI::App& app, ProfileCommands& f) {
   f.profile->add_option("--soc", f.soc, "SoC (overrides the graph's)");
   f.profile->add_option("--trace", f.trace, "write a Chrome trace JSON here (chrome://tracing, Perfetto)");
   f.profile->add_option("--csv", f.csv_dir, "write op_summary.csv, profiler_data.csv and run_summary.json into this folder");
-  f.profile->add_flag("--json", f.json, "print JSON: the run summary, every op (ops) and the top ops (top_ops)");
+  f.profile->add_flag("--json", f.json, "print JSON: the run summary, the number of kernels (ops) and the 10 longest (top_ops); --csv DIR writes every op");
   f.profile->add_option("--trace-ops", f.trace_ops,
                         "comma-separated ops whose per-core per-pipe tile timeline (event simulation) goes into --trace")
       ->delimiter(',');

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/profile/test_util.h"
+#include "tunefleet/common/graph_fusion.h"
 #include "worker/profile/graph_run.h"
 #include "worker/profile/profile_export.h"
 
@@ -168,6 +169,36 @@ TEST(Analysis, SuggestsFusingBertsMatMulsWithTheirBiasAddsFromAProfileFolder) {
   nlohmann::json j = a.ToJson();
   EXPECT_EQ(j["grid"].size(), 9u);
   EXPECT_FALSE(a.ToText().empty());
+}
+
+// `fuse` starts chains at MatMul, BatchMatMul and Conv2D, not Gemm: the advice to fuse a
+// Gemm's epilogue says how (found by an audit: analyze advised what fuse silently skipped).
+TEST(Analysis, AGemmsEpilogueAdviceSaysFuseNeedsItAsMatMul) {
+  auto g = GraphFromJson({{"soc", "Ascend910B2"},
+                          {"inputs", {{{"name", "x"}, {"shape", {1024, 768}}, {"dtype", "float16"}}}},
+                          {"weights", {{{"name", "w"}, {"shape", {768, 3072}}, {"dtype", "float16"}}}},
+                          {"outputs", {"z"}},
+                          {"nodes",
+                           {{{"name", "fc"}, {"op", "Gemm"}, {"inputs", {"x", "w"}},
+                             {"outputs", {{{"name", "y"}, {"shape", {1024, 3072}}, {"dtype", "float16"}}}}},
+                            {{"name", "act"}, {"op", "Relu"}, {"inputs", {"y"}},
+                             {"outputs", {{{"name", "z"}, {"shape", {1024, 3072}}, {"dtype", "float16"}}}}}}}});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto run = RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  testing::ScratchDir dir;
+  ASSERT_TRUE(WriteProfileDir(*run, dir.Path()).ok());
+  auto loaded = LoadProfile(dir.Path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  Analysis a = Analyze(*loaded);
+  const NextStep* fuse = nullptr;
+  for (const auto& st : a.next_steps) {
+    if (st.kind == "fuse") fuse = &st;
+  }
+  ASSERT_NE(fuse, nullptr);
+  EXPECT_NE(fuse->reason.find("`tunefleet fuse` takes a Gemm's chain once it is written as MatMul + Add"), std::string::npos)
+      << fuse->reason;
+  EXPECT_TRUE(FindFusionChains(*g).empty()) << "fuse takes no Gemm head (the advice would be wrong otherwise)";
 }
 
 }  // namespace

@@ -434,6 +434,8 @@ Analysis Analyze(const LoadedProfile& profile) {
         kind = ft + " + element-wise epilogue";
         as = fused_cube ? ft : ft == "Gemm" ? "FusedMatMul" : "Fused" + ft;
         as += " with '" + tt + "' ending attrs.epilogue";
+        // `tunefleet fuse` starts a chain at MatMul, BatchMatMul and Conv2D only.
+        if (ft == "Gemm") as += " (by hand: `tunefleet fuse` takes a Gemm's chain once it is written as MatMul + Add)";
       } else if ((IsElementwise(ft) || ft == "FusedElementwise") && IsElementwise(tt)) {
         kind = "element-wise chain";
         as = "FusedElementwise with '" + tt + "' ending attrs.ops";
