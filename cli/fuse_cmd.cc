@@ -82,7 +82,8 @@ Result<std::string> FusedOutput(const std::string& model, const std::string& out
       held << in.rdbuf();
       if (held.str() == *same) return path;
     }
-    return InvalidArgument(path + " exists (written by hand, or by an earlier fuse of another model): give " + flag +
+    return InvalidArgument(path + " exists and holds another graph (written by hand, or by an earlier fuse of another "
+                                  "model or of this one at other sizes or SoC): give " + flag +
                            " " + path + " to replace it, or " + flag + " another file");
   }
   return path;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/ops_file.h"
@@ -114,8 +115,16 @@ Status CheckBaseline(const ModelToRun& baseline, const Graph& graph, const SocSp
                                   "--training / --devices to both)");
   }
   if (Interface(baseline.graph) != Interface(graph)) {
-    return InvalidArgument(both + " take or give different tensors: the baseline must be the same model before "
-                                  "fusion (`tunefleet fuse` keeps a model's inputs and outputs)");
+    // Say which: elements of each input and output, in order (a --dim given otherwise
+    // shows here as other sizes).
+    auto list = [](const std::vector<int64_t>& v) { return "[" + fmt::format("{}", fmt::join(v, ", ")) + "]"; };
+    const auto [bin, bout] = Interface(baseline.graph);
+    const auto [gin, gout] = Interface(graph);
+    return InvalidArgument(fmt::format(
+        "{} take or give different tensors (elements of the inputs {} against {}, of the outputs {} against {}): the "
+        "baseline must be the same model before fusion, at the same sizes (`tunefleet fuse` keeps a model's inputs and "
+        "outputs; check --dim)",
+        both, list(bin), list(gin), list(bout), list(gout)));
   }
   return Status::Ok();
 }

@@ -229,7 +229,9 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
       r.launch_us = est->launch_us;
       r.duration_us = est->duration_us;
       r.roofline_us = sim::RooflineUs(*est, soc);
-      r.op_key = key.Display();
+      // As the knowledge base and `tune` spell it (Conv2D's default attrs left out).
+      auto canonical = CanonicalOpKey(key);
+      r.op_key = (canonical.ok() ? *canonical : key).Display();
       std::vector<std::string> s, d, f;
       for (const auto& t : key.inputs) {
         s.push_back(ShapeText(t));
