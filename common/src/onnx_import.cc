@@ -249,6 +249,16 @@ std::optional<std::vector<int64_t>> IntValues(const onnx::TensorProto& t) {
   return v;
 }
 
+// The one value of a tensor given as a typed field or as raw bytes.
+template <typename T, typename Repeated>
+std::optional<double> OneValue(const Repeated& typed, const std::string& raw) {
+  if (typed.size() == 1) return typed.Get(0);
+  T v{};
+  if (raw.size() != sizeof v) return std::nullopt;
+  std::memcpy(&v, raw.data(), sizeof v);
+  return v;
+}
+
 // The value of a one-element constant (float, double, float16, bfloat16), if it holds one.
 std::optional<double> ScalarValue(const onnx::TensorProto& t) {
   int64_t n = 1;
@@ -261,20 +271,8 @@ std::optional<double> ScalarValue(const onnx::TensorProto& t) {
       auto v = IntValues(t);
       return v && v->size() == 1 ? std::optional<double>(static_cast<double>(v->front())) : std::nullopt;
     }
-    case onnx::TensorProto::FLOAT: {
-      if (t.float_data_size() == 1) return t.float_data(0);
-      float f = 0;
-      if (raw.size() != sizeof f) return std::nullopt;
-      std::memcpy(&f, raw.data(), sizeof f);
-      return f;
-    }
-    case onnx::TensorProto::DOUBLE: {
-      if (t.double_data_size() == 1) return t.double_data(0);
-      double d = 0;
-      if (raw.size() != sizeof d) return std::nullopt;
-      std::memcpy(&d, raw.data(), sizeof d);
-      return d;
-    }
+    case onnx::TensorProto::FLOAT: return OneValue<float>(t.float_data(), raw);
+    case onnx::TensorProto::DOUBLE: return OneValue<double>(t.double_data(), raw);
     case onnx::TensorProto::FLOAT16:
     case onnx::TensorProto::BFLOAT16: {
       uint16_t bits = 0;
@@ -319,6 +317,9 @@ class Folds {
     for (const auto& o : g.output()) outputs_.insert(o.name());
   }
 
+  // Whether the node at `index` in the file is a folded chain's last one (after Run()).
+  bool Folded(int index) const { return folded_.count(index) > 0; }
+
   std::vector<std::pair<onnx::NodeProto, int>> Run() {
     for (int i = 0; i < g_.node_size(); ++i) {
       const auto& n = g_.node(i);
@@ -344,7 +345,8 @@ class Folds {
     const int d = Producer(g_.node(e).input(0));
     if (d < 0) return;
     std::optional<std::string> x;
-    if (auto v = Other(d, "Div", kNone, false); v && Is(g_.node(d).input(1), std::sqrt(2.0))) {
+    if (const auto& div = g_.node(d);
+        div.input_size() == 2 && Other(d, "Div", div.input(0), false) && Is(div.input(1), std::sqrt(2.0))) {
       x = g_.node(d).input(0);
     } else {
       x = OtherThan(d, "Mul", std::sqrt(0.5));
@@ -400,9 +402,9 @@ class Folds {
     if (*by == x || Is(*by, 0.5)) {  // (1 + core) * x then * 0.5 or / 2, or * 0.5 then * x
       const int m2 = OnlyReader(g_.node(m1).output(0));
       const std::string& t = g_.node(m1).output(0);
-      auto rest = Other(m2, "Mul", t, true);
-      const bool ends = *by == x ? (rest && Is(*rest, 0.5)) || (Other(m2, "Div", t, false) && Is(*Other(m2, "Div", t, false), 2.0))
-                                 : rest && *rest == x;
+      const auto times = Other(m2, "Mul", t, true);
+      const auto over = Other(m2, "Div", t, false);
+      const bool ends = *by == x ? (times && Is(*times, 0.5)) || (over && Is(*over, 2.0)) : times && *times == x;
       if (!ends) return std::nullopt;
       nodes.push_back(m2);
       return m2;
@@ -542,12 +544,6 @@ class Folds {
     folded_[last] = std::move(folded);
   }
 
- public:
-  // Whether the node at `index` in the file is a folded chain's last one (after Run()).
-  bool Folded(int index) const { return folded_.count(index) > 0; }
-
- private:
-
   int Producer(const std::string& t) const {
     auto p = producer_.find(t);
     if (p == producer_.end()) return -1;
@@ -567,14 +563,14 @@ class Folds {
     return v && std::abs(*v - want) <= 2e-3 * std::abs(want);
   }
   // The other input of two-input node i of `op` that reads `t` (either side when it
-  // commutes; with kNone, the second input).
+  // commutes).
   std::optional<std::string> Other(int i, const char* op, const std::string& t, bool commutes) const {
     if (i < 0) return std::nullopt;
     const auto& n = g_.node(i);
     if (n.op_type() != op || !IsStandardDomain(n.domain()) || n.input_size() != 2 || n.output_size() != 1) {
       return std::nullopt;
     }
-    if (&t == &kNone || n.input(0) == t) return n.input(1);
+    if (n.input(0) == t) return n.input(1);
     if (commutes && n.input(1) == t) return n.input(0);
     return std::nullopt;
   }
@@ -587,7 +583,6 @@ class Folds {
     return std::nullopt;
   }
 
-  static inline const std::string kNone;
   const onnx::GraphProto& g_;
   const std::map<std::string, const onnx::TensorProto*>& constants_;
   const int opset_;
@@ -626,6 +621,11 @@ std::optional<onnx::TensorProto> ConstantTensor(const onnx::NodeProto& n) {
   return std::nullopt;
 }
 
+// A node's name, or for a nameless one <OpType>_<its index in the file>.
+std::string NodeName(const onnx::NodeProto& n, int index) {
+  return n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+}
+
 // ONNX's data flow: every tensor a node reads is a graph input, an initializer or the
 // output of an earlier node (nodes in topological order), and every tensor has one
 // producer. kInvalidArgument naming the node and the tensor otherwise.
@@ -634,9 +634,7 @@ Status CheckDataFlow(const onnx::GraphProto& g, const std::set<std::string>& ini
   for (const auto& in : g.input()) provided[in.name()] = "graph input '" + in.name() + "'";
   for (const auto& t : initializers) provided.try_emplace(t, "initializer '" + t + "'");
   std::map<std::string, std::string> written_later;
-  auto name_of = [&](int i) {
-    return g.node(i).name().empty() ? g.node(i).op_type() + "_" + std::to_string(i) : g.node(i).name();
-  };
+  auto name_of = [&](int i) { return NodeName(g.node(i), i); };
   for (int i = 0; i < g.node_size(); ++i) {
     for (const auto& o : g.node(i).output()) written_later.try_emplace(o, name_of(i));
   }
@@ -818,7 +816,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   std::vector<std::string> node_names;
   std::set<std::string> names;
   for (const auto& [n, index] : nodes) {
-    const std::string base = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+    const std::string base = NodeName(n, index);
     std::string name = base;
     for (int k = 2; names.count(name); ++k) name = base + "_" + std::to_string(k);
     names.insert(name);

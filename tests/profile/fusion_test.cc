@@ -15,19 +15,13 @@ namespace tunefleet::profile {
 namespace {
 
 using testing::Node;
+using testing::FindNode;
 using testing::Tensor;
 
 std::vector<std::string> Names(const Graph& g, const FusionChain& c) {
   std::vector<std::string> out{g.nodes[c.head].name};
   for (int s : c.steps) out.push_back(g.nodes[s].name);
   return out;
-}
-
-const GraphNode* Find(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes) {
-    if (n.name == name) return &n;
-  }
-  return nullptr;
 }
 
 TEST(FusionChains, EachCubeOpTakesTheElementWiseOpsThatOnlyItFeeds) {
@@ -94,7 +88,7 @@ TEST(FusionChains, AnAddAfterAConvStaysAnAddAndAfterAMatMulIsItsBias) {
   EXPECT_EQ(FusedEpilogue(*g, {chains[1], 1}), "BiasAdd");
   auto fused = ApplyFusions(*g, {{chains[0], 1}, {chains[1], 1}}, testing::Soc910B2());
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();
-  EXPECT_EQ(Find(*fused, "mm+bias")->inputs, (std::vector<std::string>{"a", "w", "b"})) << "the bias after the GEMM's inputs";
+  EXPECT_EQ(FindNode(*fused, "mm+bias")->inputs, (std::vector<std::string>{"a", "w", "b"})) << "the bias after the GEMM's inputs";
 }
 
 TEST(ApplyFusions, TheFusedNodeTakesTheHeadsInputsThenTheOperandsAndWritesTheLastOutput) {
@@ -109,13 +103,13 @@ TEST(ApplyFusions, TheFusedNodeTakesTheHeadsInputsThenTheOperandsAndWritesTheLas
   auto fused = ApplyFusions(g, {{chains[3], 2}, {chains[0], 1}}, testing::Soc910B2());
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();
   EXPECT_EQ(fused->nodes.size(), g.nodes.size() - 3);
-  const GraphNode* n = Find(*fused, "layer1.0.conv3+layer1.0.add+layer1.0.relu3");
+  const GraphNode* n = FindNode(*fused, "layer1.0.conv3+layer1.0.add+layer1.0.relu3");
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->op_type, "FusedConv2D");
   EXPECT_EQ(n->inputs, (std::vector<std::string>{"b2r", "layer1.0.conv3.w", "ds"}));
   EXPECT_EQ(n->attrs.at("epilogue"), "Add,Relu");
   EXPECT_EQ(n->outputs[0].name, "out");
-  EXPECT_EQ(Find(*fused, "conv1+relu1")->attrs.at("strides"), "2,2") << "the head's attributes stay";
+  EXPECT_EQ(FindNode(*fused, "conv1+relu1")->attrs.at("strides"), "2,2") << "the head's attributes stay";
   EXPECT_TRUE(RunGraph(*fused, testing::Soc910B2()).ok());
   // Written and read back, the graph is the same.
   auto again = GraphFromJson(GraphToJson(*fused));
@@ -184,8 +178,8 @@ TEST(TransposeFolds, ATransposeOfTheLastTwoAxesReadOnlyByAMatMulFoldsIntoItsFlag
   auto folded = ApplyTransposeFolds(bert, folds, testing::Soc910B2());
   ASSERT_TRUE(folded.ok()) << folded.status().ToString();
   EXPECT_EQ(folded->nodes.size(), bert.nodes.size() - 1);
-  EXPECT_EQ(Find(*folded, "attention.k.transpose"), nullptr);
-  const GraphNode* scores = Find(*folded, "attention.scores");
+  EXPECT_EQ(FindNode(*folded, "attention.k.transpose"), nullptr);
+  const GraphNode* scores = FindNode(*folded, "attention.scores");
   EXPECT_EQ(scores->inputs, (std::vector<std::string>{"q_heads", "k_heads"}));
   EXPECT_EQ(scores->attrs.at("transpose_b"), "1");
   // A flag already set flips back; a transpose read by anything but a GEMM does not fold.
@@ -212,10 +206,10 @@ TEST(TransposeFolds, ATransposeOfTheLastTwoAxesReadOnlyByAMatMulFoldsIntoItsFlag
   ASSERT_EQ(small.size(), 2u) << "the weights' transposes feed MatMuls; the others feed Relus";
   auto applied = ApplyTransposeFolds(*g, small, testing::Soc910B2());
   ASSERT_TRUE(applied.ok()) << applied.status().ToString();
-  EXPECT_EQ(Find(*applied, "mm")->inputs[1], "w");
-  EXPECT_EQ(Find(*applied, "mm")->attrs.at("transpose_b"), "1");
-  EXPECT_EQ(Find(*applied, "mm2")->inputs[1], "w2");
-  EXPECT_EQ(Find(*applied, "mm2")->attrs.at("transpose_b"), "0") << "w2_t read transposed is w2 as it is";
+  EXPECT_EQ(FindNode(*applied, "mm")->inputs[1], "w");
+  EXPECT_EQ(FindNode(*applied, "mm")->attrs.at("transpose_b"), "1");
+  EXPECT_EQ(FindNode(*applied, "mm2")->inputs[1], "w2");
+  EXPECT_EQ(FindNode(*applied, "mm2")->attrs.at("transpose_b"), "0") << "w2_t read transposed is w2 as it is";
   EXPECT_EQ(applied->nodes.size(), g->nodes.size() - 2);
 }
 
@@ -241,10 +235,10 @@ TEST(TransposeFolds, AFoldFlipsTheFlagWhicheverWayItIsSpeltAndWritesOneSpelling)
   ASSERT_EQ(folds.size(), 2u);
   auto folded = ApplyTransposeFolds(*g, folds, testing::Soc910B2());
   ASSERT_TRUE(folded.ok()) << folded.status().ToString();
-  const GraphNode* bmm = Find(*folded, "bmm");
+  const GraphNode* bmm = FindNode(*folded, "bmm");
   EXPECT_EQ(bmm->inputs, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(bmm->attrs, (std::map<std::string, std::string>{{"transpose_b", "0"}})) << "a x b: B as it is";
-  const GraphNode* bmm2 = Find(*folded, "bmm2");
+  const GraphNode* bmm2 = FindNode(*folded, "bmm2");
   EXPECT_EQ(bmm2->inputs, (std::vector<std::string>{"c", "a"}));
   EXPECT_EQ(bmm2->attrs, (std::map<std::string, std::string>{{"transpose_a", "1"}}));
 }
@@ -269,7 +263,7 @@ TEST(FusionChains, ElementWiseOpsWithoutACubeOpBecomeOneFusedElementwise) {
   EXPECT_EQ(FusedEpilogue(*g, {chains[0], 2}), "Mul,Add,Relu");
   auto fused = ApplyFusions(*g, {{chains[0], 2}}, testing::Soc910B2());
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();
-  const GraphNode* n = Find(*fused, "scale+shift+act");
+  const GraphNode* n = FindNode(*fused, "scale+shift+act");
   ASSERT_NE(n, nullptr);
   EXPECT_EQ(n->inputs, (std::vector<std::string>{"h", "g", "s"})) << "x first, then each op's operand";
   EXPECT_EQ(n->attrs.at("ops"), "Mul,Add,Relu");

@@ -18,19 +18,14 @@
 namespace tunefleet {
 namespace {
 
+using testing::FindNode;
+
 const std::string kBert = std::string(TUNEFLEET_SOURCE_DIR) + "/examples/bert_base_layer.onnx";
 
 OnnxImportOptions Dims(int64_t batch, int64_t seq) {
   OnnxImportOptions o;
   o.dims = {{"batch", batch}, {"seq", seq}};
   return o;
-}
-
-const GraphNode* Find(const Graph& g, const std::string& name) {
-  for (const auto& n : g.nodes) {
-    if (n.name == name) return &n;
-  }
-  return nullptr;
 }
 
 TEST(OnnxImport, TheExportedBertLayerRunsAsTheJsonGraphOfTheSameLayer) {
@@ -42,15 +37,15 @@ TEST(OnnxImport, TheExportedBertLayerRunsAsTheJsonGraphOfTheSameLayer) {
   EXPECT_EQ(g->weights.size(), 17u) << "16 and the scores' scale, as the JSON graph; the Reshapes' shapes and the "
                                         "scalars of the folded GELU are not read";
   // The erf form of GELU is one Gelu, named as its last node, reading the bias add.
-  const GraphNode* gelu = Find(*g, "ffn.gelu");
+  const GraphNode* gelu = FindNode(*g, "ffn.gelu");
   ASSERT_NE(gelu, nullptr);
   EXPECT_EQ(gelu->op_type, "Gelu");
   EXPECT_EQ(gelu->inputs, (std::vector<std::string>{"ffn1"}));
-  EXPECT_EQ(Find(*g, "ffn.gelu.erf"), nullptr);
-  EXPECT_EQ(Find(*g, "attention.q.heads")->op_type, kReshapeOp) << "a head-split permute is a view";
-  EXPECT_EQ(Find(*g, "attention.k.transpose")->op_type, "Transpose");
-  EXPECT_EQ(Find(*g, "attention.scores")->op_type, "BatchMatMul");
-  EXPECT_EQ(Find(*g, "attention.layernorm")->op_type, "LayerNorm");
+  EXPECT_EQ(FindNode(*g, "ffn.gelu.erf"), nullptr);
+  EXPECT_EQ(FindNode(*g, "attention.q.heads")->op_type, kReshapeOp) << "a head-split permute is a view";
+  EXPECT_EQ(FindNode(*g, "attention.k.transpose")->op_type, "Transpose");
+  EXPECT_EQ(FindNode(*g, "attention.scores")->op_type, "BatchMatMul");
+  EXPECT_EQ(FindNode(*g, "attention.layernorm")->op_type, "LayerNorm");
   auto run = profile::RunGraph(*g, testing::Soc910B2());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   auto json = profile::RunGraph(testing::LoadExample("bert_base_layer.json"), testing::Soc910B2());
@@ -63,7 +58,7 @@ TEST(OnnxImport, TheExportedBertLayerRunsAsTheJsonGraphOfTheSameLayer) {
   // Other sizes give other shapes; the file is the same.
   auto small = GraphFromOnnxFile(kBert, Dims(2, 64));
   ASSERT_TRUE(small.ok()) << small.status().ToString();
-  EXPECT_EQ(Find(*small, "attention.softmax")->outputs[0].desc.shape, (std::vector<int64_t>{2, 12, 64, 64}));
+  EXPECT_EQ(FindNode(*small, "attention.softmax")->outputs[0].desc.shape, (std::vector<int64_t>{2, 12, 64, 64}));
 }
 
 TEST(OnnxImport, SymbolicDimensionsNeedSizesAndTheErrorsSayWhichAndHow) {
@@ -289,12 +284,12 @@ TEST(OnnxImport, LayerNormAndGeluWrittenOutFoldIntoTheOneKernelEach) {
   auto native = GraphFromOnnxFile(kBert, Dims(32, 128));
   ASSERT_TRUE(native.ok());
   ASSERT_EQ(written->nodes.size(), native->nodes.size());
-  const GraphNode* ln = Find(*written, "attention.layernorm.add");
+  const GraphNode* ln = FindNode(*written, "attention.layernorm.add");
   ASSERT_NE(ln, nullptr) << "a fold is named as its last node";
   EXPECT_EQ(ln->op_type, "LayerNorm");
-  EXPECT_EQ(ln->inputs, Find(*native, "attention.layernorm")->inputs) << "x, gamma, beta";
-  EXPECT_EQ(Find(*written, "ffn.gelu.out")->op_type, "Gelu");
-  EXPECT_EQ(Find(*written, "ffn.gelu.out")->inputs, (std::vector<std::string>{"ffn1"}));
+  EXPECT_EQ(ln->inputs, FindNode(*native, "attention.layernorm")->inputs) << "x, gamma, beta";
+  EXPECT_EQ(FindNode(*written, "ffn.gelu.out")->op_type, "Gelu");
+  EXPECT_EQ(FindNode(*written, "ffn.gelu.out")->inputs, (std::vector<std::string>{"ffn1"}));
   EXPECT_EQ(written->weights.size(), native->weights.size()) << "the chains' constants are not weights";
   auto a = profile::RunGraph(*written, testing::Soc910B2());
   auto b = profile::RunGraph(*native, testing::Soc910B2());
@@ -613,16 +608,16 @@ TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
   auto g = LoadChainModel(path, 14, write, false, onnx::TensorProto::FLOAT);
   ASSERT_TRUE(g.ok()) << Message(g);
   EXPECT_EQ(g->inputs[0].desc.dtype, "float16");
-  EXPECT_EQ(Find(*g, "fc")->outputs[0].desc.dtype, "float16");
-  EXPECT_EQ(Find(*g, "to_half")->op_type, kReshapeOp) << "float32 -> float16 once float32 is float16: nothing to cast";
+  EXPECT_EQ(FindNode(*g, "fc")->outputs[0].desc.dtype, "float16");
+  EXPECT_EQ(FindNode(*g, "to_half")->op_type, kReshapeOp) << "float32 -> float16 once float32 is float16: nothing to cast";
   auto run = profile::RunGraph(*g, testing::Soc910B2());
   EXPECT_TRUE(run.ok()) << run.status().ToString();
   OnnxImportOptions keep;
   keep.keep_fp32 = true;
   auto kept = GraphFromOnnxFile(path, keep);
   ASSERT_TRUE(kept.ok()) << kept.status().ToString();
-  EXPECT_EQ(Find(*kept, "fc")->outputs[0].desc.dtype, "float32");
-  EXPECT_EQ(Find(*kept, "to_half")->op_type, "Cast");
+  EXPECT_EQ(FindNode(*kept, "fc")->outputs[0].desc.dtype, "float32");
+  EXPECT_EQ(FindNode(*kept, "to_half")->op_type, "Cast");
 
   auto mask = LoadChainModel(dir.Path("mask.onnx"), 14, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
     auto* m = graph.add_input();

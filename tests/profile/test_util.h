@@ -27,6 +27,14 @@ inline Graph LoadExample(const std::string& name) {
   return g.ok() ? *g : Graph{};
 }
 
+// The node of `g` named `name`, or null.
+inline const GraphNode* FindNode(const Graph& g, const std::string& name) {
+  for (const auto& n : g.nodes) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
 inline nlohmann::json Tensor(const std::string& name, std::vector<int64_t> shape) {
   return {{"name", name}, {"shape", shape}, {"dtype", "float16"}};
 }
