@@ -451,9 +451,11 @@ int RunCacheCommand(const CacheCommands& f, const SocCatalog& catalog, client::C
   if (f.export_cmd->parsed()) return RunExport(f, backend);
   if (f.import_cmd->parsed()) {
     const int rc = RunImport(f, backend);
-    auto page = store != nullptr ? store->KbPage("", 1) : Result<coordinator::Store::KbEntries>(Internal("no store"));
-    const bool nothing_written = page.ok() && page->entries.empty();
-    if (rc != kExitOk && fresh && !f.dry_run && nothing_written) {
+    auto nothing_written = [&] {
+      auto page = store->KbPage("", 1);
+      return page.ok() && page->entries.empty();
+    };
+    if (rc != kExitOk && fresh && !f.dry_run && store != nullptr && nothing_written()) {
       // Refused whole: no empty RocksDB left behind in a folder that had none.
       store.reset();
       for (const auto& e : std::filesystem::directory_iterator(f.data_dir, ec)) std::filesystem::remove_all(e.path(), ec);

@@ -112,7 +112,6 @@ struct Task {
   bool strategy_done = false;
   uint64_t best_job_id = 0;
   uint64_t improved_at = 0;      // evaluations recorded when the best last improved
-  bool out_of_time = false;      // its --budget-seconds is spent: what is out stops, nothing goes round again
   uint64_t checkpointed_at = 0;  // evaluations recorded at the last strategy checkpoint
   // Planned since the last checkpoint and not yet written: goes out with the next results.
   std::vector<PlanRecord> unpersisted_plans;
@@ -894,7 +893,8 @@ void Coordinator::Impl::Requeue(Lease lease, const std::string& why) {
   for (ConfigIndex i : spec.configs) {
     if (!task.recorded.contains(i)) left.push_back(i);
   }
-  if (task.out_of_time) left.clear();  // a stopped job's rest: the time for it is spent
+  // A job stopped because the task's time is spent: its rest does not go round again.
+  if (task.strategy_done && OutOfTime(task)) left.clear();
   if (!left.empty()) {
     if (spec.attempt >= protocol::kMaxJobAttempts) {
       // Failing on every attempt marks the configs failed, not the task.
@@ -1837,7 +1837,6 @@ void Coordinator::Impl::EndSearch(Task& task) {
   // nothing requeued goes out again. Out of patience, what is out was sized not to
   // outrun it (NextJob), and its results decide.
   if (OutOfTime(task)) {
-    task.out_of_time = true;
     task.waiting.clear();
     if (task.in_flight > 0) StopJobsOut(task);
   }
