@@ -67,7 +67,7 @@ Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::m
   TF_ASSIGN_OR_RETURN(RunProfile after, RunGraph(graph, soc, tuned_options));
   // By node and direction, not name: a node may be called like another's "<name>_grad".
   std::map<std::pair<int, bool>, double> after_us;
-  for (const auto& op : after.ops) after_us[{op.node, op.backward}] = op.duration_us;
+  for (const auto& op : after.ops) after_us[{op.node, op.backward}] = op.launch_us + op.duration_us;
   VerifyReport report;
   report.model = graph.name;
   report.soc = soc.name;
@@ -81,7 +81,7 @@ Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::m
     c.op_type = op.op_type;
     c.op_key = op.op_key;
     c.backward = op.backward;
-    c.before_us = op.duration_us;
+    c.before_us = op.launch_us + op.duration_us;
     c.after_us = after_us.count({op.node, op.backward}) ? after_us[{op.node, op.backward}] : 0;
     // A vector kernel's backward follows its forward's config; a cube kernel's backward
     // GEMMs have shapes of their own (BackwardGemmKeys), tuned when both are.

@@ -21,6 +21,9 @@ namespace tunefleet::profile {
 struct OpChange {
   std::string name, op_type, op_key;  // node name (backward kernels "<name>_grad"), OpKey::Display()
   bool backward = false;
+  // Launch + on-device duration in the step: the time the kernel holds its stream, what
+  // `tune` measures and the knowledge base keeps as an op's latency, so one op's gain
+  // reads the same in both (the duration alone is op_summary.csv's Duration).
   double before_us = 0, after_us = 0;
   // Its op key had a config. A vector kernel's backward time follows its forward's
   // config (graph_run.h: twice its forward), so it counts with it; a cube kernel's
