@@ -9,8 +9,22 @@
 namespace tunefleet {
 namespace {
 
-bool IsCubeHead(const GraphNode& node) {
-  return node.op_type == "MatMul" || node.op_type == "BatchMatMul" || node.op_type == "Conv2D";
+// A Gemm heads a chain as the MatMul it is when it only adds a bias: no alpha or beta
+// scale (an ONNX Gemm's 1.0 is imported as no attribute), and a C, if any, of one value
+// per output column ([N] or [1, N]), which becomes the epilogue's first BiasAdd.
+bool IsBiasGemm(const Graph& graph, const GraphNode& node) {
+  if (node.op_type != "Gemm" || node.attrs.count("alpha") || node.attrs.count("beta")) return false;
+  if (node.inputs.size() == 2) return true;
+  const NamedTensor* c = graph.FindTensor(node.inputs[2]);
+  if (node.inputs.size() != 3 || c == nullptr || node.outputs.empty() || node.outputs[0].desc.shape.size() != 2) return false;
+  const int64_t n = node.outputs[0].desc.shape[1];
+  const auto& shape = c->desc.shape;
+  return (shape.size() == 1 && shape[0] == n) || (shape.size() == 2 && shape[0] == 1 && shape[1] == n);
+}
+
+bool IsCubeHead(const Graph& graph, const GraphNode& node) {
+  return node.op_type == "MatMul" || node.op_type == "BatchMatMul" || node.op_type == "Conv2D" ||
+         IsBiasGemm(graph, node);
 }
 
 bool IsUnaryChainOp(const std::string& op) {
@@ -151,7 +165,7 @@ std::vector<FusionChain> FindFusionChains(const Graph& graph) {
   std::set<int> in_cube_chain;
   for (size_t h = 0; h < graph.nodes.size(); ++h) {
     const GraphNode& head = graph.nodes[h];
-    if (!IsCubeHead(head) || head.outputs.size() != 1) continue;
+    if (!IsCubeHead(graph, head) || head.outputs.size() != 1) continue;
     FusionChain chain{static_cast<int>(h), WalkSteps(graph, &head, head.outputs[0].name), true};
     if (chain.steps.empty()) continue;
     in_cube_chain.insert(chain.steps.begin(), chain.steps.end());
@@ -175,7 +189,9 @@ std::vector<FusionChain> FindFusionChains(const Graph& graph) {
 }
 
 std::string FusedOpType(const Graph& graph, const Fusion& fusion) {
-  return fusion.chain.cube ? "Fused" + graph.nodes[fusion.chain.head].op_type : kFusedElementwiseOp;
+  if (!fusion.chain.cube) return kFusedElementwiseOp;
+  const std::string& head = graph.nodes[fusion.chain.head].op_type;
+  return head == "Gemm" ? "FusedMatMul" : "Fused" + head;
 }
 
 std::string FusedNodeName(const Graph& graph, const Fusion& fusion) {
@@ -189,7 +205,7 @@ std::string FusedEpilogue(const Graph& graph, const Fusion& fusion) {
   const GraphNode* cube = fusion.chain.cube ? &head : nullptr;
   std::string x;
   std::string ops = HeadStep(graph, fusion.chain, &x).op;
-  if (cube && head.inputs.size() > 2) ops = "BiasAdd";  // a conv's own bias input
+  if (cube && head.inputs.size() > 2) ops = "BiasAdd";  // a conv's or a Gemm's own bias input
   if (!cube) x = head.outputs[0].name;
   for (size_t i = 0; i < fusion.length; ++i) {
     const GraphNode& node = graph.nodes[fusion.chain.steps[i]];
@@ -217,6 +233,17 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
     if (cube) {
       fused.inputs = head.inputs;
       fused.attrs = head.attrs;
+      if (head.op_type == "Gemm") {
+        // As the MatMul it is: transA / transB under the names a MatMul reads.
+        for (int i = 0; i < 2; ++i) {
+          const char* gemm_flag = i == 0 ? "transA" : "transB";
+          auto it = fused.attrs.find(gemm_flag);
+          if (it == fused.attrs.end()) continue;
+          const bool set = FlagSet(it->second);
+          fused.attrs.erase(it);
+          if (set) fused.attrs[kFlagNames[i][0]] = "1";
+        }
+      }
       fused.attrs["epilogue"] = FusedEpilogue(graph, f);
       x = head.outputs[0].name;
     } else {

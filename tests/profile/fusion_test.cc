@@ -91,6 +91,63 @@ TEST(FusionChains, AnAddAfterAConvStaysAnAddAndAfterAMatMulIsItsBias) {
   EXPECT_EQ(FindNode(*fused, "mm+bias")->inputs, (std::vector<std::string>{"a", "w", "b"})) << "the bias after the GEMM's inputs";
 }
 
+// GPT-2's Conv1D exports as a Gemm with its bias as C: it heads its chain as the MatMul it
+// is, so it fuses to the same op as MatMul + Add of the bias + Gelu. A Gemm that scales by
+// alpha or beta does not (the fused op has no scale).
+TEST(FusionChains, AGemmThatOnlyAddsABiasHeadsItsChainAsAMatMul) {
+  auto gemm = [](const char* name, std::vector<std::string> in, const char* out, nlohmann::json attrs) {
+    nlohmann::json n = Node(name, "Gemm", std::move(in), Tensor(out, {512, 256}));
+    if (!attrs.empty()) n["attrs"] = std::move(attrs);
+    return n;
+  };
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {512, 128})}},
+                   {"weights", {Tensor("w", {128, 256}), Tensor("wt", {256, 128}), Tensor("c", {256}), Tensor("c2", {1, 256})}},
+                   {"outputs", {"g1", "g2", "g3"}},
+                   {"nodes",
+                    {gemm("fc", {"x", "w", "c"}, "h1", {}), Node("act", "Gelu", {"h1"}, Tensor("g1", {512, 256})),
+                     gemm("proj", {"x", "wt", "c2"}, "h2", {{"transB", "1"}}),
+                     Node("relu", "Relu", {"h2"}, Tensor("g2", {512, 256})),
+                     gemm("scaled", {"x", "w", "c"}, "h3", {{"alpha", "0.5"}}),
+                     Node("relu3", "Relu", {"h3"}, Tensor("g3", {512, 256}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  std::vector<std::vector<std::string>> names;
+  for (const auto& c : chains) names.push_back(Names(*g, c));
+  EXPECT_EQ(names, (std::vector<std::vector<std::string>>{{"fc", "act"}, {"proj", "relu"}}))
+      << "the alpha-scaled Gemm heads no chain";
+  ASSERT_EQ(chains.size(), 2u);
+  EXPECT_EQ(FusedOpType(*g, {chains[0], 1}), "FusedMatMul");
+  EXPECT_EQ(FusedEpilogue(*g, {chains[0], 1}), "BiasAdd,Gelu") << "C is the epilogue's first BiasAdd";
+  auto fused = ApplyFusions(*g, {{chains[0], 1}, {chains[1], 1}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  const GraphNode* proj = FindNode(*fused, "proj+relu");
+  ASSERT_NE(proj, nullptr);
+  EXPECT_EQ(proj->inputs, (std::vector<std::string>{"x", "wt", "c2"}));
+  EXPECT_EQ(proj->attrs, (std::map<std::string, std::string>{{"epilogue", "BiasAdd,Relu"}, {"transpose_b", "1"}}))
+      << "transB under the name a MatMul reads";
+  EXPECT_TRUE(RunGraph(*fused, testing::Soc910B2()).ok());
+
+  // The same layer written as MatMul + Add + Gelu fuses to the very same op.
+  nlohmann::json m{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {512, 128})}},
+                   {"weights", {Tensor("w", {128, 256}), Tensor("c", {256})}},
+                   {"outputs", {"g1"}},
+                   {"nodes",
+                    {Node("mm", "MatMul", {"x", "w"}, Tensor("m", {512, 256})),
+                     Node("bias", "Add", {"m", "c"}, Tensor("h1", {512, 256})),
+                     Node("act", "Gelu", {"h1"}, Tensor("g1", {512, 256}))}}};
+  auto mg = GraphFromJson(m);
+  ASSERT_TRUE(mg.ok()) << mg.status().ToString();
+  const auto mchains = FindFusionChains(*mg);
+  ASSERT_EQ(mchains.size(), 1u);
+  auto mfused = ApplyFusions(*mg, {{mchains[0], 2}}, testing::Soc910B2());
+  ASSERT_TRUE(mfused.ok()) << mfused.status().ToString();
+  EXPECT_EQ(NodeOpKey(*fused, *FindNode(*fused, "fc+act")).Canonical(),
+            NodeOpKey(*mfused, *FindNode(*mfused, "mm+bias+act")).Canonical());
+}
+
 TEST(ApplyFusions, TheFusedNodeTakesTheHeadsInputsThenTheOperandsAndWritesTheLastOutput) {
   const Graph g = testing::LoadExample("resnet50_block.json");
   const auto chains = FindFusionChains(g);

@@ -434,8 +434,8 @@ Analysis Analyze(const LoadedProfile& profile) {
         kind = ft + " + element-wise epilogue";
         as = fused_cube ? ft : ft == "Gemm" ? "FusedMatMul" : "Fused" + ft;
         as += " with '" + tt + "' ending attrs.epilogue";
-        // `tunefleet fuse` starts a chain at MatMul, BatchMatMul and Conv2D only.
-        if (ft == "Gemm") as += " (by hand: `tunefleet fuse` takes a Gemm's chain once it is written as MatMul + Add)";
+        // `tunefleet fuse` takes a Gemm head only as a MatMul with a bias (graph_fusion.h).
+        if (ft == "Gemm") as += " (`tunefleet fuse` takes a Gemm's chain when the Gemm scales by neither alpha nor beta)";
       } else if ((IsElementwise(ft) || ft == "FusedElementwise") && IsElementwise(tt)) {
         kind = "element-wise chain";
         as = "FusedElementwise with '" + tt + "' ending attrs.ops";

@@ -21,7 +21,9 @@ namespace tunefleet {
 // are chain ops (FusedChainOpNames). The head is a cube node (MatMul, BatchMatMul, Conv2D:
 // the steps are its epilogue, and its Add of a 1-D operand over a GEMM's last axis is
 // written as BiasAdd; a conv's Add broadcasts over W like any Add, its per-channel bias is
-// its own input), or a chain op whose x has the output's shape (a FusedElementwise).
+// its own input; or a Gemm without alpha or beta whose C, if any, is a bias [N] or [1, N]:
+// fused as a FusedMatMul, C its first BiasAdd, transA/transB as transpose_a/transpose_b),
+// or a chain op whose x has the output's shape (a FusedElementwise).
 struct FusionChain {
   int head = -1;           // index in Graph::nodes
   std::vector<int> steps;  // indices, in chain order (at least one)
