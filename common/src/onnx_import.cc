@@ -24,7 +24,8 @@ constexpr const char* kSupported =
     "MatMul, Gemm, Conv (2-D), Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Exp, Gelu (or written out: "
     "x*0.5*(1+erf(x/sqrt 2)), 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))), Softmax and LayerNormalization over the "
     "last axis (or written out: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta), "
-    "Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout";
+    "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
+    "Mul gamma), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -89,13 +90,14 @@ bool IsStandardDomain(const std::string& domain) { return domain.empty() || doma
 bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
-      "LayerNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
+      "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+      "Identity", "Dropout"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
 }
 
 std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where) {
-  static const std::set<std::string> kOfAFold = {"Erf", "Pow", "ReduceMean", "Sqrt"};
+  static const std::set<std::string> kOfAFold = {"Erf", "Pow", "ReduceMean", "Sqrt", "Reciprocal"};
   static const std::set<std::string> kShapeArithmetic = {"Shape", "Gather", "Slice", "Concat", "ConstantOfShape",
                                                          "Expand", "Range", "Split", "Where", "Equal"};
   const bool fold_part = IsStandardDomain(n.domain()) && kOfAFold.count(n.op_type()) > 0;
@@ -108,9 +110,9 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
   }
   return fmt::format("{}: ONNX op '{}{}' has no tunefleet equivalent (supported: {}){}", where,
                      n.domain().empty() ? "" : n.domain() + ".", n.op_type(), kSupported,
-                     fold_part ? "; a LayerNorm or GELU written out folds into one op only in the forms docs/profiling.md "
-                                 "\"ONNX models\" lists (each constant holding its value, gamma and beta weights, "
-                                 "nothing outside the chain reading inside it)"
+                     fold_part ? "; a LayerNorm, RMSNorm or GELU written out folds into one op only in the forms "
+                                 "docs/profiling.md \"ONNX models\" lists (each constant holding its value, gamma and beta "
+                                 "weights, nothing outside the chain reading inside it)"
                                : "");
 }
 
@@ -182,6 +184,13 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     }
     c.op = "LayerNorm";
     c.inputs = first(3);
+  } else if (op == "RMSNormalization") {
+    if (!last_axis(IntAttr(n, "axis", -1))) return InvalidArgument(where + ": RMSNormalization runs over the last axis only");
+    if (n.input_size() < 2 || n.input(1).empty()) {
+      return InvalidArgument(where + ": RMSNormalization needs its scale input (tunefleet's RmsNorm takes x, gamma)");
+    }
+    c.op = "RmsNorm";
+    c.inputs = first(2);
   } else if (op == "Transpose") {
     c.inputs = first(1);
     std::vector<int64_t> perm = IntsAttr(n, "perm");
@@ -327,6 +336,7 @@ class Folds {
       if (n.op_type() == "Erf") ErfGelu(i);
       if (n.op_type() == "Tanh") TanhGelu(i);
       if (n.op_type() == "Sqrt") LayerNorm(i);
+      if (n.op_type() == "Sqrt") RmsNorm(i);  // where no LayerNorm was folded
     }
     std::vector<std::pair<onnx::NodeProto, int>> out;
     for (int i = 0; i < g_.node_size(); ++i) {
@@ -485,6 +495,78 @@ class Folds {
       e->set_type(onnx::AttributeProto::FLOAT);
       e->set_f(static_cast<float>(*eps));
       Fold(nodes, shift, std::move(ln));
+      return;
+    }
+  }
+
+  // x / sqrt(mean(x^2) + eps) * gamma, as LLaMA's and T5's RMSNorm export it, anchored at
+  // the Sqrt `q`: Pow 2 (or Mul(x, x)) -> ReduceMean -> Add eps -> Sqrt, then Div(x, ...)
+  // or Reciprocal (Div(1, ...)) and Mul by x, then Mul by gamma; x through a Cast to
+  // float32 and the result back, as HF's fp16 export writes them. A squared Sub is a
+  // LayerNorm's (or not quite one: left as it is).
+  void RmsNorm(int q) {
+    if (replaced_by_[q] >= 0) return;
+    const int eps_add = Producer(g_.node(q).input(0));
+    if (eps_add < 0 || g_.node(eps_add).op_type() != "Add" || g_.node(eps_add).input_size() != 2) return;
+    for (int side = 0; side < 2; ++side) {
+      auto eps = Scalar(g_.node(eps_add).input(1 - side));
+      if (!eps || *eps <= 0 || *eps > 1e-2) continue;
+      const int var = Producer(g_.node(eps_add).input(side));
+      auto axis = MeanAxis(var);
+      const int sq = axis ? Producer(g_.node(var).input(0)) : -1;
+      if (sq < 0 || g_.node(sq).input_size() != 2) return;
+      const auto& sqn = g_.node(sq);
+      const bool squared = (sqn.op_type() == "Pow" && Is(sqn.input(1), 2.0)) ||
+                           (sqn.op_type() == "Mul" && sqn.input(0) == sqn.input(1));
+      if (!squared) return;
+      const std::string& x32 = sqn.input(0);  // x, or x cast to float32
+      std::vector<int> nodes{sq, var, eps_add, q};
+      const int widen = Producer(x32);
+      if (widen >= 0 && g_.node(widen).op_type() == "Sub") return;
+      const bool widened = widen >= 0 && g_.node(widen).op_type() == "Cast" && g_.node(widen).input_size() == 1;
+      if (widened) nodes.push_back(widen);
+      const std::string x = widened ? g_.node(widen).input(0) : x32;
+      // x / sqrt, or x * (1 / sqrt) with the reciprocal as Reciprocal or Div(1, sqrt).
+      const std::string& root = g_.node(q).output(0);
+      const int after = OnlyReader(root);
+      if (after < 0 || g_.node(after).output_size() != 1) return;
+      const auto& an = g_.node(after);
+      std::string normalized;
+      if (Other(after, "Div", x32, false) == root) {
+        normalized = an.output(0);
+        nodes.push_back(after);
+      } else {
+        const bool reciprocal = (an.op_type() == "Reciprocal" && an.input_size() == 1 && IsStandardDomain(an.domain())) ||
+                                (an.input_size() == 2 && an.input(1) == root && Other(after, "Div", an.input(0), false) &&
+                                 Is(an.input(0), 1.0));
+        if (!reciprocal) return;
+        const int times = OnlyReader(an.output(0));
+        if (Other(times, "Mul", an.output(0), true) != x32) return;
+        normalized = g_.node(times).output(0);
+        nodes.insert(nodes.end(), {after, times});
+      }
+      if (widened) {  // cast back
+        const int narrow = OnlyReader(normalized);
+        if (narrow < 0 || g_.node(narrow).op_type() != "Cast" || g_.node(narrow).output_size() != 1) return;
+        nodes.push_back(narrow);
+        normalized = g_.node(narrow).output(0);
+      }
+      const int scale = OnlyReader(normalized);
+      auto gamma = Other(scale, "Mul", normalized, true);
+      if (!gamma || !IsChannelConstant(*gamma)) return;
+      nodes.push_back(scale);
+      onnx::NodeProto rms;
+      rms.set_op_type("RMSNormalization");
+      for (const std::string& in : {x, *gamma}) rms.add_input(in);
+      auto* a = rms.add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(*axis);
+      auto* e = rms.add_attribute();
+      e->set_name("epsilon");
+      e->set_type(onnx::AttributeProto::FLOAT);
+      e->set_f(static_cast<float>(*eps));
+      Fold(nodes, scale, std::move(rms));
       return;
     }
   }
@@ -710,8 +792,9 @@ Status SizeSymbolicDims(onnx::GraphProto& g, const std::set<std::string>& initia
 }
 
 // Every tensor's type and shape, inferred afresh by ONNX (strict: a node it cannot infer is
-// an error naming it) on a copy of `model` with `nodes` (chains folded), in which Gelu and
-// FastGelu, which libonnx 1.12 has no schema for, are Relus: element-wise, the same shape.
+// an error naming it) on a copy of `model` with `nodes` (chains folded), in which Gelu,
+// FastGelu and RMSNormalization (opset 23), which libonnx 1.12 has no schema for, are
+// Relus: element-wise, the same shape.
 Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& model,
                                                       const std::vector<std::pair<onnx::NodeProto, int>>& nodes,
                                                       const std::map<std::string, TensorInfo>& constants,
@@ -724,7 +807,8 @@ Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& mo
     *copy = n;
     // LayerNormalization has a schema from opset 17: a folded one in an older model is
     // inferred as the element-wise op of its input it is, shape-wise.
-    if (n.op_type() == "Gelu" || n.op_type() == "FastGelu" || (n.op_type() == "LayerNormalization" && opset < 17)) {
+    if (n.op_type() == "Gelu" || n.op_type() == "FastGelu" || n.op_type() == "RMSNormalization" ||
+        (n.op_type() == "LayerNormalization" && opset < 17)) {
       copy->set_op_type("Relu");
       copy->set_domain("");
       copy->clear_attribute();

@@ -21,7 +21,8 @@ struct OpInfo {
 };
 
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
-// division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean.
+// division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
+// RmsNorm keeps x^2 for the sum.
 constexpr OpInfo kOps[] = {
     {"Add", VectorOp::kAdd, VectorFamily::kElementwise, 2, 0, true},
     {"Sub", VectorOp::kSub, VectorFamily::kElementwise, 2, 0, true},
@@ -36,6 +37,7 @@ constexpr OpInfo kOps[] = {
     {"FusedMulAdd", VectorOp::kFusedMulAdd, VectorFamily::kElementwise, 3, 0, false},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
+    {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},
     {"ReduceSum", VectorOp::kReduceSum, VectorFamily::kRowwise, 1, 0, false},
     {"ReduceMean", VectorOp::kReduceMean, VectorFamily::kRowwise, 1, 0, false},
     {"Transpose", VectorOp::kTranspose, VectorFamily::kTranspose, 1, 0, true},
@@ -145,6 +147,10 @@ bool IsReduce(const VectorShape& s) {
 
 }  // namespace
 
+int NormParams(const VectorShape& s) {
+  return s.op == VectorOp::kLayerNorm ? 2 : s.op == VectorOp::kRmsNorm ? 1 : 0;
+}
+
 const std::vector<std::string>& VectorOpTypes() {
   static const std::vector<std::string> kTypes = NamesOf(kOps);
   return kTypes;
@@ -239,14 +245,11 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
                                             : IsReduce(s)                 ? "axes"
                                                                           : "axis",
                                        x.size()));
-      if (s.op == VectorOp::kLayerNorm) {
-        for (size_t i = 1; i < 3; ++i) {
-          const std::vector<int64_t>& g = key.inputs[i].shape;
-          if (Elements(g) != s.cols || g.back() != s.cols) {
-            return InvalidArgument(std::string("LayerNorm input ") + N(static_cast<int64_t>(i)) +
-                                   (i == 1 ? " (gamma)" : " (beta)") + " shape " + ShapeText(g) +
-                                   " must be [" + N(s.cols) + "], the normalised last axis of input 0");
-          }
+      for (int i = 1; i <= NormParams(s); ++i) {
+        const std::vector<int64_t>& g = key.inputs[static_cast<size_t>(i)].shape;
+        if (Elements(g) != s.cols || g.back() != s.cols) {
+          return InvalidArgument(op + " input " + N(i) + (i == 1 ? " (gamma)" : " (beta)") + " shape " + ShapeText(g) +
+                                 " must be [" + N(s.cols) + "], the normalised last axis of input 0");
         }
       }
       SetCompute(s, 1);
@@ -308,13 +311,13 @@ VectorBlocking ComputeVectorBlocking(const VectorShape& s, const VectorTiling& t
       b.row_bytes_padded = RoundUp(s.cols * DTypeBytes(s.dtype), align);
       const int64_t reduce_out =
           IsReduce(s) ? RoundUp(t.rows_per_tile * DTypeBytes(s.out_dtype), align) : 0;
-      // LayerNorm's gamma and beta stay resident for all rows: single-buffered.
-      const int64_t resident = s.op == VectorOp::kLayerNorm ? 2 * b.row_bytes_padded : 0;
+      // A normalisation's gamma (and beta) stay resident for all rows: single-buffered.
+      const int64_t resident = NormParams(s) * b.row_bytes_padded;
       b.ub_bytes = (t.rows_per_tile * RowwiseRowBytes(s, align) + reduce_out) * t.buffer_num + resident;
       if (t.rows_per_tile == 1 && b.ub_bytes > soc.ub_size) {
         // One row does not fit: stream it in chunks (gamma/beta chunks stream beside it).
         b.split_rows = true;
-        const int64_t per_elem = DTypeBytes(s.dtype) * (s.op == VectorOp::kLayerNorm ? 3 : 1) +
+        const int64_t per_elem = DTypeBytes(s.dtype) * (1 + NormParams(s)) +
                                  (IsReduce(s) ? 0 : DTypeBytes(s.out_dtype)) +
                                  s.temps * DTypeBytes(s.compute_dtype);
         const int64_t elem_align = std::max<int64_t>(1, align / DTypeBytes(s.dtype));

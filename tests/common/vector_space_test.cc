@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Softmax", "LayerNorm", "ReduceSum", "ReduceMean", "Transpose"}) {
+                         "FusedMulAdd", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean", "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
   }
@@ -59,6 +59,8 @@ TEST_F(VectorSpace, OpKeyErrorsNameTheFieldToFix) {
   EXPECT_NE(KeyError(Key("Softmax", {{4, 8}}, "float16", {{"axis", "0"}})).find("attrs.axis"), std::string::npos);
   EXPECT_NE(KeyError(Key("ReduceSum", {{4, 8}}, "float16", {{"axes", "0"}})).find("attrs.axes"), std::string::npos);
   EXPECT_NE(KeyError(Key("LayerNorm", {{4, 8}, {4}, {8}})).find("input 1 (gamma)"), std::string::npos);
+  EXPECT_NE(KeyError(Key("RmsNorm", {{4, 8}, {4}})).find("RmsNorm input 1 (gamma) shape [4] must be [8]"), std::string::npos);
+  EXPECT_NE(KeyError(Key("RmsNorm", {{4, 8}, {8}, {8}})).find("exactly 2 inputs"), std::string::npos);
   EXPECT_NE(KeyError(Key("Transpose", {{4, 8, 2}}, "float16", {{"perm", "2,1,0"}})).find("attrs.perm"),
             std::string::npos);
   EXPECT_NE(KeyError(Key("Transpose", {{8}})).find("at least 2 axes"), std::string::npos);

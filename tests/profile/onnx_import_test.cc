@@ -387,6 +387,98 @@ TEST(OnnxImport, AChainThatIsNotQuiteALayerNormOrGeluIsLeftAsItIs) {
   }
 }
 
+// RMSNorm as LLaMA's and T5's modules export it (opset 14, axes as an attribute):
+// form 0 x / sqrt(mean(x^2) + eps) * gamma with Pow and Div; form 1 HF LLaMA's fp16
+// export, through float32: Cast, Pow, Sqrt, Reciprocal, Mul by x, Cast back, gamma *;
+// form 2 Mul(x, x), Div(1, sqrt), then Mul by x and by gamma the other way round.
+// `gamma` may name a graph input to make it not a weight; `extra_reader` adds a node
+// outside the chain reading its squared tensor.
+void WriteOutRmsNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, int form, float eps = 1e-6f,
+                     const std::string& gamma = "gamma", bool extra_reader = false) {
+  const std::string p = "rms.";
+  auto cast = [&](const std::string& in, const std::string& out, const std::string& name, int to) {
+    auto* a = AddNode(n, "Cast", {in}, out, p + name)->add_attribute();
+    a->set_name("to");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(to);
+  };
+  AddScalar(g, p + "two", 2);
+  AddScalar(g, p + "eps", eps);
+  AddScalar(g, p + "one", 1);
+  std::string x = "x";
+  if (form == 1) {
+    cast("x", p + "x32", "widen", onnx::TensorProto::FLOAT);
+    x = p + "x32";
+  }
+  if (form == 2) {
+    AddNode(n, "Mul", {x, x}, p + "sq", p + "square");
+  } else {
+    AddNode(n, "Pow", {x, p + "two"}, p + "sq", p + "pow");
+  }
+  if (extra_reader) AddNode(n, "Relu", {p + "sq"}, p + "outside", p + "outside");
+  auto* axes = AddNode(n, "ReduceMean", {p + "sq"}, p + "v", p + "mean")->add_attribute();
+  axes->set_name("axes");
+  axes->set_type(onnx::AttributeProto::INTS);
+  axes->add_ints(-1);
+  AddNode(n, "Add", {form == 2 ? p + "eps" : p + "v", form == 2 ? p + "v" : p + "eps"}, p + "ve", p + "add_eps");
+  AddNode(n, "Sqrt", {p + "ve"}, p + "s", p + "sqrt");
+  if (form == 0) {
+    AddNode(n, "Div", {x, p + "s"}, p + "n", p + "div");
+    AddNode(n, "Mul", {p + "n", gamma}, "y", p + "scale");
+  } else if (form == 1) {
+    AddNode(n, "Reciprocal", {p + "s"}, p + "r", p + "rsqrt");
+    AddNode(n, "Mul", {x, p + "r"}, p + "n32", p + "normalize");
+    cast(p + "n32", p + "n", "narrow", onnx::TensorProto::FLOAT16);
+    AddNode(n, "Mul", {gamma, p + "n"}, "y", p + "scale");
+  } else {
+    AddNode(n, "Div", {p + "one", p + "s"}, p + "r", p + "rsqrt");
+    AddNode(n, "Mul", {p + "r", x}, p + "n", p + "normalize");
+    AddNode(n, "Mul", {gamma, p + "n"}, "y", p + "scale");
+  }
+}
+
+// LLaMA's RMSNorm written out folds into one RmsNorm kernel (x, gamma) in each form it is
+// exported in, and takes the time of the RmsNorm op a JSON graph names; a chain that is
+// not quite one (gamma not a weight, eps not an epsilon, a tensor of it read outside) is
+// left as it is, its primitives refused by name.
+TEST(OnnxImport, AnRmsNormWrittenOutFoldsIntoOneKernel) {
+  testing::ScratchDir dir;
+  for (int form = 0; form < 3; ++form) {
+    auto r = LoadChainModel(dir.Path("rms" + std::to_string(form) + ".onnx"), 14,
+                            [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) { WriteOutRmsNorm(g, n, form); });
+    ASSERT_TRUE(r.ok()) << "form " << form << ": " << Message(r);
+    ASSERT_EQ(r->nodes.size(), 1u) << "form " << form;
+    const GraphNode& rms = r->nodes[0];
+    EXPECT_EQ(rms.op_type, "RmsNorm") << "form " << form;
+    EXPECT_EQ(rms.name, "rms.scale") << "a fold is named as its last node";
+    EXPECT_EQ(rms.inputs, (std::vector<std::string>{"x", "gamma"})) << "form " << form;
+    EXPECT_EQ(rms.outputs[0].desc.shape, (std::vector<int64_t>{4, 16, 64}));
+    EXPECT_EQ(rms.outputs[0].desc.dtype, "float16");
+    auto run = profile::RunGraph(*r, testing::Soc910B2());
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_EQ(run->ops.size(), 1u);
+    EXPECT_EQ(run->ops[0].op_key, "RmsNorm[4x16x64,64]@Ascend910B2");
+  }
+  // Not quite an RMSNorm.
+  auto refused = [&](const std::string& file, const WriteNodes& write, const std::string& want) {
+    auto r = LoadChainModel(dir.Path(file), 14, write);
+    EXPECT_NE(Message(r).find(want), std::string::npos) << file << ": " << Message(r);
+  };
+  refused("gamma_input.onnx", [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    auto* in = g.add_input();
+    in->set_name("not_a_weight");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT16);
+    tt->mutable_shape()->add_dim()->set_dim_value(64);
+    WriteOutRmsNorm(g, n, 0, 1e-6f, "not_a_weight");
+  }, "node 'rms.pow' (Pow): ONNX op 'Pow' has no tunefleet equivalent");
+  refused("big_eps.onnx", [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) { WriteOutRmsNorm(g, n, 1, 0.5f); },
+          "node 'rms.pow' (Pow)");
+  refused("read_outside.onnx", [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    WriteOutRmsNorm(g, n, 2, 1e-6f, "gamma", /*extra_reader=*/true);
+  }, "node 'rms.mean' (ReduceMean)");
+}
+
 // Found by an audit: Gelu (opset 20) and onnxruntime's FastGelu have no schema in libonnx
 // 1.12, so their shapes were never inferred; a node with no output aborted the process; a
 // custom domain's Relu was taken for the standard one; every inference failure was blamed
@@ -529,7 +621,7 @@ TEST(OnnxImport, FoldsTakeOnlyWhatIsTheOpAndMalformedGraphsAreNamed) {
   }
   {
     auto r = load(14, ln(0, [&](auto&, auto& n) { node(n, "ln.add").set_input(0, "x"); }));
-    EXPECT_NE(Message(r).find("a LayerNorm or GELU written out folds into one op only in the forms"), std::string::npos)
+    EXPECT_NE(Message(r).find("a LayerNorm, RMSNorm or GELU written out folds into one op only in the forms"), std::string::npos)
         << "beta is a residual: " << Message(r);
   }
   {

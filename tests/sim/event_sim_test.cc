@@ -236,6 +236,8 @@ std::vector<OpKey> VectorSweepKeys() {
       Key("Softmax", {{50, 77}}),
       Key("LayerNorm", {{4096, 768}, {768}, {768}}),
       Key("LayerNorm", {{64, 120000}, {120000}, {120000}}),
+      Key("RmsNorm", {{4096, 4096}, {4096}}),
+      Key("RmsNorm", {{64, 120000}, {120000}}),
       Key("ReduceSum", {{4096, 768}}),
       Key("ReduceMean", {{333, 1001}}),
       Key("Transpose", {{384, 128, 64}}),

@@ -36,6 +36,7 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   keys.push_back(Key("FusedMulAdd", {shape, shape, shape}, dtype));
   keys.push_back(Key("Softmax", {shape}, dtype));
   keys.push_back(Key("LayerNorm", {shape, {last}, {last}}, dtype));
+  keys.push_back(Key("RmsNorm", {shape, {last}}, dtype));
   keys.push_back(Key("ReduceSum", {shape}, dtype));
   keys.push_back(Key("ReduceMean", {shape}, dtype));
   keys.push_back(Key("Transpose", {shape}, dtype));
@@ -114,6 +115,7 @@ TEST_F(VectorModel, NoConfigOfAnyVectorOpBeatsItsRoofline) {
   const std::vector<OpKey> more = {
       Key("Softmax", {{8, 40000}}, "float32"),
       Key("LayerNorm", {{8, 40000}, {40000}, {40000}}, "float32"),
+      Key("RmsNorm", {{8, 40000}, {40000}}, "float32"),
       Key("ReduceMean", {{8, 70000}}, "float32"),
       Key("Add", {{300, 77}, {77}}),
       Key("Mul", {{1}, {4096, 10}}, "float32"),
@@ -297,6 +299,36 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
+  EXPECT_EQ(count(Key("RmsNorm", {{4, 16}, {16}})), 4);
+}
+
+// LLaMA's RMSNorm: x / sqrt(mean(x^2) + eps) * gamma reads one weight row, not two, and
+// neither centres nor shifts: cheaper than the LayerNorm of the same rows at every
+// config, in one HBM pass while a row fits UB and two when it does not.
+TEST_F(VectorModel, AnRmsNormCostsLessThanALayerNormOfTheSameRows) {
+  for (const std::vector<int64_t>& rows : {std::vector<int64_t>{4096, 4096}, std::vector<int64_t>{256, 65536}}) {
+    const int64_t cols = rows.back();
+    TuningProblem rms = Problem(Key("RmsNorm", {rows, {cols}}, "float32"));
+    TuningProblem ln = Problem(Key("LayerNorm", {rows, {cols}, {cols}}, "float32"));
+    ASSERT_EQ(rms.space.size(), ln.space.size());
+    int compared = 0;
+    rms.space.ForEachValid([&](ConfigIndex i) {
+      const Config c = rms.space.Decode(i);
+      if (!ln.space.Validate(c).ok()) return true;
+      KernelEstimate r = Run(rms, c);
+      KernelEstimate l = Run(ln, c);
+      EXPECT_LT(r.BusyUs(Pipe::kVector), l.BusyUs(Pipe::kVector)) << rms.space.Describe(c);
+      EXPECT_LE(r.latency_us, l.latency_us * (1 + 1e-9)) << rms.space.Describe(c);
+      EXPECT_NEAR(l.hbm_bytes - r.hbm_bytes, cols * 4.0, 1) << "one weight row fewer";
+      ++compared;
+      return true;
+    });
+    EXPECT_GT(compared, 0);
+    const double x_bytes = static_cast<double>(rows[0]) * cols * 4;
+    const double passes = cols == 65536 ? 2 : 1;  // 256 KiB rows do not fit the 192 KiB UB
+    EXPECT_NEAR(Run(rms, rms.default_config).hbm_bytes, (passes + 1) * x_bytes + cols * 4, 1)
+        << "x read " << passes << "x, y written once, gamma once";
+  }
 }
 
 TEST_F(VectorModel, BertBaseVectorOpsHaveValidDefaultsThatTuningImproves) {

@@ -35,6 +35,7 @@ bool IsReduce(const VectorShape& s) {
 //   Softmax (row fits UB): running vmax, vsub, vexp, running vadd, vmul by 1/sum = 5.
 //   LayerNorm (row fits UB): vadd (sum), vsub mean, vmul (square), vadd (sum), vmul
 //     rstd, vmul gamma, vadd beta = 7.
+//   RmsNorm (row fits UB): vmul (square), vadd (sum), vmul rstd, vmul gamma = 4.
 //   ReduceSum/ReduceMean: one running vadd.
 int OpInstructions(const VectorShape& s) {
   if (!s.chain.empty()) {  // FusedElementwise: every op of the chain on the running value
@@ -68,6 +69,8 @@ int OpInstructions(const VectorShape& s) {
       return 5;
     case VectorOp::kLayerNorm:
       return 7;
+    case VectorOp::kRmsNorm:
+      return 4;
     case VectorOp::kReduceSum:
     case VectorOp::kReduceMean:
       return 1;
@@ -81,7 +84,8 @@ int OpInstructions(const VectorShape& s) {
 // twice: pass 1 gathers the statistics, pass 2 normalises and writes. Softmax pass 1 is
 // the online max/sum (vmax, vsub, vexp, vadd = 4), pass 2 vsub, vexp, vmul = 3;
 // LayerNorm pass 1 sums x and x^2 (vadd, vmul, vadd = 3), pass 2 vsub, vmul, vmul,
-// vadd = 4. A reduction accumulates chunk by chunk: one pass, never a second.
+// vadd = 4; RmsNorm pass 1 sums x^2 (vmul, vadd = 2), pass 2 vmul, vmul = 2. A reduction
+// accumulates chunk by chunk: one pass, never a second.
 struct Passes {
   int first = 0;   // instructions per element of the statistics pass (0: none)
   int second = 0;  // instructions per element of the pass that writes
@@ -92,6 +96,8 @@ Passes SplitPasses(const VectorShape& s) {
       return {4, 3};
     case VectorOp::kLayerNorm:
       return {3, 4};
+    case VectorOp::kRmsNorm:
+      return {2, 2};
     default:
       return {0, OpInstructions(s)};
   }
@@ -105,6 +111,8 @@ int PerRowInstructions(const VectorShape& s) {
       return 4;
     case VectorOp::kLayerNorm:
       return 6;
+    case VectorOp::kRmsNorm:
+      return 5;  // vcadd tail, mean, + eps, sqrt, reciprocal
     case VectorOp::kReduceSum:
       return 2;
     case VectorOp::kReduceMean:
@@ -246,7 +254,7 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
       const bool misaligned = (s.cols * in_b) % align != 0;
       // Rows sit in UB padded to the 32-byte grid; the vector unit works on the padding too.
       const int64_t cols_c = RoundUp(s.cols, std::max<int64_t>(1, align / c_b));
-      const double param_bytes = s.op == VectorOp::kLayerNorm ? 2 * cols * in_b : 0;
+      const double param_bytes = NormParams(s) * cols * in_b;
       compulsory = rows * cols * in_b + param_bytes + rows * (reduce ? 1 : cols) * out_b;
       if (!blk.split_rows) {
         const int64_t r = std::min(t.rows_per_tile, s.rows);
@@ -268,7 +276,7 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
         element_ops = rows * cols * (OpInstructions(s) + casts);
       } else {
         // Each row of the busiest core's rows streams in chunks; two passes unless a
-        // reduction. LayerNorm's gamma/beta chunks come from L2 in the writing pass.
+        // reduction. A normalisation's gamma (and beta) chunks come from L2 in the writing pass.
         const int64_t chunks = CeilDiv(s.cols, blk.chunk_cols);
         const int64_t cc = std::min(blk.chunk_cols, s.cols);
         const Passes passes = SplitPasses(s);
@@ -288,9 +296,9 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
         k.count = per_core * chunks;
         k.read_hbm_eq = chunk_in;
         k.mte2_instrs = 1;
-        if (s.op == VectorOp::kLayerNorm) {
-          k.read_l2_eq = 2 * TransferEq(static_cast<double>(cc * in_b), 1, false, soc);
-          k.mte2_instrs += 2;
+        if (NormParams(s) > 0) {
+          k.read_l2_eq = NormParams(s) * TransferEq(static_cast<double>(cc * in_b), 1, false, soc);
+          k.mte2_instrs += NormParams(s);
         }
         // A reduction writes its one value per row after the last chunk: spread here.
         k.write_eq = reduce ? static_cast<double>(out_b + soc.burst_overhead_bytes) / static_cast<double>(chunks)
@@ -302,7 +310,7 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
         k.vec_instrs = v.instrs;
         const int reads = passes.first > 0 ? 2 : 1;
         hbm_bytes = compulsory + (reads - 1) * rows * cols * in_b;
-        l2_bytes = s.op == VectorOp::kLayerNorm ? rows * 2 * cols * in_b - param_bytes : 0;
+        l2_bytes = rows * NormParams(s) * cols * in_b - param_bytes;
         element_ops = rows * cols * (passes.first + (passes.first > 0 && casts > 0 ? 1 : 0) + passes.second + casts);
       }
       break;

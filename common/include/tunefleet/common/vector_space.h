@@ -26,7 +26,7 @@ enum class VectorFamily {
 
 enum class VectorOp {
   kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd,
-  kSoftmax, kLayerNorm, kReduceSum, kReduceMean,
+  kSoftmax, kLayerNorm, kRmsNorm, kReduceSum, kReduceMean,
   kTranspose,
 };
 
@@ -55,6 +55,11 @@ struct VectorShape {
   // the vector model charges the sum of their instructions. Empty for a single op.
   std::vector<VectorOp> chain;
 };
+
+// The per-channel weights a normalisation reads beside x, one row of cols each, resident
+// in UB for all rows: LayerNorm's gamma and beta (2), RmsNorm's gamma (1); 0 otherwise.
+int NormParams(const VectorShape& s);
+
 
 struct VectorTiling {
   int64_t tile_length = 0;    // element-wise: elements per UB tile
