@@ -426,77 +426,86 @@ class Folds {
     return m1;
   }
 
-  // ReduceMean(x) -> Sub -> Pow 2 -> ReduceMean -> Add eps -> Sqrt -> Div -> Mul gamma ->
-  // Add beta, anchored at the Sqrt `q`; both means over the same one axis, keeping it.
-  void LayerNorm(int q) {
+  // What LayerNorm and RMSNorm share under their Sqrt `q`: Add eps (a scalar in (0, 0.01])
+  // to ReduceMean over one axis, keeping it, of Pow(t, 2) or Mul(t, t).
+  struct MeanOfSquare {
+    int sq = -1, var = -1, eps_add = -1;
+    int64_t axis = 0;
+    double eps = 0;
+    std::string t;  // what is squared
+  };
+  std::optional<MeanOfSquare> MeanOfSquareUnder(int q) const {
     const int eps_add = Producer(g_.node(q).input(0));
-    if (eps_add < 0 || g_.node(eps_add).op_type() != "Add" || g_.node(eps_add).input_size() != 2) return;
+    if (eps_add < 0 || g_.node(eps_add).op_type() != "Add" || g_.node(eps_add).input_size() != 2) return std::nullopt;
     for (int side = 0; side < 2; ++side) {
       auto eps = Scalar(g_.node(eps_add).input(1 - side));
       if (!eps || *eps <= 0 || *eps > 1e-2) continue;
       const int var = Producer(g_.node(eps_add).input(side));
       auto axis = MeanAxis(var);
       const int sq = axis ? Producer(g_.node(var).input(0)) : -1;
-      if (sq < 0 || g_.node(sq).input_size() != 2) return;
+      if (sq < 0 || g_.node(sq).input_size() != 2) return std::nullopt;
       const auto& sqn = g_.node(sq);
       const bool squared = (sqn.op_type() == "Pow" && Is(sqn.input(1), 2.0)) ||
                            (sqn.op_type() == "Mul" && sqn.input(0) == sqn.input(1));
-      std::vector<int> nodes{sq, var, eps_add, q};
-      // PyTorch's fp16 export casts the difference to float32 for the variance and the
-      // division, and the quotient back before gamma: the LayerNorm kernel does the same.
-      const std::string& diff = sqn.input(0);
-      const int widen = squared ? Producer(diff) : -1;
-      const bool widened = widen >= 0 && g_.node(widen).op_type() == "Cast" && g_.node(widen).input_size() == 1;
-      if (widened) nodes.push_back(widen);
-      const int centre = squared ? Producer(widened ? g_.node(widen).input(0) : diff) : -1;
-      if (centre < 0 || g_.node(centre).op_type() != "Sub" || g_.node(centre).input_size() != 2) return;
-      const std::string x = g_.node(centre).input(0);
-      const int mean = Producer(g_.node(centre).input(1));
-      if (mean < 0 || MeanAxis(mean) != axis || g_.node(mean).input(0) != x) return;
-      const int div = OnlyReader(g_.node(q).output(0));
-      if (div < 0 || g_.node(div).op_type() != "Div" || g_.node(div).input_size() != 2 ||
-          g_.node(div).output_size() != 1 || g_.node(div).input(1) != g_.node(q).output(0)) {
-        return;
-      }
-      nodes.insert(nodes.end(), {mean, centre, div});
-      const int numerator = g_.node(div).input(0) == diff ? centre : Producer(g_.node(div).input(0));
-      if (numerator != centre) {  // the Sub written a second time
-        if (numerator < 0 || g_.node(numerator).op_type() != "Sub" || g_.node(numerator).input_size() != 2 ||
-            g_.node(numerator).input(0) != x || g_.node(numerator).input(1) != g_.node(mean).output(0)) {
-          return;
-        }
-        nodes.push_back(numerator);
-      }
-      std::string normalized = g_.node(div).output(0);
-      if (widened) {  // cast back
-        const int narrow = OnlyReader(normalized);
-        if (narrow < 0 || g_.node(narrow).op_type() != "Cast" || g_.node(narrow).output_size() != 1) return;
-        nodes.push_back(narrow);
-        normalized = g_.node(narrow).output(0);
-      }
-      // gamma and beta are weights of the model (a tensor of the chain, or a residual,
-      // would make it something else): constants of one axis, or more of size 1 before it.
-      const int scale = OnlyReader(normalized);
-      auto gamma = Other(scale, "Mul", normalized, true);
-      if (!gamma || !IsChannelConstant(*gamma)) return;
-      const int shift = OnlyReader(g_.node(scale).output(0));
-      auto beta = Other(shift, "Add", g_.node(scale).output(0), true);
-      if (!beta || !IsChannelConstant(*beta)) return;
-      nodes.insert(nodes.end(), {scale, shift});
-      onnx::NodeProto ln;
-      ln.set_op_type("LayerNormalization");
-      for (const std::string& in : {x, *gamma, *beta}) ln.add_input(in);
-      auto* a = ln.add_attribute();
-      a->set_name("axis");
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(*axis);
-      auto* e = ln.add_attribute();
-      e->set_name("epsilon");
-      e->set_type(onnx::AttributeProto::FLOAT);
-      e->set_f(static_cast<float>(*eps));
-      Fold(nodes, shift, std::move(ln));
+      if (!squared) return std::nullopt;
+      return MeanOfSquare{sq, var, eps_add, *axis, *eps, sqn.input(0)};
+    }
+    return std::nullopt;
+  }
+
+  // The Cast of `t` back from float32 that PyTorch's fp16 export writes after a norm
+  // computed in float32: its output, with the Cast added to `nodes`.
+  std::optional<std::string> CastBack(const std::string& t, std::vector<int>& nodes) const {
+    const int narrow = OnlyReader(t);
+    if (narrow < 0 || g_.node(narrow).op_type() != "Cast" || g_.node(narrow).output_size() != 1) return std::nullopt;
+    nodes.push_back(narrow);
+    return g_.node(narrow).output(0);
+  }
+
+  // ReduceMean(x) -> Sub -> Pow 2 -> ReduceMean -> Add eps -> Sqrt -> Div -> Mul gamma ->
+  // Add beta, anchored at the Sqrt `q`; both means over the same one axis, keeping it.
+  void LayerNorm(int q) {
+    const auto ms = MeanOfSquareUnder(q);
+    if (!ms) return;
+    std::vector<int> nodes{ms->sq, ms->var, ms->eps_add, q};
+    // PyTorch's fp16 export casts the difference to float32 for the variance and the
+    // division, and the quotient back before gamma: the LayerNorm kernel does the same.
+    const std::string& diff = ms->t;
+    const int widen = Producer(diff);
+    const bool widened = widen >= 0 && g_.node(widen).op_type() == "Cast" && g_.node(widen).input_size() == 1;
+    if (widened) nodes.push_back(widen);
+    const int centre = Producer(widened ? g_.node(widen).input(0) : diff);
+    if (centre < 0 || g_.node(centre).op_type() != "Sub" || g_.node(centre).input_size() != 2) return;
+    const std::string x = g_.node(centre).input(0);
+    const int mean = Producer(g_.node(centre).input(1));
+    if (mean < 0 || MeanAxis(mean) != ms->axis || g_.node(mean).input(0) != x) return;
+    const int div = OnlyReader(g_.node(q).output(0));
+    if (div < 0 || g_.node(div).op_type() != "Div" || g_.node(div).input_size() != 2 ||
+        g_.node(div).output_size() != 1 || g_.node(div).input(1) != g_.node(q).output(0)) {
       return;
     }
+    nodes.insert(nodes.end(), {mean, centre, div});
+    const int numerator = g_.node(div).input(0) == diff ? centre : Producer(g_.node(div).input(0));
+    if (numerator != centre) {  // the Sub written a second time
+      if (numerator < 0 || g_.node(numerator).op_type() != "Sub" || g_.node(numerator).input_size() != 2 ||
+          g_.node(numerator).input(0) != x || g_.node(numerator).input(1) != g_.node(mean).output(0)) {
+        return;
+      }
+      nodes.push_back(numerator);
+    }
+    std::optional<std::string> normalized = g_.node(div).output(0);
+    if (widened) normalized = CastBack(*normalized, nodes);
+    if (!normalized) return;
+    // gamma and beta are weights of the model (a tensor of the chain, or a residual,
+    // would make it something else): constants of one axis, or more of size 1 before it.
+    const int scale = OnlyReader(*normalized);
+    auto gamma = Other(scale, "Mul", *normalized, true);
+    if (!gamma || !IsChannelConstant(*gamma)) return;
+    const int shift = OnlyReader(g_.node(scale).output(0));
+    auto beta = Other(shift, "Add", g_.node(scale).output(0), true);
+    if (!beta || !IsChannelConstant(*beta)) return;
+    nodes.insert(nodes.end(), {scale, shift});
+    Fold(nodes, shift, Norm("LayerNormalization", {x, *gamma, *beta}, *ms));
   }
 
   // x / sqrt(mean(x^2) + eps) * gamma, as LLaMA's and T5's RMSNorm export it, anchored at
@@ -506,69 +515,57 @@ class Folds {
   // LayerNorm's (or not quite one: left as it is).
   void RmsNorm(int q) {
     if (replaced_by_[q] >= 0) return;
-    const int eps_add = Producer(g_.node(q).input(0));
-    if (eps_add < 0 || g_.node(eps_add).op_type() != "Add" || g_.node(eps_add).input_size() != 2) return;
-    for (int side = 0; side < 2; ++side) {
-      auto eps = Scalar(g_.node(eps_add).input(1 - side));
-      if (!eps || *eps <= 0 || *eps > 1e-2) continue;
-      const int var = Producer(g_.node(eps_add).input(side));
-      auto axis = MeanAxis(var);
-      const int sq = axis ? Producer(g_.node(var).input(0)) : -1;
-      if (sq < 0 || g_.node(sq).input_size() != 2) return;
-      const auto& sqn = g_.node(sq);
-      const bool squared = (sqn.op_type() == "Pow" && Is(sqn.input(1), 2.0)) ||
-                           (sqn.op_type() == "Mul" && sqn.input(0) == sqn.input(1));
-      if (!squared) return;
-      const std::string& x32 = sqn.input(0);  // x, or x cast to float32
-      std::vector<int> nodes{sq, var, eps_add, q};
-      const int widen = Producer(x32);
-      if (widen >= 0 && g_.node(widen).op_type() == "Sub") return;
-      const bool widened = widen >= 0 && g_.node(widen).op_type() == "Cast" && g_.node(widen).input_size() == 1;
-      if (widened) nodes.push_back(widen);
-      const std::string x = widened ? g_.node(widen).input(0) : x32;
-      // x / sqrt, or x * (1 / sqrt) with the reciprocal as Reciprocal or Div(1, sqrt).
-      const std::string& root = g_.node(q).output(0);
-      const int after = OnlyReader(root);
-      if (after < 0 || g_.node(after).output_size() != 1) return;
-      const auto& an = g_.node(after);
-      std::string normalized;
-      if (Other(after, "Div", x32, false) == root) {
-        normalized = an.output(0);
-        nodes.push_back(after);
-      } else {
-        const bool reciprocal = (an.op_type() == "Reciprocal" && an.input_size() == 1 && IsStandardDomain(an.domain())) ||
-                                (an.input_size() == 2 && an.input(1) == root && Other(after, "Div", an.input(0), false) &&
-                                 Is(an.input(0), 1.0));
-        if (!reciprocal) return;
-        const int times = OnlyReader(an.output(0));
-        if (Other(times, "Mul", an.output(0), true) != x32) return;
-        normalized = g_.node(times).output(0);
-        nodes.insert(nodes.end(), {after, times});
-      }
-      if (widened) {  // cast back
-        const int narrow = OnlyReader(normalized);
-        if (narrow < 0 || g_.node(narrow).op_type() != "Cast" || g_.node(narrow).output_size() != 1) return;
-        nodes.push_back(narrow);
-        normalized = g_.node(narrow).output(0);
-      }
-      const int scale = OnlyReader(normalized);
-      auto gamma = Other(scale, "Mul", normalized, true);
-      if (!gamma || !IsChannelConstant(*gamma)) return;
-      nodes.push_back(scale);
-      onnx::NodeProto rms;
-      rms.set_op_type("RMSNormalization");
-      for (const std::string& in : {x, *gamma}) rms.add_input(in);
-      auto* a = rms.add_attribute();
-      a->set_name("axis");
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(*axis);
-      auto* e = rms.add_attribute();
-      e->set_name("epsilon");
-      e->set_type(onnx::AttributeProto::FLOAT);
-      e->set_f(static_cast<float>(*eps));
-      Fold(nodes, scale, std::move(rms));
-      return;
+    const auto ms = MeanOfSquareUnder(q);
+    if (!ms) return;
+    const std::string& x32 = ms->t;  // x, or x cast to float32
+    std::vector<int> nodes{ms->sq, ms->var, ms->eps_add, q};
+    const int widen = Producer(x32);
+    if (widen >= 0 && g_.node(widen).op_type() == "Sub") return;
+    const bool widened = widen >= 0 && g_.node(widen).op_type() == "Cast" && g_.node(widen).input_size() == 1;
+    if (widened) nodes.push_back(widen);
+    const std::string x = widened ? g_.node(widen).input(0) : x32;
+    // x / sqrt, or x * (1 / sqrt) with the reciprocal as Reciprocal or Div(1, sqrt).
+    const std::string& root = g_.node(q).output(0);
+    const int after = OnlyReader(root);
+    if (after < 0 || g_.node(after).output_size() != 1) return;
+    const auto& an = g_.node(after);
+    std::optional<std::string> normalized;
+    if (Other(after, "Div", x32, false) == root) {
+      normalized = an.output(0);
+      nodes.push_back(after);
+    } else {
+      const bool reciprocal = (an.op_type() == "Reciprocal" && an.input_size() == 1 && IsStandardDomain(an.domain())) ||
+                              (an.input_size() == 2 && an.input(1) == root && Other(after, "Div", an.input(0), false) &&
+                               Is(an.input(0), 1.0));
+      if (!reciprocal) return;
+      const int times = OnlyReader(an.output(0));
+      if (Other(times, "Mul", an.output(0), true) != x32) return;
+      normalized = g_.node(times).output(0);
+      nodes.insert(nodes.end(), {after, times});
     }
+    if (widened) normalized = CastBack(*normalized, nodes);
+    if (!normalized) return;
+    const int scale = OnlyReader(*normalized);
+    auto gamma = Other(scale, "Mul", *normalized, true);
+    if (!gamma || !IsChannelConstant(*gamma)) return;
+    nodes.push_back(scale);
+    Fold(nodes, scale, Norm("RMSNormalization", {x, *gamma}, *ms));
+  }
+
+  // A folded norm: ONNX's op over the mean's axis with its epsilon.
+  static onnx::NodeProto Norm(const char* op, const std::vector<std::string>& inputs, const MeanOfSquare& ms) {
+    onnx::NodeProto n;
+    n.set_op_type(op);
+    for (const std::string& in : inputs) n.add_input(in);
+    auto* a = n.add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(ms.axis);
+    auto* e = n.add_attribute();
+    e->set_name("epsilon");
+    e->set_type(onnx::AttributeProto::FLOAT);
+    e->set_f(static_cast<float>(ms.eps));
+    return n;
   }
 
   // The one axis a ReduceMean node averages over, keeping it (axes as an attribute, or as
