@@ -366,10 +366,11 @@ int RunLocalLookup(const LookupFlags& f, const SocCatalog& catalog) {
   if (!store.ok()) return Fail(store.status());
   std::vector<OpKey> keys;
   for (const auto& op : *ops) keys.push_back(op.key);
-  auto answers = coordinator::LookUp(**store, keys, f.nearest, [&catalog](const OpKey& key) -> Status {
-    if (key.soc == kReplaySoc) return Status::Ok();
+  auto answers = coordinator::LookUp(**store, keys, f.nearest, [&catalog](const OpKey& key) -> Result<std::optional<SearchSpace>> {
+    if (key.soc == kReplaySoc) return std::optional<SearchSpace>();  // its cache is not here
     TF_ASSIGN_OR_RETURN(const SocSpec* spec, catalog.Find(key.soc));
-    return MakeTuningProblem(key, *spec).status();
+    TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(key, *spec));
+    return std::optional<SearchSpace>(std::move(problem.space));
   });
   if (!answers.ok()) return Fail(answers.status());
   std::vector<std::optional<client::KbView>> found;

@@ -33,7 +33,7 @@ Result<std::vector<std::optional<KbEntry>>> LookUpExact(const std::string& data_
     return out;
   }
   TF_ASSIGN_OR_RETURN(auto store, coordinator::Store::OpenReadOnly(data_dir));
-  TF_ASSIGN_OR_RETURN(auto answers, coordinator::LookUp(*store, keys, false, [](const OpKey&) { return Status::Ok(); }));
+  TF_ASSIGN_OR_RETURN(auto answers, coordinator::LookUp(*store, keys, false, [](const OpKey&) { return Result<std::optional<SearchSpace>>(std::nullopt); }));
   for (auto& a : answers) out.push_back(a.exact() ? a.entry : std::nullopt);
   return out;
 }

@@ -233,6 +233,12 @@ class Coordinator::Impl {
   // Queues the best configs of the nearest tuned shapes that are valid here (at most
   // max_seeds) right after the baseline. Returns how many were queued.
   size_t WarmStart(Task& task, size_t max_seeds);
+  // The knowledge base's nearest-shape index: one scan at its first use, then kept
+  // current by Indexed() after every knowledge-base write.
+  Result<const NearestIndex*> Nearest();
+  void Indexed(const KbEntry& e) {
+    if (nearest_index_) nearest_index_->Put(e);
+  }
   // Logs what was planned (plan_replay.h), to be written with the task's next results.
   void LogPlan(Task& task, bool asked, uint64_t max_configs, const JobSpec& spec);
   // The strategy's state now, with what it handed out that is not recorded yet.
@@ -384,6 +390,7 @@ class Coordinator::Impl {
 
   CoordinatorOptions options_;
   Store& store_;
+  std::optional<NearestIndex> nearest_index_;  // see Nearest()
   const SocCatalog& catalog_;
   Clock& clock_;
   CoordinatorMetrics metrics_;
@@ -831,6 +838,7 @@ void Coordinator::Impl::MaybeFinish(Task& task) {
 void Coordinator::Impl::Retire(Task& task, const std::optional<KbEntry>& entry) {
   auto wrote = store_.FinishTask(task.rec, entry);
   if (!wrote.ok()) fmt::print(stderr, "coordinator: cannot persist finished task: {}\n", wrote.status().ToString());
+  if (wrote.ok() && *wrote) Indexed(*entry);
   metrics_.task_best_improvement.Remove(&metrics_.task_best_improvement.Add({{"task", std::to_string(task.rec.task_id)}}));
   // A finished task stays for status until restart: keep only its record and best config
   // by name (about 10 KB less per task, which over months of submissions was the
@@ -1269,20 +1277,36 @@ void Coordinator::Impl::UpdateTaskGauges() {
   metrics_.tasks_cancelled.Set(cancelled);
 }
 
+Result<const NearestIndex*> Coordinator::Impl::Nearest() {
+  if (!nearest_index_) {
+    TF_ASSIGN_OR_RETURN(nearest_index_, NearestIndex::Build(store_));
+    Log(fmt::format("nearest-shape index: {} knowledge-base entries", nearest_index_->size()));
+  }
+  return &*nearest_index_;
+}
+
 size_t Coordinator::Impl::WarmStart(Task& task, size_t max_seeds) {
   constexpr size_t kNeighbours = 3;
-  auto nearest = FindNearest(store_, task.rec.key, kNeighbours);
+  const SearchSpace& space = task.problem->space;
+  // The nearest tuned shapes whose best configs are configs of this space.
+  auto index_of = [&space](const KbEntry& e) -> std::optional<ConfigIndex> {
+    auto c = space.FromNamed(e.best_config);
+    if (!c.ok() || !space.Validate(*c).ok()) return std::nullopt;
+    auto index = space.Encode(*c);
+    return index.ok() ? std::optional<ConfigIndex>(*index) : std::nullopt;
+  };
+  auto shapes = Nearest();
+  auto nearest = shapes.ok() ? (*shapes)->Find(store_, task.rec.key, kNeighbours,
+                                               [&](const KbEntry& e) { return index_of(e).has_value(); })
+                             : Result<std::vector<NearestEntry>>(shapes.status());
   if (!nearest.ok()) {
     Log("warm start skipped: " + nearest.status().ToString());
     return 0;
   }
-  const SearchSpace& space = task.problem->space;
   JobSpec seeds;
   for (const NearestEntry& n : *nearest) {
-    auto c = space.FromNamed(n.entry.best_config);
-    if (!c.ok() || !space.Validate(*c).ok()) continue;
-    auto index = space.Encode(*c);
-    if (!index.ok() || task.planned.contains(*index) || task.planned.size() >= task.limit() ||
+    auto index = index_of(n.entry);
+    if (!index || task.planned.contains(*index) || task.planned.size() >= task.limit() ||
         seeds.configs.size() >= max_seeds) {
       continue;
     }
@@ -1853,9 +1877,18 @@ Status Coordinator::Impl::HandleLookup(schema::LookupRequest::Reader req,
   }
   // A replayed kernel's key is one this coordinator could tune only with its cache: a miss
   // without it says so, as a submission of it does.
-  TF_ASSIGN_OR_RETURN(std::vector<LookupAnswer> found, LookUp(store_, keys, req.getNearest(), [this](const OpKey& key) {
-    return ProblemFor(key).status();
-  }));
+  const NearestIndex* index = nullptr;
+  if (req.getNearest()) {
+    TF_ASSIGN_OR_RETURN(index, Nearest());
+  }
+  TF_ASSIGN_OR_RETURN(std::vector<LookupAnswer> found,
+                      LookUp(
+                          store_, keys, req.getNearest(),
+                          [this](const OpKey& key) -> Result<std::optional<SearchSpace>> {
+                            TF_ASSIGN_OR_RETURN(TuningProblem problem, ProblemFor(key));
+                            return std::optional<SearchSpace>(std::move(problem.space));
+                          },
+                          index));
   for (const LookupAnswer& a : found) (a.exact() ? metrics_.lookup_hits : metrics_.lookup_misses).Increment();
   auto list = reply.initLookupReply().initEntries(static_cast<unsigned>(found.size()));
   for (unsigned i = 0; i < found.size(); ++i) {
@@ -1918,6 +1951,7 @@ Status Coordinator::Impl::HandleKbImport(schema::KbImportRequest::Reader req,
   // Refusals count also from a dry run: the CLI's all-or-nothing check is one, and the
   // real request never comes.
   metrics_.kb_imported.Add({{"outcome", "refused"}}).Increment(static_cast<double>(outcome.refused.size()));
+  for (const KbEntry& e : outcome.written) Indexed(e);
   if (!req.getDryRun()) {
     for (const auto& [name, n] : {std::pair{"added", outcome.added}, std::pair{"replaced", outcome.replaced},
                                   std::pair{"kept", outcome.kept}}) {

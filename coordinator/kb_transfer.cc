@@ -109,12 +109,13 @@ Result<ImportOutcome> ImportKb(Store& store, std::vector<KbEntry> entries, const
   }
   if (!out.refused.empty() && !skip_refused) return out;
   TF_ASSIGN_OR_RETURN(std::vector<Store::Merge> merged, store.MergeKb(good, dry_run));
-  for (Store::Merge m : merged) {
-    switch (m) {
+  for (size_t i = 0; i < merged.size(); ++i) {
+    switch (merged[i]) {
       case Store::Merge::kAdded: ++out.added; break;
       case Store::Merge::kReplaced: ++out.replaced; break;
-      case Store::Merge::kKept: ++out.kept; break;
+      case Store::Merge::kKept: ++out.kept; continue;
     }
+    if (!dry_run) out.written.push_back(good[i]);
   }
   return out;
 }

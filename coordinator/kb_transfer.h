@@ -59,6 +59,7 @@ struct ImportOutcome {
   uint32_t replaced = 0;  // keys whose stored entry was slower
   uint32_t kept = 0;      // keys whose stored entry is as fast or faster: left as it was
   std::vector<ImportRefusal> refused;
+  std::vector<KbEntry> written;  // the added and replacing entries, in order (none in a dry run)
 };
 
 // Prepares every entry and merges those that pass. With refusals and !skip_refused

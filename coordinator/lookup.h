@@ -8,8 +8,10 @@
 #include <optional>
 #include <vector>
 
+#include "coordinator/nearest.h"
 #include "coordinator/records.h"
 #include "coordinator/store.h"
+#include "tunefleet/common/search_space.h"
 
 namespace tunefleet::coordinator {
 
@@ -21,11 +23,16 @@ struct LookupAnswer {
   bool exact() const { return entry.has_value() && !approximate; }
 };
 
-// `tunable` says why a missed (canonical) key could never be tuned -- a typo in its SoC,
-// a shape that does not multiply -- so a miss is not reported as "not tuned yet"; errors
-// name the op by its position and shape ("op 1 (MatMul[...]@SoC)").
-using TunableCheck = std::function<Status(const OpKey& canonical)>;
+// The search space a missed (canonical) key is tuned in, or why it could never be tuned --
+// a typo in its SoC, a shape that does not multiply -- so a miss is not reported as "not
+// tuned yet"; nullopt when its space is not known here (a replayed kernel's, outside the
+// coordinator that holds its cache). A nearest answer is a neighbour whose config is one
+// of that space (a neighbour's baseN=256 is no config of a 64-wide MatMul). Errors name
+// the op by its position and shape ("op 1 (MatMul[...]@SoC)").
+using SpaceOf = std::function<Result<std::optional<SearchSpace>>(const OpKey& canonical)>;
+// `index` describes `store` (the coordinator keeps one); without it a nearest lookup
+// builds its own with one scan.
 Result<std::vector<LookupAnswer>> LookUp(const Store& store, const std::vector<OpKey>& keys, bool nearest,
-                                         const TunableCheck& tunable);
+                                         const SpaceOf& space_of, const NearestIndex* index = nullptr);
 
 }  // namespace tunefleet::coordinator

@@ -2,8 +2,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace tunefleet::coordinator {
+namespace {
+
+// What ShapeDistance requires equal, as one string.
+std::string ClassOf(const OpKey& key) {
+  OpKey shapeless = key;
+  for (TensorDesc& t : shapeless.inputs) {
+    t.shape.assign(t.shape.size(), 1);  // the rank stays
+  }
+  return shapeless.Canonical();
+}
+
+std::vector<double> Logs(const OpKey& key) {
+  std::vector<double> out;
+  for (const TensorDesc& t : key.inputs) {
+    for (int64_t d : t.shape) out.push_back(std::log(static_cast<double>(d)));
+  }
+  return out;
+}
+
+}  // namespace
 
 std::optional<double> ShapeDistance(const OpKey& a, const OpKey& b) {
   if (a.soc != b.soc || a.op_type != b.op_type || a.model_version != b.model_version ||
@@ -22,18 +43,46 @@ std::optional<double> ShapeDistance(const OpKey& a, const OpKey& b) {
   return d;
 }
 
-Result<std::vector<NearestEntry>> FindNearest(const Store& store, const OpKey& key, size_t k) {
+Result<NearestIndex> NearestIndex::Build(const Store& store) {
+  NearestIndex index;
+  TF_RETURN_IF_ERROR(store.ForEachKb([&](const KbEntry& e) { index.Put(e); }));
+  return index;
+}
+
+void NearestIndex::Put(const KbEntry& e) {
+  auto& items = classes_[ClassOf(e.key)];
+  auto [it, added] = items.insert_or_assign(HashOpKey(e.key), Item{Logs(e.key), e.best_latency_us});
+  size_ += added ? 1 : 0;
+}
+
+Result<std::vector<NearestEntry>> NearestIndex::Find(const Store& store, const OpKey& key, size_t k,
+                                                     const Fits& fits) const {
   std::vector<NearestEntry> found;
-  TF_RETURN_IF_ERROR(store.ForEachKb([&](const KbEntry& e) {
-    if (e.key == key) return;
-    if (auto d = ShapeDistance(key, e.key)) found.push_back({e, *d});
-  }));
-  std::sort(found.begin(), found.end(), [](const NearestEntry& x, const NearestEntry& y) {
-    if (x.distance != y.distance) return x.distance < y.distance;
-    if (x.entry.best_latency_us != y.entry.best_latency_us) return x.entry.best_latency_us < y.entry.best_latency_us;
-    return HashOpKey(x.entry.key) < HashOpKey(y.entry.key);
-  });
-  if (found.size() > k) found.resize(k);
+  auto cls = classes_.find(ClassOf(key));
+  if (cls == classes_.end() || k == 0) return found;
+  const OpKeyHash own = HashOpKey(key);
+  const std::vector<double> logs = Logs(key);
+  using Candidate = std::tuple<double, double, OpKeyHash>;  // distance, latency, hash: the order
+  std::vector<Candidate> candidates;
+  candidates.reserve(cls->second.size());
+  for (const auto& [hash, item] : cls->second) {
+    if (hash == own || item.logs.size() != logs.size()) continue;
+    double d = 0;
+    for (size_t i = 0; i < logs.size(); ++i) d += std::abs(logs[i] - item.logs[i]);
+    candidates.emplace_back(d, item.latency_us, hash);
+  }
+  // Nearest first, sorted a few at a time: most answers are among the first.
+  size_t sorted = 0;
+  for (size_t next = 0; next < candidates.size() && found.size() < k; ++next) {
+    if (next == sorted) {
+      sorted = std::min(candidates.size(), std::max<size_t>(2 * sorted, 16));
+      std::partial_sort(candidates.begin() + static_cast<std::ptrdiff_t>(next),
+                        candidates.begin() + static_cast<std::ptrdiff_t>(sorted), candidates.end());
+    }
+    TF_ASSIGN_OR_RETURN(std::optional<KbEntry> e, store.GetKb(std::get<2>(candidates[next])));
+    if (!e || !fits(*e)) continue;
+    found.push_back({std::move(*e), std::get<0>(candidates[next])});
+  }
   return found;
 }
 

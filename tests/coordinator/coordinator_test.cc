@@ -1571,6 +1571,53 @@ TEST_F(CoordinatorTest, NearestLookupAndWarmStartUseTheClosestTunedShape) {
   EXPECT_EQ(warm->configs, std::vector<ConfigIndex>{*expected});
 }
 
+// The coordinator's nearest-shape index is built at the first nearest lookup and follows
+// every knowledge-base write after it: a task's end and an import.
+TEST_F(CoordinatorTest, NearestLookupsSeeEntriesWrittenAfterTheFirstOne) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  auto none = client.Lookup({SmallMatmul(64)}, /*nearest=*/true);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE((*none)[0].has_value()) << "an empty knowledge base";
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul(16)};
+  spec.strategy = "random";
+  spec.budget = 1;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok());
+  auto job = w.NextJob();
+  ASSERT_TRUE(job);
+  w.Answer(*job, 10);
+  bool done = false;
+  for (int i = 0; i < 500 && !done; ++i) {  // at most 10 s
+    std::this_thread::sleep_for(20ms);
+    auto st = client.GetStatus(sub->submission_id);
+    done = st.ok() && st->done;
+  }
+  ASSERT_TRUE(done);
+  auto first = client.Lookup({SmallMatmul(64)}, true);
+  ASSERT_TRUE(first.ok());
+  std::optional<client::KbView> found = (*first)[0];
+  ASSERT_TRUE(found) << "the finished task's entry";
+  EXPECT_EQ(found->key, SmallMatmul(16));
+  // An imported entry nearer than it.
+  KbEntry imported = *found;
+  imported.key = SmallMatmul(48);
+  const SocSpec& soc = *catalog_.Find("Ascend910B2").value();
+  TuningProblem p = MakeTuningProblem(imported.key, soc).value();
+  imported.best_index = p.default_index;
+  imported.best_config.clear();
+  const Config c = p.space.Decode(p.default_index);
+  for (size_t i = 0; i < c.size(); ++i) imported.best_config.emplace_back(p.space.params()[i].name, c[i]);
+  imported.best_latency_us = 8;
+  auto import = client.ImportKb({imported}, /*dry_run=*/false, /*skip_refused=*/false);
+  ASSERT_TRUE(import.ok()) << import.status().ToString();
+  ASSERT_EQ(import->added, 1u) << "refused: " << (import->refused.empty() ? "" : import->refused[0].second);
+  auto near = client.Lookup({SmallMatmul(64)}, true);
+  ASSERT_TRUE(near.ok() && (*near)[0]);
+  EXPECT_EQ((*near)[0]->key, SmallMatmul(48));
+}
+
 OpKey MediumMatmul() {
   OpKey k = SmallMatmul();
   k.inputs = {{{1024, 256}, "float16", "ND"}, {{256, 512}, "float16", "ND"}};
