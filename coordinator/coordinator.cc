@@ -35,6 +35,9 @@ using TimePoint = Clock::TimePoint;
 constexpr uint64_t kCheckpointEvery = 64;
 // A turn's dispatch stops planning after heartbeat_interval / kDispatchSlices.
 constexpr int kDispatchSlices = 4;
+// Worker messages CheckLiveness reads before it calls a worker silent (bounded: a
+// flood cannot hold the loop).
+constexpr size_t kDrainMax = 100'000;
 
 struct WorkerEntry {
   std::string identity;  // ZeroMQ routing id
@@ -266,7 +269,8 @@ class Coordinator::Impl {
   void MaybeFinish(Task& task);
   // A finished task's state (and knowledge-base entry, if any) persisted; its search
   // state and queued work released.
-  void Retire(Task& task, const std::optional<KbEntry>& entry);
+  // `sync` as Store::FinishTask's.
+  void Retire(Task& task, const std::optional<KbEntry>& entry, bool sync = true);
   void Requeue(Lease lease, const std::string& why);
   // The job `job_id` at `attempt` if `identity` holds it now or held it before it was
   // requeued; nullptr for anyone else (results from them are dropped).
@@ -452,10 +456,21 @@ Status Coordinator::Impl::Resume() {
   TF_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> subs, store_.LoadSubmissions());
   for (auto& s : subs) submissions_[s.submission_id] = std::move(s);
   TF_ASSIGN_OR_RETURN(std::vector<TaskRecord> records, store_.LoadTasks());
+  // A cancel writes its submission first and its tasks unsynced after (HandleCancel): an
+  // unfinished task that only cancelled submissions wait on was being cancelled.
+  std::unordered_set<uint64_t> waited_on;
+  for (const auto& [id, sub] : submissions_) {
+    if (!sub.cancelled) waited_on.insert(sub.task_ids.begin(), sub.task_ids.end());
+  }
   for (TaskRecord& rec : records) {
     Task& task = tasks_[rec.task_id];
     task.rec = std::move(rec);
     task.key_hash = HashOpKey(task.rec.key);
+    if (!IsFinished(task.rec.state) && !waited_on.contains(task.rec.task_id)) {
+      task.rec.state = TaskState::kCancelled;
+      (void)store_.FinishTask(task.rec, std::nullopt);
+      Log(fmt::format("task {} cancelled: its submissions were", task.rec.task_id));
+    }
     if (IsFinished(task.rec.state)) continue;
     TF_ASSIGN_OR_RETURN(std::vector<StoredResult> recovered, store_.LoadResults(task.rec.task_id));
     Status s = ActivateTask(task, recovered);
@@ -835,8 +850,8 @@ void Coordinator::Impl::MaybeFinish(Task& task) {
                   task.rec.best_latency_us));
 }
 
-void Coordinator::Impl::Retire(Task& task, const std::optional<KbEntry>& entry) {
-  auto wrote = store_.FinishTask(task.rec, entry);
+void Coordinator::Impl::Retire(Task& task, const std::optional<KbEntry>& entry, bool sync) {
+  auto wrote = store_.FinishTask(task.rec, entry, sync);
   if (!wrote.ok()) fmt::print(stderr, "coordinator: cannot persist finished task: {}\n", wrote.status().ToString());
   if (wrote.ok() && *wrote) Indexed(*entry);
   metrics_.task_best_improvement.Remove(&metrics_.task_best_improvement.Add({{"task", std::to_string(task.rec.task_id)}}));
@@ -1190,6 +1205,20 @@ void Coordinator::Impl::DispatchOne(const std::string& identity, WorkerEntry& wo
 void Coordinator::Impl::CheckLiveness() {
   TimePoint now = clock_.Now();
   const auto expiry = options_.heartbeat_interval * options_.liveness;
+  // Silent means nothing of it arrived: after a turn that spent longer than the expiry on
+  // a request (a 100,000-op submission, a big cancel), heartbeats and results wait unread
+  // in the socket, and a worker dropped for them loses an attempt of every job it holds.
+  const bool due = std::any_of(workers_.begin(), workers_.end(),
+                               [&](const auto& w) { return !w.second.gone && now - w.second.last_seen > expiry; }) ||
+                   std::any_of(leases_.begin(), leases_.end(), [&](const auto& l) { return now >= l.second.deadline; });
+  if (due) {
+    for (size_t n = 0; n < kDrainMax; ++n) {
+      auto frames = transport::Receive(workers_sock_, true);
+      if (!frames.ok() || !frames->has_value()) break;
+      OnWorkerMessage(**frames);
+    }
+    now = clock_.Now();
+  }
   for (auto it = workers_.begin(); it != workers_.end();) {
     if (!it->second.gone && now - it->second.last_seen <= expiry) {
       ++it;
@@ -1808,6 +1837,12 @@ Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
   }
   // The submission's shared budget is spent on nothing more.
   if (auto sched = schedules_.find(sub.submission_id); sched != schedules_.end()) sched->second.finished = true;
+  // The submission first, synced: a crash before its tasks are written cancelled leaves
+  // them to Resume, which cancels every unfinished task only cancelled submissions wait on.
+  if (!sub.cancelled) {
+    sub.cancelled = true;
+    TF_RETURN_IF_ERROR(store_.PutSubmission(sub, {}));
+  }
   uint32_t cancelled = 0, kept = 0, finished = 0;
   for (uint64_t task_id : std::set<uint64_t>(sub.task_ids.begin(), sub.task_ids.end())) {
     auto t = tasks_.find(task_id);
@@ -1819,11 +1854,6 @@ Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
       CancelTask(t->second);
       ++cancelled;
     }
-  }
-  // After its tasks: a crash in between leaves a submission whose cancel a repeat finishes.
-  if (!sub.cancelled) {
-    sub.cancelled = true;
-    TF_RETURN_IF_ERROR(store_.PutSubmission(sub, {}));
   }
   Log(fmt::format("submission {} cancelled: {} tasks stopped, {} shared kept running, {} already finished",
                   sub.submission_id, cancelled, kept, finished));
@@ -1838,7 +1868,7 @@ Status Coordinator::Impl::HandleCancel(schema::CancelRequest::Reader req,
 void Coordinator::Impl::CancelTask(Task& task) {
   task.rec.state = TaskState::kCancelled;
   StopJobsOut(task);
-  Retire(task, std::nullopt);
+  Retire(task, std::nullopt, /*sync=*/false);  // its submission's record is (Resume repairs)
 }
 
 void Coordinator::Impl::StopJobsOut(const Task& task) {

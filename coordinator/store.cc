@@ -521,7 +521,7 @@ Result<std::optional<StrategyCheckpointRecord>> Store::LoadCheckpoint(uint64_t t
   return std::optional<StrategyCheckpointRecord>(std::move(c));
 }
 
-Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEntry>& entry) {
+Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEntry>& entry, bool sync) {
   rocksdb::WriteBatch batch;
   batch.Put(impl_->tasks, TaskKey(task.task_id), EncodeTask(task));
   bool wrote_kb = false;
@@ -536,7 +536,7 @@ Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEnt
   batch.DeleteRange(impl_->results, ResultKey(task.task_id, 0), ResultKey(task.task_id + 1, 0));
   batch.Delete(impl_->tasks, CheckpointKey(task.task_id));
   batch.DeleteRange(impl_->tasks, PlanKey(task.task_id, 0), PlanKey(task.task_id + 1, 0));
-  TF_RETURN_IF_ERROR(impl_->Write(batch, "finish task"));
+  TF_RETURN_IF_ERROR(impl_->Write(batch, "finish task", sync));
   return wrote_kb;
 }
 

@@ -346,6 +346,46 @@ TEST_F(CoordinatorTest, RequeuesAJobWhoseWorkerMissedThreeHeartbeats) {
   EXPECT_EQ(CounterValue(registry_, "tunefleet_jobs_requeued_total"), 1.0);
 }
 
+// Found by an audit: a request that held the loop past the heartbeat expiry (a 100,000-op
+// submission, a big cancel) made every worker look dead, though their heartbeats sat
+// unread in the socket, and each lost an attempt of its jobs. A heartbeat that arrived
+// while the loop was busy keeps its worker.
+TEST_F(CoordinatorTest, AWorkerWhoseHeartbeatWaitsUnreadBehindALongRequestIsNotDropped) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ASSERT_TRUE(client.Submit(RandomSearch(4, 1)).ok());
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  auto job = w.NextJob();
+  ASSERT_TRUE(job);
+  // A lookup of 50,000 keys, encoded before and sent on a socket of its own, holds the
+  // loop for a while (no worker message is read meanwhile): 4 s pass on the
+  // coordinator's clock, and the worker's heartbeat arrives.
+  wire::Outgoing lookup;
+  lookup.Envelope().setRequestId(1);
+  auto keys = lookup.Body().initLookup().initKeys(50'000);
+  for (unsigned i = 0; i < keys.size(); ++i) wire::FillOpKey(keys[i], SmallMatmul(i + 1));
+  zmq::socket_t raw = transport::MakeSocket(ctx_, zmq::socket_type::dealer);
+  ASSERT_TRUE(transport::Connect(raw, options_.client_endpoint).ok());
+  ASSERT_TRUE(transport::Send(raw, lookup).ok());
+  std::this_thread::sleep_for(100ms);
+  clock_.Advance(4000ms);
+  w.Heartbeat();
+  const auto sent = std::chrono::steady_clock::now();
+  zmq::pollitem_t item{raw.handle(), 0, ZMQ_POLLIN, 0};
+  ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(60000)), 1) << "the lookup's reply";
+  const auto held = std::chrono::steady_clock::now() - sent;
+  ASSERT_GT(held, 20ms) << "the loop was not held after the heartbeat was sent: the test proves nothing";
+  w.Answer(*job, 10);
+  std::this_thread::sleep_for(300ms);
+  auto workers = client.ListWorkers();
+  ASSERT_TRUE(workers.ok()) << workers.status().ToString();
+  EXPECT_EQ(workers->size(), 1u);
+  EXPECT_EQ(CounterValue(registry_, "tunefleet_jobs_requeued_total"), 0.0)
+      << "the worker was dropped for a heartbeat it had sent";
+  auto next = w.NextJob();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->attempt, 1u);
+}
+
 TEST_F(CoordinatorTest, ALateDuplicateResultIsCountedAndDropped) {
   client::Client client(ctx_, options_.client_endpoint);
   client::SubmitSpec spec = RandomSearch(3, 1);
@@ -918,6 +958,47 @@ TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
 // Cancel stops the tasks only its submission waits on: no job of them goes out again, a
 // result of one already out is dropped, nothing reaches the knowledge base, and a restart
 // keeps them cancelled. A task another submission shares runs on to its end.
+// A cancel writes its submission first, synced, and its tasks unsynced after (a cancel of
+// 100,000 tasks paid an fsync each and stalled the loop past its watchdog, and a restart
+// then ran tasks of a submission that read cancelled): a crash in between leaves a
+// cancelled submission with running tasks, which the restarted coordinator cancels --
+// except one another submission still waits on.
+TEST_F(CoordinatorTest, ACancelCutShortByACrashIsFinishedOnResume) {
+  client::Client client(ctx_, options_.client_endpoint);
+  client::SubmitSpec mine = RandomSearch(12, 1);
+  mine.ops = {SmallMatmul(32), SmallMatmul(48)};
+  auto a = client.Submit(mine);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  client::SubmitSpec theirs = RandomSearch(12, 1);
+  theirs.ops = {SmallMatmul(48)};
+  auto b = client.Submit(theirs);
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(b->task_ids[0], a->task_ids[1]);
+  StopCoordinator();
+  // What the crash left: the submission written cancelled, its tasks not yet.
+  auto subs = store_->LoadSubmissions();
+  ASSERT_TRUE(subs.ok());
+  for (SubmissionRecord& s : *subs) {
+    if (s.submission_id != a->submission_id) continue;
+    s.cancelled = true;
+    ASSERT_TRUE(store_->PutSubmission(s, {}).ok());
+  }
+  Restart();
+  client::Client again(ctx_, options_.client_endpoint);
+  auto st = again.GetStatus(a->submission_id);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_TRUE(st->cancelled);
+  EXPECT_EQ(st->tasks[0].state, "cancelled") << "only the cancelled submission waited on it";
+  EXPECT_EQ(st->tasks[1].state, "queued") << "the other submission waits on it (no worker yet)";
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  for (int i = 0; i < 3; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->task_id, a->task_ids[1]) << "no job of the cancelled task";
+    w.Answer(*job, 10);
+  }
+}
+
 TEST_F(CoordinatorTest, CancelStopsTheSubmissionsOwnTasksAndLeavesSharedOnesRunning) {
   client::Client client(ctx_, options_.client_endpoint);
   client::SubmitSpec mine = RandomSearch(12, 1);
