@@ -21,6 +21,7 @@
 #include "cli/report.h"
 #include "coordinator/kb_transfer.h"
 #include "coordinator/store.h"
+#include "tunefleet/common/json_fields.h"
 #include "tunefleet/common/kb_entry.h"
 #include "tunefleet/common/kt_cache.h"
 #include "tunefleet/common/protocol.h"
@@ -196,31 +197,14 @@ Result<ParsedFile> ReadExportFile(const std::string& path, const std::atomic<boo
     if (from_stdin && !StdinReadable(stop)) return Interrupted();
     if (!std::getline(in, line)) break;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json j;
-    // A field given twice would silently keep its last value: refused, naming it.
-    std::vector<std::set<std::string>> keys;  // per open object
-    std::string twice;
-    auto no_duplicates = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed_value) {
-      if (event == nlohmann::json::parse_event_t::object_start) keys.emplace_back();
-      if (event == nlohmann::json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-      if (event == nlohmann::json::parse_event_t::key && !keys.empty() &&
-          !keys.back().insert(parsed_value.get<std::string>()).second && twice.empty()) {
-        twice = parsed_value.get<std::string>();
-      }
-      return true;
-    };
-    try {
-      j = nlohmann::json::parse(line, no_duplicates);
-    } catch (const nlohmann::json::exception& e) {
-      parsed.errors.emplace_back(
-          n, fmt::format("not valid JSON ({}); one entry per line, as `cache export` writes", e.what()));
+    auto j = ParseJson(std::string_view(line), "");
+    if (!j.ok()) {
+      parsed.errors.emplace_back(n, j.status().message() + (j.status().message().find("not valid JSON") != std::string::npos
+                                                                ? "; one entry per line, as `cache export` writes"
+                                                                : ""));
       continue;
     }
-    if (!twice.empty()) {
-      parsed.errors.emplace_back(n, "field '" + twice + "' is given twice; keep one");
-      continue;
-    }
-    auto e = KbEntryFromJson(j);
+    auto e = KbEntryFromJson(*j);
     if (!e.ok()) {
       parsed.errors.emplace_back(n, e.status().message());
       continue;

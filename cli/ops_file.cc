@@ -78,12 +78,7 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
   }
   std::ifstream in(path);
   if (!in) return NotFound("cannot read ops file '" + path + "'");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    return InvalidArgument(path + ": not valid JSON: " + e.what());
-  }
+  TF_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(in, path));
   std::string soc = soc_override;
   const nlohmann::json* ops = &j;
   if (j.is_object()) {

@@ -63,21 +63,33 @@ Result<std::vector<NearestEntry>> NearestIndex::Find(const Store& store, const O
   const OpKeyHash own = HashOpKey(key);
   const std::vector<double> logs = Logs(key);
   using Candidate = std::tuple<double, double, OpKeyHash>;  // distance, latency, hash: the order
-  std::vector<Candidate> candidates;
-  candidates.reserve(cls->second.size());
-  for (const auto& [hash, item] : cls->second) {
-    if (hash == own || item.logs.size() != logs.size()) continue;
-    double d = 0;
-    for (size_t i = 0; i < logs.size(); ++i) d += std::abs(logs[i] - item.logs[i]);
-    candidates.emplace_back(d, item.latency_us, hash);
-  }
-  // Nearest first, sorted a few at a time: most answers are among the first.
-  size_t sorted = 0;
-  for (size_t next = 0; next < candidates.size() && found.size() < k; ++next) {
-    if (next == sorted) {
-      sorted = std::min(candidates.size(), std::max<size_t>(2 * sorted, 16));
-      std::partial_sort(candidates.begin() + static_cast<std::ptrdiff_t>(next),
-                        candidates.begin() + static_cast<std::ptrdiff_t>(sorted), candidates.end());
+  // The `keep` nearest in one pass (a max-heap of them), and all of them only when that
+  // many do not fit: most answers are among the first.
+  auto nearest = [&](size_t keep) {
+    std::vector<Candidate> heap;
+    for (const auto& [hash, item] : cls->second) {
+      if (hash == own || item.logs.size() != logs.size()) continue;
+      double d = 0;
+      for (size_t i = 0; i < logs.size(); ++i) d += std::abs(logs[i] - item.logs[i]);
+      if (heap.size() == keep && !(Candidate(d, item.latency_us, hash) < heap.front())) continue;
+      heap.emplace_back(d, item.latency_us, hash);
+      std::push_heap(heap.begin(), heap.end());
+      if (heap.size() > keep) {
+        std::pop_heap(heap.begin(), heap.end());
+        heap.pop_back();
+      }
+    }
+    std::sort_heap(heap.begin(), heap.end());
+    return heap;
+  };
+  std::vector<Candidate> candidates = nearest(std::max<size_t>(16, 4 * k));
+  bool all = candidates.size() < std::max<size_t>(16, 4 * k);
+  for (size_t next = 0; found.size() < k; ++next) {
+    if (next == candidates.size()) {
+      if (all) break;
+      candidates = nearest(cls->second.size());  // the same first ones, then the rest
+      all = true;
+      if (next == candidates.size()) break;
     }
     TF_ASSIGN_OR_RETURN(std::optional<KbEntry> e, store.GetKb(std::get<2>(candidates[next])));
     if (!e || !fits(*e)) continue;

@@ -192,12 +192,7 @@ Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_over
 Result<Graph> LoadGraphFile(const std::string& path, const std::string& soc_override) {
   std::ifstream in(path);
   if (!in) return NotFound("cannot read model graph '" + path + "'");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    return InvalidArgument(path + ": not valid JSON: " + e.what());
-  }
+  TF_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(in, path));
   if (j.is_array() || (j.is_object() && j.contains("ops") && !j.contains("nodes"))) {
     return InvalidArgument(path + ": this is an ops file (a list of ops to tune), not a model graph: profile and "
                            "report take a graph with 'nodes' (examples/bert_base_layer.json, docs/profiling.md)");

@@ -67,6 +67,18 @@ sed 's/"op": "MatMul",/"op": "MatMul", "attrs": {"transpose_b": "yes"},/' "$OPS"
 # Refused by the (embedded) coordinator when the op is submitted.
 refused 2 "transpose_b='yes' is not a flag: use true/false or 1/0" "$TF" tune "$OUT/badflag.json" --data-dir "$OUT/kb-badflag"
 
+# A number beyond double's range threw past the JSON error handler and aborted (exit 134);
+# a field given twice kept its last value silently. Both name the file and exit 2.
+sed 's/"dtype": "float16"/"dtype": "float16", "count": 1e400/' "$OPS" > "$OUT/huge.json"
+for cmd in lookup profile; do
+  refused 2 "huge.json: not valid JSON" "$TF" $cmd "$OUT/huge.json"
+done
+sed 's/"op": "MatMul",/"op": "MatMul", "op": "Relu",/' "$OPS" > "$OUT/twice_field.json"
+refused 2 "twice_field.json: field 'op' is given twice in one object; keep one" "$TF" lookup "$OUT/twice_field.json"
+sed 's/"name": "bert_base_layer"/"name": "bert_base_layer", "host_preprocess_us": 1e400/' \
+  "$SRC/examples/bert_base_layer.json" > "$OUT/huge_graph.json"
+refused 2 "huge_graph.json: not valid JSON" "$TF" profile "$OUT/huge_graph.json"
+
 # A misspelt field is refused, not ignored (a "dtyp" used to tune float16 silently).
 sed 's/"dtype": "float16"}, {"shape": \[128, 256\]/"dtyp": "float32"}, {"shape": [128, 256]/' "$OPS" > "$OUT/typo.json"
 refused 2 "op 0: op 'MatMul' input 0: unknown field 'dtyp' (known: shape, dtype, format)" \

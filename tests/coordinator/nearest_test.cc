@@ -113,6 +113,16 @@ TEST(NearestIndex, AnswersAsAScanOfTheKnowledgeBaseAndFollowsItsWrites) {
   ASSERT_TRUE(skipping.ok());
   ASSERT_EQ(skipping->size(), 1u);
   EXPECT_EQ((*skipping)[0].entry.key.Display(), Gemm(256, 64).Display());
+  // When the nearest few all misfit, the search goes on through the rest, in order.
+  std::vector<KbEntry> more;
+  for (int64_t m = 40; m < 72; ++m) more.push_back(Entry(Gemm(m, 64), 1));
+  ASSERT_TRUE(store->MergeKb(more).ok());
+  for (const KbEntry& e : more) index->Put(e);
+  auto far = index->Find(*store, Gemm(56, 64), 2, [](const KbEntry& e) { return e.key.inputs[0].shape[0] >= 4096; });
+  ASSERT_TRUE(far.ok());
+  ASSERT_EQ(far->size(), 2u);
+  EXPECT_EQ((*far)[0].entry.key.Display(), Gemm(4096, 64).Display());
+  EXPECT_EQ((*far)[1].entry.key.Display(), Gemm(4096, 768).Display());
 }
 
 // Found by an audit: a 768-wide neighbour's baseN=256 was handed out for a 64-wide MatMul,

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <initializer_list>
+#include <istream>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -17,5 +19,13 @@ namespace tunefleet {
 // non-object (its own parser says what it should be).
 Status CheckKnownFields(const nlohmann::json& object, std::initializer_list<const char*> known,
                         const std::string& where);
+
+// A JSON document users wrote, or kInvalidArgument "WHERE: not valid JSON (...)" (no
+// prefix for an empty `where`): also
+// for a number out of double's range (1e400, which threw past a parse_error handler and
+// aborted the CLI) and for a field given twice in one object (parsers keep the last one
+// silently: `"op": "MatMul", "op": "Relu"` would profile a Relu).
+Result<nlohmann::json> ParseJson(std::istream& in, const std::string& where);
+Result<nlohmann::json> ParseJson(std::string_view text, const std::string& where);
 
 }  // namespace tunefleet
