@@ -572,6 +572,13 @@ Result<TuningProblem> Coordinator::Impl::ProblemFor(const OpKey& key) const {
     return NotFound("no replay cache of kernel '" + key.op_type +
                     "' is loaded (give --replay-cache FILE of that kernel to tunefleet-coordinator, or to tunefleet tune)");
   }
+  // Tuned with this simulator, an entry of another version would be filed under that
+  // version, where no lookup of this one sees it and an import of the export refuses it.
+  if (key.model_version != kSimModelVersion) {
+    return InvalidArgument(fmt::format("op key of simulator model version {}: this coordinator simulates version {} "
+                                       "(send keys of version {}, as this tunefleet CLI does)",
+                                       key.model_version, kSimModelVersion, kSimModelVersion));
+  }
   TF_ASSIGN_OR_RETURN(const SocSpec* soc, catalog_.Find(key.soc));
   return MakeTuningProblem(key, *soc);
 }

@@ -510,9 +510,9 @@ class Folds {
 
   // x / sqrt(mean(x^2) + eps) * gamma, as LLaMA's and T5's RMSNorm export it, anchored at
   // the Sqrt `q`: Pow 2 (or Mul(x, x)) -> ReduceMean -> Add eps -> Sqrt, then Div(x, ...)
-  // or Reciprocal (Div(1, ...)) and Mul by x, then Mul by gamma; x through a Cast to
-  // float32 and the result back, as HF's fp16 export writes them. A squared Sub is a
-  // LayerNorm's (or not quite one: left as it is).
+  // or Reciprocal (Div(1, ...)) and Mul by x, then Mul by gamma. HF's x.to(float32) is a
+  // Cast before the square (T5 multiplies the uncast x), and a Cast may follow the
+  // normalisation. A squared Sub is a LayerNorm's (or not quite one: left as it is).
   void RmsNorm(int q) {
     if (replaced_by_[q] >= 0) return;
     const auto ms = MeanOfSquareUnder(q);
@@ -522,34 +522,44 @@ class Folds {
     const int widen = Producer(x32);
     if (widen >= 0 && g_.node(widen).op_type() == "Sub") return;
     const bool widened = widen >= 0 && g_.node(widen).op_type() == "Cast" && g_.node(widen).input_size() == 1;
-    if (widened) nodes.push_back(widen);
     const std::string x = widened ? g_.node(widen).input(0) : x32;
+    auto is_x = [&](const std::optional<std::string>& t) { return t && (*t == x32 || *t == x); };
     // x / sqrt, or x * (1 / sqrt) with the reciprocal as Reciprocal or Div(1, sqrt).
     const std::string& root = g_.node(q).output(0);
     const int after = OnlyReader(root);
     if (after < 0 || g_.node(after).output_size() != 1) return;
     const auto& an = g_.node(after);
     std::optional<std::string> normalized;
-    if (Other(after, "Div", x32, false) == root) {
+    int times = -1;
+    if (an.op_type() == "Div" && an.input_size() == 2 && an.input(1) == root && is_x(an.input(0))) {
       normalized = an.output(0);
+      times = after;
       nodes.push_back(after);
     } else {
       const bool reciprocal = (an.op_type() == "Reciprocal" && an.input_size() == 1 && IsStandardDomain(an.domain())) ||
                               (an.input_size() == 2 && an.input(1) == root && Other(after, "Div", an.input(0), false) &&
                                Is(an.input(0), 1.0));
       if (!reciprocal) return;
-      const int times = OnlyReader(an.output(0));
-      if (Other(times, "Mul", an.output(0), true) != x32) return;
+      times = OnlyReader(an.output(0));
+      if (!is_x(Other(times, "Mul", an.output(0), true))) return;
       normalized = g_.node(times).output(0);
       nodes.insert(nodes.end(), {after, times});
     }
-    if (widened) normalized = CastBack(*normalized, nodes);
-    if (!normalized) return;
+    // The widening Cast is the kernel's own when only the chain reads its output; in a
+    // float32 export it is a no-op the residual Add reads too, and stays outside.
+    const auto& widened_readers = readers_.find(x32);
+    const bool own_cast = widened && !outputs_.count(x32) && widened_readers != readers_.end() &&
+                          std::all_of(widened_readers->second.begin(), widened_readers->second.end(),
+                                      [&](int r) { return r == ms->sq || r == times; });
+    if (own_cast) nodes.push_back(widen);
+    if (const int narrow = OnlyReader(*normalized); narrow >= 0 && g_.node(narrow).op_type() == "Cast") {
+      normalized = CastBack(*normalized, nodes);
+    }
     const int scale = OnlyReader(*normalized);
     auto gamma = Other(scale, "Mul", *normalized, true);
     if (!gamma || !IsChannelConstant(*gamma)) return;
     nodes.push_back(scale);
-    Fold(nodes, scale, Norm("RMSNormalization", {x, *gamma}, *ms));
+    Fold(nodes, scale, Norm("RMSNormalization", {own_cast ? x : x32, *gamma}, *ms));
   }
 
   // A folded norm: ONNX's op over the mean's axis with its epsilon.
@@ -886,6 +896,13 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     const onnx::TensorProto& t = made.emplace_back(std::move(*value));
     constant_values[n.output(0)] = &t;
     constants[n.output(0)] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true};
+  }
+  // torch.onnx.export writes equal initializers once and the others as Identity of it (a
+  // freshly initialised model's LayerNorm gammas): such an Identity's output is that
+  // constant to the folds (a view in the graph).
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "Identity" || !IsStandardDomain(n.domain()) || n.input_size() != 1 || n.output_size() != 1) continue;
+    if (auto c = constant_values.find(n.input(0)); c != constant_values.end()) constant_values[n.output(0)] = c->second;
   }
   Folds folds(g, constant_values, opset);
   const std::vector<std::pair<onnx::NodeProto, int>> nodes = folds.Run();

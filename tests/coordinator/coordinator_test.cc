@@ -1569,6 +1569,25 @@ TEST_F(CoordinatorTest, ATotalBudgetBelowTheOpsBaselinesIsRefusedWithTheMinimum)
   EXPECT_EQ(enough->task_ids.front(), 1u);
 }
 
+// Found by an audit: a key of another simulator model version (0: the field left unset
+// on the wire) was tuned and filed under that version, where no lookup saw it and
+// `cache import` of the export refused it.
+TEST_F(CoordinatorTest, AKeyOfAnotherSimulatorVersionIsRefused) {
+  client::Client client(ctx_, options_.client_endpoint);
+  for (uint32_t version : {0u, kSimModelVersion + 1}) {
+    client::SubmitSpec spec = RandomSearch(4, 1);
+    spec.ops[0].model_version = version;
+    auto r = client.Submit(spec);
+    ASSERT_FALSE(r.ok()) << version;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("op key of simulator model version " + std::to_string(version) +
+                                        ": this coordinator simulates version " + std::to_string(kSimModelVersion)),
+              std::string::npos)
+        << r.status().ToString();
+  }
+  EXPECT_TRUE(client.Submit(RandomSearch(4, 1)).ok()) << "and keeps serving";
+}
+
 TEST_F(CoordinatorTest, UnknownSchedulerOrWrongWeightCountIsRejected) {
   client::Client client(ctx_, options_.client_endpoint);
   client::SubmitSpec spec;

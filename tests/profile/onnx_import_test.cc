@@ -390,9 +390,11 @@ TEST(OnnxImport, AChainThatIsNotQuiteALayerNormOrGeluIsLeftAsItIs) {
 // RMSNorm as LLaMA's and T5's modules export it (opset 14, axes as an attribute):
 // form 0 x / sqrt(mean(x^2) + eps) * gamma with Pow and Div; form 1 HF LLaMA's fp16
 // export, through float32: Cast, Pow, Sqrt, Reciprocal, Mul by x, Cast back, gamma *;
-// form 2 Mul(x, x), Div(1, sqrt), then Mul by x and by gamma the other way round.
-// `gamma` may name a graph input to make it not a weight; `extra_reader` adds a node
-// outside the chain reading its squared tensor.
+// form 2 Mul(x, x), Div(1, sqrt), then Mul by x and by gamma the other way round;
+// form 3 HF LLaMA's float32 export: the x.to(float32) is a no-op Cast the residual Add
+// reads too, and the cast back is one as well; form 4 T5's: x cast for the variance
+// only, the uncast x multiplied, no cast back. `gamma` may name a graph input to make it
+// not a weight; `extra_reader` adds a node outside the chain reading its squared tensor.
 void WriteOutRmsNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, int form, float eps = 1e-6f,
                      const std::string& gamma = "gamma", bool extra_reader = false) {
   const std::string p = "rms.";
@@ -406,7 +408,7 @@ void WriteOutRmsNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, int f
   AddScalar(g, p + "eps", eps);
   AddScalar(g, p + "one", 1);
   std::string x = "x";
-  if (form == 1) {
+  if (form == 1 || form == 3 || form == 4) {
     cast("x", p + "x32", "widen", onnx::TensorProto::FLOAT);
     x = p + "x32";
   }
@@ -425,10 +427,15 @@ void WriteOutRmsNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, int f
   if (form == 0) {
     AddNode(n, "Div", {x, p + "s"}, p + "n", p + "div");
     AddNode(n, "Mul", {p + "n", gamma}, "y", p + "scale");
-  } else if (form == 1) {
+  } else if (form == 1 || form == 3) {
     AddNode(n, "Reciprocal", {p + "s"}, p + "r", p + "rsqrt");
     AddNode(n, "Mul", {x, p + "r"}, p + "n32", p + "normalize");
-    cast(p + "n32", p + "n", "narrow", onnx::TensorProto::FLOAT16);
+    cast(p + "n32", p + "n", "narrow", form == 1 ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::FLOAT);
+    AddNode(n, "Mul", {gamma, p + "n"}, form == 3 ? p + "out" : "y", p + "scale");
+    if (form == 3) AddNode(n, "Add", {x, p + "out"}, "y", "residual");
+  } else if (form == 4) {
+    AddNode(n, "Reciprocal", {p + "s"}, p + "r", p + "rsqrt");
+    AddNode(n, "Mul", {"x", p + "r"}, p + "n", p + "normalize");
     AddNode(n, "Mul", {gamma, p + "n"}, "y", p + "scale");
   } else {
     AddNode(n, "Div", {p + "one", p + "s"}, p + "r", p + "rsqrt");
@@ -443,21 +450,36 @@ void WriteOutRmsNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, int f
 // left as it is, its primitives refused by name.
 TEST(OnnxImport, AnRmsNormWrittenOutFoldsIntoOneKernel) {
   testing::ScratchDir dir;
-  for (int form = 0; form < 3; ++form) {
-    auto r = LoadChainModel(dir.Path("rms" + std::to_string(form) + ".onnx"), 14,
-                            [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) { WriteOutRmsNorm(g, n, form); });
+  for (int form = 0; form < 5; ++form) {
+    // Forms 3 and 4 are float32 exports (run as float16).
+    const auto type = form >= 3 ? onnx::TensorProto::FLOAT : onnx::TensorProto::FLOAT16;
+    auto r = LoadChainModel(
+        dir.Path("rms" + std::to_string(form) + ".onnx"), 14,
+        [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) { WriteOutRmsNorm(g, n, form); }, false, type);
     ASSERT_TRUE(r.ok()) << "form " << form << ": " << Message(r);
-    ASSERT_EQ(r->nodes.size(), 1u) << "form " << form;
-    const GraphNode& rms = r->nodes[0];
-    EXPECT_EQ(rms.op_type, "RmsNorm") << "form " << form;
-    EXPECT_EQ(rms.name, "rms.scale") << "a fold is named as its last node";
-    EXPECT_EQ(rms.inputs, (std::vector<std::string>{"x", "gamma"})) << "form " << form;
-    EXPECT_EQ(rms.outputs[0].desc.shape, (std::vector<int64_t>{4, 16, 64}));
-    EXPECT_EQ(rms.outputs[0].desc.dtype, "float16");
+    const GraphNode* rms = FindNode(*r, "rms.scale");
+    ASSERT_NE(rms, nullptr) << "form " << form << ": a fold is named as its last node";
+    EXPECT_EQ(rms->op_type, "RmsNorm") << "form " << form;
+    // Form 3's no-op Cast stays outside (the residual reads it) as the view it is.
+    EXPECT_EQ(rms->inputs, (std::vector<std::string>{form == 3 ? "rms.x32" : "x", "gamma"})) << "form " << form;
+    EXPECT_EQ(rms->outputs[0].desc.shape, (std::vector<int64_t>{4, 16, 64}));
+    EXPECT_EQ(rms->outputs[0].desc.dtype, "float16");
     auto run = profile::RunGraph(*r, testing::Soc910B2());
     ASSERT_TRUE(run.ok()) << run.status().ToString();
-    ASSERT_EQ(run->ops.size(), 1u);
+    ASSERT_EQ(run->ops.size(), form == 3 ? 2u : 1u) << "form " << form << ": the RmsNorm (and the residual Add)";
     EXPECT_EQ(run->ops[0].op_key, "RmsNorm[4x16x64,64]@Ascend910B2");
+  }
+  // torch writes equal initializers once, the others as Identity of it.
+  {
+    auto r = LoadChainModel(dir.Path("dedup.onnx"), 14, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+      AddNode(n, "Identity", {"gamma"}, "gamma_again", "dedup");
+      WriteOutRmsNorm(g, n, 0, 1e-6f, "gamma_again");
+    });
+    ASSERT_TRUE(r.ok()) << Message(r);
+    const GraphNode* rms = FindNode(*r, "rms.scale");
+    ASSERT_NE(rms, nullptr);
+    EXPECT_EQ(rms->op_type, "RmsNorm");
+    EXPECT_EQ(rms->inputs, (std::vector<std::string>{"x", "gamma_again"}));
   }
   // Not quite an RMSNorm.
   auto refused = [&](const std::string& file, const WriteNodes& write, const std::string& want) {
