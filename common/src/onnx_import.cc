@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -98,15 +99,33 @@ bool KnownOp(const onnx::NodeProto& n) {
 
 std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where) {
   static const std::set<std::string> kOfAFold = {"Erf", "Pow", "ReduceMean", "Sqrt", "Reciprocal"};
-  static const std::set<std::string> kShapeArithmetic = {"Shape", "Gather", "Slice", "Concat", "ConstantOfShape",
-                                                         "Expand", "Range", "Split", "Where", "Equal"};
+  // What each op that PyTorch exports and tunefleet has no kernel for usually comes
+  // from, and what to export instead.
+  static const std::map<std::string, std::string> kAdvice = {
+      {"Shape", "shape arithmetic: export with fixed shapes (torch.onnx.export without dynamic_axes, and with "
+                "do_constant_folding=True, the default, which computes sizes known at export)"},
+      {"Gather", "shape arithmetic or an embedding lookup: export with fixed shapes and constant folding on, from the "
+                 "embeddings' output on"},
+      {"ConstantOfShape", "shape arithmetic (GQA's repeat_kv expand among others): export with fixed shapes and "
+                          "constant folding on; for grouped-query attention, profile the layer with as many key/value "
+                          "heads as query heads"},
+      {"Expand", "a broadcast written out (GQA's repeat_kv): profile the layer with as many key/value heads as query "
+                 "heads; element-wise ops broadcast on their own"},
+      {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
+      {"Equal", "a mask or shape computed in the graph: pass an additive float mask as an input instead"},
+      {"Where", "a mask applied in the graph (GPT-2's causal torch.where): pass an additive float mask as an input "
+                "and add it to the scores instead"},
+      {"Slice", "slicing a tensor (RoPE's rotate_half, a mask cut to length): tunefleet has no slicing kernel; profile "
+                "the layer without rotary embeddings, and pass masks at their length"},
+      {"Concat", "concatenating tensors (RoPE's rotate_half, a KV cache): tunefleet has no concatenation kernel; "
+                 "profile the layer without them"},
+      {"Split", "splitting a fused projection (GPT-2's c_attn): write one Linear per projection (q, k, v)"},
+      {"Neg", "a negation (RoPE's rotate_half): profile the layer without rotary embeddings"},
+  };
   const bool fold_part = IsStandardDomain(n.domain()) && kOfAFold.count(n.op_type()) > 0;
-  if (IsStandardDomain(n.domain()) && kShapeArithmetic.count(n.op_type())) {
-    return fmt::format("{}: ONNX op '{}' has no tunefleet equivalent: shape arithmetic and splits of a dynamic-axes "
-                       "export are not folded; export with fixed shapes (torch.onnx.export without dynamic_axes, one "
-                       "Linear per projection), or simplify the model with its sizes fixed first (onnx-simplifier "
-                       "--overwrite-input-shape) (supported: {})",
-                       where, n.op_type(), kSupported);
+  if (auto advice = kAdvice.find(n.op_type()); IsStandardDomain(n.domain()) && advice != kAdvice.end()) {
+    return fmt::format("{}: ONNX op '{}' has no tunefleet equivalent: {} (supported: {})", where, n.op_type(),
+                       advice->second, kSupported);
   }
   return fmt::format("{}: ONNX op '{}{}' has no tunefleet equivalent (supported: {}){}", where,
                      n.domain().empty() ? "" : n.domain() + ".", n.op_type(), kSupported,

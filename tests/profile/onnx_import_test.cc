@@ -755,6 +755,19 @@ TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
   EXPECT_NE(Message(shape).find("node 'shape' (Shape): ONNX op 'Shape' has no tunefleet equivalent: shape arithmetic"),
             std::string::npos)
       << Message(shape);
+  // A fixed-shape export's Slice (RoPE's rotate_half) is not told to export with fixed
+  // shapes (an audit found every such op given the dynamic-axes advice).
+  auto slice = LoadChainModel(dir.Path("slice.onnx"), 14, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+    AddScalar(graph, "zero", 0);
+    AddScalar(graph, "half", 32);
+    AddNode(n, "Slice", {"x", "zero", "half"}, "x1", "rotate_half");
+    AddNode(n, "Relu", {"x"}, "y", "act");
+  });
+  EXPECT_NE(Message(slice).find("node 'rotate_half' (Slice): ONNX op 'Slice' has no tunefleet equivalent: slicing a "
+                                "tensor (RoPE's rotate_half"),
+            std::string::npos)
+      << Message(slice);
+  EXPECT_EQ(Message(slice).find("dynamic_axes"), std::string::npos) << Message(slice);
 }
 
 TEST(OnnxImport, AnOpWithNoEquivalentIsRefusedNamingTheNodeAndAFileThatIsNoModelToo) {
