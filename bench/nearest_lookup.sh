@@ -41,7 +41,7 @@ run() {
   "$build/cli/tunefleet" submit "$work/ops.json" --coordinator "$client" --budget 1 --strategy random \
     --timeout-ms 600000 > /dev/null
   while (($(grep -c "^coordinator: task [0-9]* done:" "$dir/coordinator.err" || true) < n)); do sleep 0.2; done
-  local lookup=("$build/cli/tunefleet" lookup --coordinator "$client" --timeout-ms 600000)
+  local lookup=("$build/cli/tunefleet" lookup --coordinator "$client" --timeout-ms 120000)
   local exact nearest during idle
   idle=$(seconds "${lookup[@]}" "$work/one.json")
   exact=$(seconds "${lookup[@]}" "$work/misses.json" --json)
@@ -56,6 +56,10 @@ run() {
   nearest=$(awk -v s="$start" -v e="$end" -v d=0.2 -v x="$during" 'BEGIN { printf "%.3f", e - s + d + x }')
   local answered
   answered=$(grep -c '"approximate": true' "$dir/nearest.json" || true)
+  if ! kill -0 "$coordinator_pid" 2>/dev/null; then
+    printf '%s | %s | coordinator exited: %s\n' "$label" "$exact" "$(tail -1 "$dir/coordinator.err")"
+    return
+  fi
   printf '%s | %s | %s | %s | %s | %s | %d of %d\n' "$label" "$exact" "$nearest" \
     "$(awk -v a="$nearest" -v b="$exact" 'BEGIN { printf "%.1f", a / b }')" "$idle" "$during" "$answered" "$k"
   kill "$coordinator_pid" 2>/dev/null || true

@@ -45,12 +45,6 @@ const ChainOpInfo* FindChainOp(std::string_view name) {
   return nullptr;
 }
 
-// As vector_space.cc: an operand broadcasts when, without its leading 1s, it matches the
-// output's trailing axes (a bias row [N] over [M, N]) or holds one element.
-bool BroadcastsTo(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
-  std::vector<int64_t> trimmed(std::find_if(in.begin(), in.end(), [](int64_t d) { return d != 1; }), in.end());
-  return trimmed.size() <= out.size() && std::equal(trimmed.rbegin(), trimmed.rend(), out.rbegin());
-}
 
 // Parses attrs[attr] ("BiasAdd,Gelu": op names joined by commas, no spaces, so one chain
 // has one op key) into steps; operands are numbered in order.
@@ -209,7 +203,7 @@ Result<FusedCubeShape> FusedCubeShapeFromOpKey(const OpKey& key) {
     }
     if (!o.full && !BroadcastsTo(t.shape, s.out_shape)) {
       return InvalidArgument(where + " shape " + ShapeText(t.shape) + " does not broadcast to the output " + ShapeText(s.out_shape) +
-                             ": it must equal it, match its trailing axes, or hold one element");
+                             ": " + kBroadcastRule);
     }
   }
   if (needs_cast) s.epilogue.temps += 1;  // an operand is cast to fp32 beside the accumulator
@@ -326,7 +320,7 @@ Result<VectorShape> FusedElementwiseShapeFromOpKey(const OpKey& key) {
     if (!BroadcastsTo(t.shape, out) || (step.bias && Elements(t.shape) != out.back())) {
       return InvalidArgument(where + " shape " + ShapeText(t.shape) + " does not broadcast to x's " + ShapeText(out) +
                              (step.bias ? ": BiasAdd's bias is one value per element of x's last axis"
-                                        : ": it must equal it, match its trailing axes, or hold one element"));
+                                        : std::string(": ") + kBroadcastRule));
     }
     ++s.broadcast_inputs;
     s.broadcast_elements += Elements(t.shape);

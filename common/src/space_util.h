@@ -30,6 +30,25 @@ inline std::string ShapeText(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// Whether an input of shape `in` broadcasts to `out` as NumPy and ONNX broadcast (its
+// axes aligned from the right, each equal to the output's or 1; leading 1s ignored): a
+// bias row [N] over [M, N], an attention mask [b, 1, s, s] over the scores [b, h, s, s],
+// RoPE's cos [b, 1, s, d] over [b, h, s, d]. Such an input is read once from HBM and
+// re-read from L2 for every tile (vector_model.cc).
+inline bool BroadcastsTo(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  size_t lead = 0;
+  while (lead < in.size() && in[lead] == 1) ++lead;
+  const size_t rank = in.size() - lead;
+  if (rank > out.size()) return false;
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t a = in[in.size() - 1 - i], b = out[out.size() - 1 - i];
+    if (a != b && a != 1) return false;
+  }
+  return true;
+}
+inline constexpr const char* kBroadcastRule =
+    "each of its axes, aligned from the right, must equal the output's or be 1 (NumPy broadcasting)";
+
 // The `name` of every entry of an op table, in table order.
 template <typename Table>
 std::vector<std::string> NamesOf(const Table& table) {

@@ -204,14 +204,10 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
           ++s.full_inputs;
           continue;
         }
-        std::vector<int64_t> trimmed(std::find_if(in.begin(), in.end(), [](int64_t d) { return d != 1; }),
-                                     in.end());
-        const bool suffix = trimmed.size() <= out.size() &&
-                            std::equal(trimmed.rbegin(), trimmed.rend(), out.rbegin());
-        if (!suffix) {
+        if (!BroadcastsTo(in, out)) {
           return InvalidArgument(op + " input " + N(static_cast<int64_t>(i)) + " shape " + ShapeText(in) +
-                                 " does not broadcast to " + ShapeText(out) +
-                                 ": it must equal it, match its trailing axes, or hold one element");
+                                 " does not broadcast to " + ShapeText(out) + " (the largest input's): " +
+                                 kBroadcastRule);
         }
         ++s.broadcast_inputs;
         s.broadcast_elements += Elements(in);

@@ -72,6 +72,24 @@ TEST_F(VectorSpace, OpKeyErrorsNameTheFieldToFix) {
   EXPECT_NE(KeyError(nz).find("format"), std::string::npos);
 }
 
+// NumPy's broadcasting, as ONNX exports it: HF's additive attention mask [b, 1, s, s]
+// over the scores [b, h, s, s], RoPE's cos [b, 1, s, d] over [b, h, s, d] (both were
+// refused: only a trailing suffix broadcast). An axis that is neither equal nor 1 is not.
+TEST_F(VectorSpace, AcceptsNumpyBroadcastingOverMiddleAxesAndNamesTheRuleOtherwise) {
+  auto mask = VectorShapeFromOpKey(Key("Add", {{2, 16, 256, 256}, {2, 1, 256, 256}}));
+  ASSERT_TRUE(mask.ok()) << mask.status().ToString();
+  EXPECT_EQ(mask->elements, 2 * 16 * 256 * 256);
+  EXPECT_EQ(mask->full_inputs, 1);
+  EXPECT_EQ(mask->broadcast_inputs, 1);
+  EXPECT_EQ(mask->broadcast_elements, 2 * 256 * 256);
+  EXPECT_TRUE(VectorShapeFromOpKey(Key("Mul", {{2, 1, 256, 128}, {2, 16, 256, 128}})).ok());
+  EXPECT_TRUE(VectorShapeFromOpKey(Key("Add", {{2, 16, 256, 256}, {1, 1, 256, 1}})).ok());
+  EXPECT_NE(KeyError(Key("Add", {{2, 16, 256, 256}, {2, 4, 256, 256}}))
+                .find("input 1 shape [2,4,256,256] does not broadcast to [2,16,256,256] (the largest input's): each of its "
+                      "axes, aligned from the right, must equal the output's or be 1"),
+            std::string::npos);
+}
+
 TEST_F(VectorSpace, AcceptsBroadcastOfATrailingSuffixOrOneElement) {
   auto bias = VectorShapeFromOpKey(Key("Add", {{4096, 3072}, {3072}}));
   ASSERT_TRUE(bias.ok()) << bias.status().ToString();

@@ -768,6 +768,19 @@ TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
             std::string::npos)
       << Message(slice);
   EXPECT_EQ(Message(slice).find("dynamic_axes"), std::string::npos) << Message(slice);
+  // HF's additive mask, one per sequence broadcast over the heads: [b, 1, s] over [b, h, s].
+  auto masked = LoadChainModel(dir.Path("mask.onnx"), 14, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+    auto* in = graph.add_input();
+    in->set_name("mask");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT16);
+    for (int64_t d : {4, 1, 64}) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    AddNode(n, "Add", {"x", "mask"}, "y", "masked");
+  });
+  ASSERT_TRUE(masked.ok()) << Message(masked);
+  auto masked_run = profile::RunGraph(*masked, testing::Soc910B2());
+  ASSERT_TRUE(masked_run.ok()) << masked_run.status().ToString();
+  EXPECT_EQ(masked_run->ops[0].op_key, "Add[4x16x64,4x1x64]@Ascend910B2");
 }
 
 TEST(OnnxImport, AnOpWithNoEquivalentIsRefusedNamingTheNodeAndAFileThatIsNoModelToo) {

@@ -302,6 +302,19 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("RmsNorm", {{4, 16}, {16}})), 4);
 }
 
+// A mask broadcast over the heads is read from HBM once (then from L2): the Add moves
+// the scores twice and the mask once, not the mask once per head.
+TEST_F(VectorModel, AnInputBroadcastOverMiddleAxesIsReadFromHbmOnce) {
+  TuningProblem masked = Problem(Key("Add", {{2, 16, 256, 256}, {2, 1, 256, 256}}));
+  TuningProblem full = Problem(Key("Add", {{2, 16, 256, 256}, {2, 16, 256, 256}}));
+  const KernelEstimate m = Run(masked, masked.default_config);
+  const KernelEstimate f = Run(full, full.default_config);
+  const double scores = 2.0 * 16 * 256 * 256 * 2;
+  EXPECT_NEAR(m.hbm_bytes, 2 * scores + scores / 16, 1);
+  EXPECT_NEAR(f.hbm_bytes, 3 * scores, 1);
+  EXPECT_LT(m.latency_us, f.latency_us);
+}
+
 // LLaMA's RMSNorm: x / sqrt(mean(x^2) + eps) * gamma reads one weight row, not two, and
 // neither centres nor shifts: cheaper than the LayerNorm of the same rows at every
 // config, in one HBM pass while a row fits UB and two when it does not.
