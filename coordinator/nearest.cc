@@ -50,9 +50,19 @@ Result<NearestIndex> NearestIndex::Build(const Store& store) {
 }
 
 void NearestIndex::Put(const KbEntry& e) {
-  auto& items = classes_[ClassOf(e.key)];
-  auto [it, added] = items.insert_or_assign(HashOpKey(e.key), Item{Logs(e.key), e.best_latency_us});
-  size_ += added ? 1 : 0;
+  Class& c = classes_[ClassOf(e.key)];
+  const OpKeyHash hash = HashOpKey(e.key);
+  if (auto at = c.position.find(hash); at != c.position.end()) {
+    c.latency_us[at->second] = e.best_latency_us;  // a replacement: same key, same shape
+    return;
+  }
+  const std::vector<double> logs = Logs(e.key);
+  c.dims = logs.size();  // the same for the whole class: the ranks are part of it
+  c.position.emplace(hash, c.hashes.size());
+  c.logs.insert(c.logs.end(), logs.begin(), logs.end());
+  c.latency_us.push_back(e.best_latency_us);
+  c.hashes.push_back(hash);
+  ++size_;
 }
 
 Result<std::vector<NearestEntry>> NearestIndex::Find(const Store& store, const OpKey& key, size_t k,
@@ -65,14 +75,17 @@ Result<std::vector<NearestEntry>> NearestIndex::Find(const Store& store, const O
   using Candidate = std::tuple<double, double, OpKeyHash>;  // distance, latency, hash: the order
   // The `keep` nearest in one pass (a max-heap of them), and all of them only when that
   // many do not fit: most answers are among the first.
+  const Class& c = cls->second;
+  if (c.dims != logs.size()) return found;
   auto nearest = [&](size_t keep) {
     std::vector<Candidate> heap;
-    for (const auto& [hash, item] : cls->second) {
-      if (hash == own || item.logs.size() != logs.size()) continue;
+    for (size_t e = 0; e < c.hashes.size(); ++e) {
+      const double* item = c.logs.data() + e * c.dims;
       double d = 0;
-      for (size_t i = 0; i < logs.size(); ++i) d += std::abs(logs[i] - item.logs[i]);
-      if (heap.size() == keep && !(Candidate(d, item.latency_us, hash) < heap.front())) continue;
-      heap.emplace_back(d, item.latency_us, hash);
+      for (size_t i = 0; i < c.dims; ++i) d += std::abs(logs[i] - item[i]);
+      if (heap.size() == keep && !(Candidate(d, c.latency_us[e], c.hashes[e]) < heap.front())) continue;
+      if (c.hashes[e] == own) continue;
+      heap.emplace_back(d, c.latency_us[e], c.hashes[e]);
       std::push_heap(heap.begin(), heap.end());
       if (heap.size() > keep) {
         std::pop_heap(heap.begin(), heap.end());
@@ -87,7 +100,7 @@ Result<std::vector<NearestEntry>> NearestIndex::Find(const Store& store, const O
   for (size_t next = 0; found.size() < k; ++next) {
     if (next == candidates.size()) {
       if (all) break;
-      candidates = nearest(cls->second.size());  // the same first ones, then the rest
+      candidates = nearest(c.hashes.size());  // the same first ones, then the rest
       all = true;
       if (next == candidates.size()) break;
     }

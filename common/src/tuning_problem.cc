@@ -96,6 +96,18 @@ Result<OpKey> CanonicalOpKey(const OpKey& key) {
   TF_RETURN_IF_ERROR(CheckKnownAttrs(out));
   const std::string gemm_or_conv = IsFusedCubeOpType(out.op_type) ? FusedCubeInnerOpType(out.op_type) : out.op_type;
   if (IsCubeGemmOpType(gemm_or_conv)) TF_RETURN_IF_ERROR(CanonicalTransposeFlags(out));
+  // A BatchMatMul of an ND [..., M, K] by one [K, N] weight is the MatMul [batch*M, K] x
+  // [K, N] (BatchMatmulShapeFromOpKey stacks its batches into M, the same space and
+  // timing): one key, so a layer exported to ONNX (whose MatMul of a 3-D activation is
+  // a BatchMatMul) and the same layer as a JSON graph share their knowledge-base entries.
+  if (out.op_type == "BatchMatMul" && out.inputs.size() == 2 && out.inputs[0].shape.size() > 2 &&
+      out.inputs[1].shape.size() == 2 && !out.attrs.count("transpose_a") && out.inputs[0].format == "ND") {
+    std::vector<int64_t>& a = out.inputs[0].shape;
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < a.size(); ++d) rows *= a[d];
+    a = {rows, a.back()};
+    out.op_type = "MatMul";
+  }
   if (gemm_or_conv == "Conv2D") TF_RETURN_IF_ERROR(CanonicalConv2dAttrs(out));
   if (auto it = out.attrs.find("out_dtype"); it != out.attrs.end() && !out.inputs.empty()) {
     // A cube op's output dtype by name, and left out when it is the inputs' (the default).

@@ -112,6 +112,29 @@ std::string CanonicalOf(const OpKey& key) {
   return c.ok() ? c->Canonical() : "error: " + c.status().message();
 }
 
+// Found by an audit: the BERT layer exported to ONNX found none of the entries tuned for
+// the same layer written as a JSON graph. ONNX's MatMul of a [b, s, 768] activation by a
+// [768, N] weight is a BatchMatMul whose batches stack into M: the MatMul [b*s, 768] x
+// [768, N], one key, one space. A transposed or NZ A, or a batched B, stays batched.
+TEST(CanonicalOpKey, ABatchMatMulByOneWeightIsTheMatMulOfItsStackedRows) {
+  OpKey bmm;
+  bmm.soc = "Ascend910B2";
+  bmm.op_type = "BatchMatMul";
+  bmm.inputs = {{{32, 128, 768}, "float16", "ND"}, {{768, 3072}, "float16", "ND"}};
+  OpKey mm = bmm;
+  mm.op_type = "MatMul";
+  mm.inputs[0].shape = {4096, 768};
+  EXPECT_EQ(CanonicalOf(bmm), CanonicalOf(mm));
+  EXPECT_EQ(CanonicalOf(WithAttrs(bmm, {{"adj_x2", "1"}})), CanonicalOf(WithAttrs(mm, {{"transpose_b", "1"}})));
+  SocCatalog catalog = SocCatalog::Builtin();
+  const SocSpec& soc = **catalog.Find("Ascend910B2");
+  EXPECT_EQ(MakeTuningProblem(bmm, soc)->space.size(), MakeTuningProblem(mm, soc)->space.size()) << "the same space";
+  EXPECT_NE(CanonicalOf(WithAttrs(bmm, {{"adj_x1", "1"}})).find("BatchMatMul"), std::string::npos);
+  OpKey batched_b = bmm;
+  batched_b.inputs[1].shape = {32, 768, 3072};
+  EXPECT_NE(CanonicalOf(batched_b).find("BatchMatMul"), std::string::npos);
+}
+
 TEST(CanonicalOpKey, SpellingsOfTheSameOpShareOneKeyAndOthersDoNot) {
   const OpKey mm = MatmulKey(64, 32, 16);
   const std::string plain = CanonicalOf(WithAttrs(mm, {}));
