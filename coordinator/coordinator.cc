@@ -39,6 +39,16 @@ constexpr int kDispatchSlices = 4;
 // flood cannot hold the loop).
 constexpr size_t kDrainMax = 100'000;
 
+// An error text as a reply or the log carries it: a refusal quotes what the client sent
+// (a 20 MB dtype string made a 31 MB log line and reply), so past 2,000 characters the
+// middle is cut, the start (what is wrong) and the end (what to do) kept.
+std::string Clipped(const std::string& text) {
+  constexpr size_t kMax = 2000;
+  if (text.size() <= kMax) return text;
+  return text.substr(0, kMax / 2) + fmt::format(" [... {} characters ...] ", text.size() - kMax) +
+         text.substr(text.size() - kMax / 2);
+}
+
 struct WorkerEntry {
   std::string identity;  // ZeroMQ routing id
   std::string id;        // what the worker calls itself
@@ -388,7 +398,7 @@ class Coordinator::Impl {
       return;
     }
     fmt::print(stderr, "coordinator: refused {} request: {}{}\n", kind == "invalid" ? "an invalid" : "a " + std::string(kind),
-               s.ToString(), refused_unlogged_ ? fmt::format(" ({} more refused and not logged before it)", refused_unlogged_) : "");
+               Clipped(s.ToString()), refused_unlogged_ ? fmt::format(" ({} more refused and not logged before it)", refused_unlogged_) : "");
     refused_unlogged_ = 0;
   }
 
@@ -1567,7 +1577,7 @@ void Coordinator::Impl::OnClientMessage(std::vector<zmq::message_t>& frames) {
     LogRefused(kind, s);
     auto err = reply.Body().initError();
     err.setCode(static_cast<schema::StatusCode>(s.code()));
-    err.setMessage(s.message());
+    err.setMessage(Clipped(s.message()));
   }
   SendToClient(frames, reply);
 }

@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-port", metrics_port, "port for /metrics; 0 picks one, -1 disables")
       ->capture_default_str()
       ->check(CLI::Range(-1, 65535));
-  app.add_option("--soc-dir", soc_dir, "folder of extra SoC spec .ini files (override the built-in ones)");
+  app.add_option("--soc-dir", soc_dir, "folder of extra SoC spec .ini files (a file naming a built-in SoC must "
+                                      "match it: give a modified part a name of its own)");
   app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval; a worker silent for 3 intervals is dead")->capture_default_str()->check(CLI::Range(10, 60000));
   std::vector<std::string> replay_paths;
   app.add_option("--replay-cache", replay_paths, "Kernel Tuner cache (.json or .json.gz) whose space tasks with soc 'replay' and its kernel name as op may target; repeatable");

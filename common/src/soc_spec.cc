@@ -169,6 +169,11 @@ Status SocCatalog::LoadDirectory(const std::string& dir) {
   for (const auto& entry : it) {
     if (entry.path().extension() != ".ini") continue;
     TF_ASSIGN_OR_RETURN(SocSpec spec, LoadSocSpecFile(entry.path().string()));
+    if (auto known = specs_.find(spec.name); known != specs_.end() && !(*known->second == spec)) {
+      return InvalidArgument(entry.path().string() + ": SoC_version '" + spec.name +
+                             "' names a SoC already known, with other values; results are filed under the SoC's "
+                             "name, so give a modified part a name of its own (e.g. '" + spec.name + "-lab')");
+    }
     Add(std::move(spec));
   }
   return Status::Ok();

@@ -1,6 +1,11 @@
 #include "tunefleet/common/soc_spec.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <gtest/gtest.h>
+
+#include "tests/support/scratch_dir.h"
 
 #include "tunefleet/common/tuning_problem.h"
 
@@ -87,6 +92,42 @@ TEST(SocCatalog, UnknownSocListsKnownOnes) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kNotFound);
   EXPECT_NE(s.status().message().find("Ascend910B2"), std::string::npos);
+}
+
+// Found by an audit: a --soc-dir spec named Ascend910B2 with twice the HBM bandwidth
+// replaced the built-in one, and its results (faster than any real part) were filed under
+// Ascend910B2 and exported into a stock knowledge base. A file naming a known SoC must
+// match it; a new name is added.
+TEST(SocCatalog, ADirectorySpecNamingAKnownSocWithOtherValuesIsRefused) {
+  testing::ScratchDir dir;
+  std::ifstream builtin(std::string(TUNEFLEET_SOURCE_DIR) + "/common/soc/Ascend910B2.ini");
+  std::stringstream text;
+  text << builtin.rdbuf();
+  auto write = [&](const std::string& file, const std::string& body) { std::ofstream(dir.Path(file)) << body; };
+  write("same.ini", text.str());
+  SocCatalog catalog = SocCatalog::Builtin();
+  EXPECT_TRUE(catalog.LoadDirectory(dir.Path()).ok()) << "the same values: nothing changes";
+  std::string lab = text.str();
+  const size_t at = lab.find("SoC_version=Ascend910B2");
+  ASSERT_NE(at, std::string::npos);
+  lab.replace(at, std::string("SoC_version=Ascend910B2").size(), "SoC_version=Ascend910B2-lab");
+  const size_t hbm = lab.find("hbm_bandwidth_gbps=");
+  ASSERT_NE(hbm, std::string::npos);
+  lab.insert(hbm + std::string("hbm_bandwidth_gbps=").size(), "1");  // 1xxxx GB/s: another part
+  write("lab.ini", lab);
+  EXPECT_TRUE(catalog.LoadDirectory(dir.Path()).ok());
+  ASSERT_TRUE(catalog.Find("Ascend910B2-lab").ok());
+  EXPECT_NE((*catalog.Find("Ascend910B2-lab"))->hbm_bandwidth_gbps, (*catalog.Find("Ascend910B2"))->hbm_bandwidth_gbps);
+  std::string modified = lab;
+  modified.replace(modified.find("SoC_version=Ascend910B2-lab"), std::string("SoC_version=Ascend910B2-lab").size(),
+                   "SoC_version=Ascend910B2");
+  write("modified.ini", modified);
+  Status s = catalog.LoadDirectory(dir.Path());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("modified.ini: SoC_version 'Ascend910B2' names a SoC already known, with other values"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(ParseSocSpec, MissingKeyIsNamedWithItsSection) {

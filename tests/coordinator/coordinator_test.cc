@@ -1586,6 +1586,13 @@ TEST_F(CoordinatorTest, AKeyOfAnotherSimulatorVersionIsRefused) {
         << r.status().ToString();
   }
   EXPECT_TRUE(client.Submit(RandomSearch(4, 1)).ok()) << "and keeps serving";
+  // A refusal that quotes a 100,000-character dtype is cut to its start and end.
+  client::SubmitSpec huge = RandomSearch(4, 1);
+  huge.ops[0].inputs[0].dtype = std::string(100'000, 'f');
+  auto r = client.Submit(huge);
+  ASSERT_FALSE(r.ok());
+  EXPECT_LT(r.status().message().size(), 2'200u);
+  EXPECT_NE(r.status().message().find("characters ...]"), std::string::npos) << r.status().message().substr(0, 300);
 }
 
 TEST_F(CoordinatorTest, UnknownSchedulerOrWrongWeightCountIsRejected) {

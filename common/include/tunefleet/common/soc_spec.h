@@ -49,6 +49,8 @@ struct SocSpec {
   double pcie_bandwidth_gbps = 0, pcie_latency_us = 0;
   double hccs_bandwidth_gbps = 0, hccs_latency_us = 0;
 
+  bool operator==(const SocSpec&) const = default;
+
   // Peak fp16 cube throughput in FLOP/s: cores * m*n*k MACs/cycle * 2 * freq.
   double CubePeakFlops() const;
   double CyclesPerUs() const { return cube_freq_mhz; }
@@ -63,7 +65,10 @@ class SocCatalog {
  public:
   // The specs compiled into the binary (common/soc/*.ini).
   static SocCatalog Builtin();
-  // Adds or replaces every *.ini in dir.
+  // Adds every *.ini in dir. kInvalidArgument for a file that names a SoC the catalog has
+  // with other values: results are filed under the SoC's name, so a modified part tuned
+  // under a built-in name would put latencies no such part reaches into every user's
+  // knowledge base; it needs a name of its own.
   Status LoadDirectory(const std::string& dir);
   void Add(SocSpec spec);
 
