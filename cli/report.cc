@@ -9,7 +9,7 @@
 namespace tunefleet::cli {
 
 int Fail(const Status& s) {
-  fmt::print(stderr, "tunefleet: {}\n", s.ToString());
+  fmt::print(stderr, "tunefleet: {}\n", Clipped(s.ToString()));
   return ExitCodeFor(s);
 }
 

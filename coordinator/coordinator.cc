@@ -39,15 +39,6 @@ constexpr int kDispatchSlices = 4;
 // flood cannot hold the loop).
 constexpr size_t kDrainMax = 100'000;
 
-// An error text as a reply or the log carries it: a refusal quotes what the client sent
-// (a 20 MB dtype string made a 31 MB log line and reply), so past 2,000 characters the
-// middle is cut, the start (what is wrong) and the end (what to do) kept.
-std::string Clipped(const std::string& text) {
-  constexpr size_t kMax = 2000;
-  if (text.size() <= kMax) return text;
-  return text.substr(0, kMax / 2) + fmt::format(" [... {} characters ...] ", text.size() - kMax) +
-         text.substr(text.size() - kMax / 2);
-}
 
 struct WorkerEntry {
   std::string identity;  // ZeroMQ routing id

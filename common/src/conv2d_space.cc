@@ -56,6 +56,10 @@ Result<std::vector<int64_t>> IntList(const OpKey& key, const std::string& name) 
   return out;
 }
 
+// Pads, strides and dilations beyond this are no convolution's (and their sums with H/W
+// would overflow: pads of 2^63 - 1 were tuned as a 5.7 us op).
+constexpr int64_t kMaxConvAttr = 65535;
+
 // strides / dilations: 1 value (both), 2 = [h, w], 4 = NCHW order with N and C equal to 1.
 Status HwPair(const OpKey& key, const std::string& name, int64_t& h, int64_t& w) {
   TF_ASSIGN_OR_RETURN(std::vector<int64_t> v, IntList(key, name));
@@ -76,8 +80,9 @@ Status HwPair(const OpKey& key, const std::string& name, int64_t& h, int64_t& w)
     return InvalidArgument("Conv2D attr '" + name + "' takes 1, 2 or 4 values, got " +
                            Str(static_cast<int64_t>(v.size())));
   }
-  if (h <= 0 || w <= 0) {
-    return InvalidArgument("Conv2D attr '" + name + "' must be positive, got " + Str(h) + "," + Str(w));
+  if (h <= 0 || w <= 0 || h > kMaxConvAttr || w > kMaxConvAttr) {
+    return InvalidArgument("Conv2D attr '" + name + "' must be between 1 and " + Str(kMaxConvAttr) + ", got " + Str(h) +
+                           "," + Str(w));
   }
   return Status::Ok();
 }
@@ -99,7 +104,9 @@ Result<Pads> ReadPads(const OpKey& key) {
                            Str(static_cast<int64_t>(v.size())));
   }
   for (int64_t x : p) {
-    if (x < 0) return InvalidArgument("Conv2D attr 'pads' must not be negative");
+    if (x < 0 || x > kMaxConvAttr) {
+      return InvalidArgument("Conv2D attr 'pads' must be between 0 and " + Str(kMaxConvAttr) + ", got " + Str(x));
+    }
   }
   return p;
 }

@@ -40,6 +40,7 @@ Result<NamedTensor> ParseTensor(const nlohmann::json& j, const std::string& wher
     }
     t.desc.shape.push_back(v.get<int64_t>());
   }
+  TF_RETURN_IF_ERROR(CheckTensorSize(t.desc.shape, at));
   if (j.contains("dtype")) {
     if (!j["dtype"].is_string()) return InvalidArgument(at + ": 'dtype' must be a string");
     t.desc.dtype = j["dtype"].get<std::string>();

@@ -10,6 +10,18 @@
 
 namespace tunefleet {
 
+Status CheckTensorSize(const std::vector<int64_t>& shape, const std::string& where) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d > 0 && (__builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements)) {
+      std::string text;
+      for (int64_t v : shape) text += (text.empty() ? "" : ",") + std::to_string(v);
+      return InvalidArgument(where + " shape [" + text + "] holds more than 2^50 elements (no device holds it)");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<DType> ParseDType(std::string_view name) {
   if (name == "float16" || name == "fp16" || name == "half") return DType::kFloat16;
   if (name == "bfloat16" || name == "bf16") return DType::kBFloat16;
@@ -164,6 +176,7 @@ Result<OpKey> OpKeyFromJson(const nlohmann::json& j, std::string_view default_so
       }
       d.shape.push_back(dim.get<int64_t>());
     }
+    TF_RETURN_IF_ERROR(CheckTensorSize(d.shape, where));
     if (t.contains("dtype")) {
       if (!t["dtype"].is_string()) return InvalidArgument(where + " dtype must be a string");
       TF_ASSIGN_OR_RETURN(DType dt, ParseDType(t["dtype"].get<std::string>()));

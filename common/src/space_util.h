@@ -47,7 +47,8 @@ inline bool BroadcastsTo(const std::vector<int64_t>& in, const std::vector<int64
   return true;
 }
 inline constexpr const char* kBroadcastRule =
-    "each of its axes, aligned from the right, must equal the output's or be 1 (NumPy broadcasting)";
+    "the output is the largest input's shape, and each of another input's axes, aligned from the right, must equal "
+    "the output's or be 1 (NumPy's rule, with one input of the output's shape)";
 
 // The `name` of every entry of an op table, in table order.
 template <typename Table>

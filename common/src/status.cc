@@ -23,6 +23,12 @@ std::string Status::ToString() const {
   return std::string(StatusCodeName(code_)) + ": " + message_;
 }
 
+std::string Clipped(const std::string& text, size_t max) {
+  if (text.size() <= max) return text;
+  return text.substr(0, max / 2) + " [... " + std::to_string(text.size() - max) + " characters ...] " +
+         text.substr(text.size() - max / 2);
+}
+
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
   return Status(code_, std::string(context) + ": " + message_);

@@ -74,6 +74,7 @@ Result<OpKey> ReadOpKey(schema::OpKey::Reader r) {
       if (dim <= 0) return InvalidArgument("op key input shape holds a non-positive dimension");
       d.shape.push_back(dim);
     }
+    TF_RETURN_IF_ERROR(CheckTensorSize(d.shape, "op key input"));
     d.dtype = t.getDtype();
     d.format = t.getFormat();
     key.inputs.push_back(std::move(d));

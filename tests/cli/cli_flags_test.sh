@@ -79,6 +79,17 @@ sed 's/"name": "bert_base_layer"/"name": "bert_base_layer", "host_preprocess_us"
   "$SRC/examples/bert_base_layer.json" > "$OUT/huge_graph.json"
 refused 2 "huge_graph.json: not valid JSON" "$TF" profile "$OUT/huge_graph.json"
 
+# A shape whose element count would wrap int64 was profiled as a few GiB (an audit).
+sed 's/{"name": "hidden", "shape": \[4096, 768\]/{"name": "hidden", "shape": [4294967296, 4294967297]/' \
+  "$SRC/examples/bert_base_layer.json" > "$OUT/wrap.json"
+refused 2 "shape [4294967296,4294967297] holds more than 2^50 elements" "$TF" profile "$OUT/wrap.json"
+
+# A refusal quoting a 100,000-character dtype is clipped to its start and end.
+long=$(head -c 100000 /dev/zero | tr '\0' x)
+sed "s/\"dtype\": \"float16\"/\"dtype\": \"$long\"/" "$OPS" > "$OUT/long.json"
+refused 2 "characters ...]" "$TF" lookup "$OUT/long.json"
+[ "$(wc -c < "$OUT/stderr")" -lt 2200 ] || fail "a refusal quoting a long dtype is $(wc -c < "$OUT/stderr") bytes"
+
 # A misspelt field is refused, not ignored (a "dtyp" used to tune float16 silently).
 sed 's/"dtype": "float16"}, {"shape": \[128, 256\]/"dtyp": "float32"}, {"shape": [128, 256]/' "$OPS" > "$OUT/typo.json"
 refused 2 "op 0: op 'MatMul' input 0: unknown field 'dtyp' (known: shape, dtype, format)" \

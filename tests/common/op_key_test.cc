@@ -183,7 +183,19 @@ TEST(CanonicalOpKey, SpellingsOfTheSameOpShareOneKeyAndOthersDoNot) {
   }
   EXPECT_NE(strided.find("pads=1,1,1,1,strides=2,2"), std::string::npos) << strided;
   EXPECT_NE(CanonicalOf(WithAttrs(conv, {{"pads", "1,0,1,0"}})), CanonicalOf(WithAttrs(conv, {{"pads", "1"}})));
-  EXPECT_EQ(CanonicalOf(WithAttrs(conv, {{"strides", "0"}})).rfind("error: Conv2D attr 'strides' must be positive", 0), 0u);
+  EXPECT_EQ(CanonicalOf(WithAttrs(conv, {{"strides", "0"}})).rfind("error: Conv2D attr 'strides' must be between 1 and 65535", 0), 0u);
+  // Pads whose sum with H would overflow were tuned (an audit): refused, as is a tensor
+  // whose element count would wrap.
+  EXPECT_EQ(CanonicalOf(WithAttrs(conv, {{"pads", "9223372036854775807,9223372036854775807,1,1"}}))
+                .rfind("error: Conv2D attr 'pads' must be between 0 and 65535", 0),
+            0u);
+  SocCatalog builtin = SocCatalog::Builtin();
+  OpKey wide = conv;
+  wide.inputs[0].shape = {int64_t{1} << 32, (int64_t{1} << 32) + 1, 1, 1};
+  EXPECT_FALSE(MakeTuningProblem(wide, **builtin.Find("Ascend910B2")).ok());
+  EXPECT_NE(CheckTensorSize({int64_t{1} << 32, (int64_t{1} << 32) + 1}, "x").message().find("x shape [4294967296,4294967297] holds more than 2^50 elements"),
+            std::string::npos);
+  EXPECT_TRUE(CheckTensorSize({int64_t{1} << 25, int64_t{1} << 25}, "x").ok());
 
   OpKey replayed;  // not an op the simulator knows: kept as given
   replayed.soc = "replay";

@@ -85,8 +85,9 @@ TEST_F(VectorSpace, AcceptsNumpyBroadcastingOverMiddleAxesAndNamesTheRuleOtherwi
   EXPECT_TRUE(VectorShapeFromOpKey(Key("Mul", {{2, 1, 256, 128}, {2, 16, 256, 128}})).ok());
   EXPECT_TRUE(VectorShapeFromOpKey(Key("Add", {{2, 16, 256, 256}, {1, 1, 256, 1}})).ok());
   EXPECT_NE(KeyError(Key("Add", {{2, 16, 256, 256}, {2, 4, 256, 256}}))
-                .find("input 1 shape [2,4,256,256] does not broadcast to [2,16,256,256] (the largest input's): each of its "
-                      "axes, aligned from the right, must equal the output's or be 1"),
+                .find("input 1 shape [2,4,256,256] does not broadcast to [2,16,256,256] (the largest input's): the "
+                      "output is the largest input's shape, and each of another input's axes, aligned from the right, "
+                      "must equal the output's or be 1"),
             std::string::npos);
 }
 

@@ -270,6 +270,23 @@ class CoordinatorTest : public ::testing::Test {
     return spec;
   }
 
+  // Two submissions that share a task: `mine` tunes the 32- and 48-row MatMuls, `theirs`
+  // the 48-row one, which is one task for both. Empty outcomes when a submit failed.
+  static std::pair<std::optional<client::SubmitOutcome>, std::optional<client::SubmitOutcome>> SubmitTwoSharingATask(
+      client::Client& client) {
+    client::SubmitSpec mine = RandomSearch(12, 1);
+    mine.ops = {SmallMatmul(32), SmallMatmul(48)};
+    auto a = client.Submit(mine);
+    EXPECT_TRUE(a.ok()) << a.status().ToString();
+    client::SubmitSpec theirs = RandomSearch(12, 1);
+    theirs.ops = {SmallMatmul(48)};
+    auto b = client.Submit(theirs);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!a.ok() || !b.ok()) return {};
+    EXPECT_EQ(b->task_ids[0], a->task_ids[1]) << "the 48-row MatMul is one task for both";
+    return {*a, *b};
+  }
+
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     dir_ = std::filesystem::temp_directory_path() / ("tunefleet-coord-" + std::to_string(getpid()) + "-" + name);
@@ -965,15 +982,8 @@ TEST_F(CoordinatorTest, StatusNamesEachOpAsTheSubmissionDidAlsoAfterARestart) {
 // except one another submission still waits on.
 TEST_F(CoordinatorTest, ACancelCutShortByACrashIsFinishedOnResume) {
   client::Client client(ctx_, options_.client_endpoint);
-  client::SubmitSpec mine = RandomSearch(12, 1);
-  mine.ops = {SmallMatmul(32), SmallMatmul(48)};
-  auto a = client.Submit(mine);
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
-  client::SubmitSpec theirs = RandomSearch(12, 1);
-  theirs.ops = {SmallMatmul(48)};
-  auto b = client.Submit(theirs);
-  ASSERT_TRUE(b.ok());
-  ASSERT_EQ(b->task_ids[0], a->task_ids[1]);
+  auto [a, b] = SubmitTwoSharingATask(client);
+  ASSERT_TRUE(a && b);
   StopCoordinator();
   // What the crash left: the submission written cancelled, its tasks not yet.
   auto subs = store_->LoadSubmissions();
@@ -1001,15 +1011,8 @@ TEST_F(CoordinatorTest, ACancelCutShortByACrashIsFinishedOnResume) {
 
 TEST_F(CoordinatorTest, CancelStopsTheSubmissionsOwnTasksAndLeavesSharedOnesRunning) {
   client::Client client(ctx_, options_.client_endpoint);
-  client::SubmitSpec mine = RandomSearch(12, 1);
-  mine.ops = {SmallMatmul(32), SmallMatmul(48)};
-  auto a = client.Submit(mine);
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
-  client::SubmitSpec theirs = RandomSearch(12, 1);
-  theirs.ops = {SmallMatmul(48)};
-  auto b = client.Submit(theirs);
-  ASSERT_TRUE(b.ok());
-  ASSERT_EQ(b->task_ids[0], a->task_ids[1]) << "the 48-row MatMul is one task for both";
+  auto [a, b] = SubmitTwoSharingATask(client);
+  ASSERT_TRUE(a && b);
   const uint64_t own = a->task_ids[0], shared = a->task_ids[1];
 
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w", 2);

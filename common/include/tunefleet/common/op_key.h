@@ -34,6 +34,13 @@ struct TensorDesc {
   bool operator==(const TensorDesc&) const = default;
 };
 
+// At most 2^50 elements in a tensor: far above any device's memory, and far enough below
+// int64's range that element and byte counts never wrap (a [2^32, 2^32 + 1] input wrapped
+// to a few GiB and was profiled).
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 50;
+// kInvalidArgument "WHERE: shape [...] holds more than 2^50 elements" past it.
+Status CheckTensorSize(const std::vector<int64_t>& shape, const std::string& where);
+
 struct OpKey {
   std::string soc;
   std::string op_type;

@@ -70,6 +70,11 @@ inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitLoopStalled = 5;  // apart from the CLI's 3 and 4
 int ExitCodeFor(const Status& status);
 
+// An error text as a reply, the log or a terminal carries it: a refusal may quote what it
+// was given (a 20 MB dtype string made a 31 MB log line and reply), so past `max`
+// characters the middle is cut, the start (what is wrong) and the end (what to do) kept.
+std::string Clipped(const std::string& text, size_t max = 2000);
+
 // Either a T or a non-OK Status. Accessing value() of an error is a bug (asserts).
 template <typename T>
 class [[nodiscard]] Result {
