@@ -209,13 +209,17 @@ class Coordinator::Impl {
       TF_RETURN_IF_ERROR(curve::MakeServer(workers_sock_, options_.curve->server, curve::kWorkerDomain));
     }
     TF_RETURN_IF_ERROR(transport::Bind(client_, options_.client_endpoint));
-    TF_RETURN_IF_ERROR(transport::Bind(workers_sock_, options_.worker_endpoint));
     client_endpoint_ = transport::LastEndpoint(client_);
-    worker_endpoint_ = transport::LastEndpoint(workers_sock_);
     TF_ASSIGN_OR_RETURN(uint64_t epoch, store_.NextId("job-epoch"));
     next_job_id_ = epoch << 32;
     progress_ = ProgressLog(epoch << 32, options_.progress_window);  // numbers no earlier process gave
-    return Resume();
+    TF_RETURN_IF_ERROR(Resume());
+    // Workers only after the resume: a worker that registered while a slow resume ran
+    // heard no heartbeat, gave up and registered again (seen under ASan), and each
+    // registration requeues the jobs it was given.
+    TF_RETURN_IF_ERROR(transport::Bind(workers_sock_, options_.worker_endpoint));
+    worker_endpoint_ = transport::LastEndpoint(workers_sock_);
+    return Status::Ok();
   }
 
   Status Run(const std::atomic<bool>& stop);
