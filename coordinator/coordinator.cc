@@ -35,9 +35,11 @@ using TimePoint = Clock::TimePoint;
 constexpr uint64_t kCheckpointEvery = 64;
 // A turn's dispatch stops planning after heartbeat_interval / kDispatchSlices.
 constexpr int kDispatchSlices = 4;
-// Worker messages CheckLiveness reads before it calls a worker silent (bounded: a
-// flood cannot hold the loop).
-constexpr size_t kDrainMax = 100'000;
+// Worker messages CheckLiveness reads before it calls a worker silent: one turn's batch
+// more, so a backlog of results cannot hold the loop past the workers' own patience
+// (draining 100,000 made a restarted coordinator under ASan send no heartbeat for 300 ms,
+// and its workers registered twice).
+constexpr size_t kDrainMax = 256;
 
 
 struct WorkerEntry {
