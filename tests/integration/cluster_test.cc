@@ -324,9 +324,14 @@ TEST_F(ClusterTest, CoordinatorKilledMidTaskResumesFromRocksDbAndEndsWithTheSame
   const Optimum expected = DirectOptimum(key);
 
   Cluster cluster(data_dir());
-  ASSERT_TRUE(cluster.StartCoordinator());
-  cluster.StartWorker(1, 300);
-  cluster.StartWorker(1, 300);
+  // A heartbeat that outlasts a slow turn: one exhaustive job of this sparse space scans
+  // up to 60,000 configs, which under ASan on a loaded CI machine held the loop for up to
+  // 0.8 s. With the default 100 ms the workers then heard nothing for 300 ms and
+  // registered again, and the count below measured the machine, not the restart.
+  const std::vector<std::string> heartbeat{"--heartbeat-ms", "500"};
+  ASSERT_TRUE(cluster.StartCoordinator("tcp://127.0.0.1:*", "tcp://127.0.0.1:*", heartbeat));
+  cluster.StartWorker(1, 300, heartbeat);
+  cluster.StartWorker(1, 300, heartbeat);
   uint64_t submission = 0;
   {
     client::Client c(ctx_, cluster.client_endpoint());
@@ -347,7 +352,7 @@ TEST_F(ClusterTest, CoordinatorKilledMidTaskResumesFromRocksDbAndEndsWithTheSame
   }
   const std::string client_ep = cluster.client_endpoint(), worker_ep = cluster.worker_endpoint();
   cluster.KillCoordinator();
-  ASSERT_TRUE(cluster.StartCoordinator(client_ep, worker_ep));
+  ASSERT_TRUE(cluster.StartCoordinator(client_ep, worker_ep, heartbeat));
 
   client::Client c(ctx_, cluster.client_endpoint());
   client::StatusView st = cluster.WaitDone(c, submission, 120s);
