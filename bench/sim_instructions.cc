@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(1);
   while (tilings.size() < 1000) {
     ConfigIndex i = rng() % p.space.size();
-    if (p.space.ValidateIndex(i).ok()) tilings.push_back(MatmulTilingFromConfig(p.space.Decode(i)));
+    if (p.space.IsValidIndex(i)) tilings.push_back(MatmulTilingFromConfig(p.space.Decode(i)));
   }
   double sink = 0;
   for (int r = 0; r < reps; ++r) {

@@ -1334,7 +1334,7 @@ size_t Coordinator::Impl::WarmStart(Task& task, size_t max_seeds) {
   // The nearest tuned shapes whose best configs are configs of this space.
   auto index_of = [&space](const KbEntry& e) -> std::optional<ConfigIndex> {
     auto c = space.FromNamed(e.best_config);
-    if (!c.ok() || !space.Validate(*c).ok()) return std::nullopt;
+    if (!c.ok() || !space.IsValid(*c)) return std::nullopt;
     auto index = space.Encode(*c);
     return index.ok() ? std::optional<ConfigIndex>(*index) : std::nullopt;
   };

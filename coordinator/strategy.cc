@@ -22,7 +22,7 @@ class ExhaustiveStrategy final : public Strategy {
     while (cursor_ < space_.size() && b.configs.size() < max_configs) {
       ConfigIndex i = cursor_++;
       space_.DecodeInto(i, config_);
-      if (!space_.Validate(config_).ok()) continue;
+      if (!space_.IsValid(config_)) continue;
       if (taken && taken(i)) {
         hole = true;
         continue;
@@ -110,7 +110,7 @@ class RandomStrategy final : public Strategy {
           continue;
         }
         space_.DecodeInto(i, config_);
-        if (!space_.Validate(config_).ok()) {
+        if (!space_.IsValid(config_)) {
           ++misses;
           continue;
         }

@@ -316,15 +316,15 @@ Result<SearchSpace> Conv2dTilingSpace(const Conv2dShape& shape, const SocSpec& s
   const int64_t in_bytes = DTypeBytes(shape.in_dtype);
   constraints.push_back(
       {"L1 capacity (input window)",
-       [shape, l1_size, in_bytes](const SearchSpace&, const Config& c) -> std::string {
+       [shape, l1_size, in_bytes](const SearchSpace&, const Config& c, std::string* why) -> bool {
          const MatmulTiling t = MatmulTilingFromConfig(c);
          const int64_t window = Conv2dWindowL1Bytes(shape, t);
          const int64_t b_chunk = t.step_kb * t.base_k * t.step_n * t.base_n * in_bytes;
          const int64_t bytes = 2 * (window + b_chunk);
-         if (bytes <= l1_size) return {};
-         return "2*(input window of a stepM*baseM block for a stepKa*baseK chunk (" +
+         if (bytes <= l1_size) return true;
+         return Violated(why, [&] { return "2*(input window of a stepM*baseM block for a stepKa*baseK chunk (" +
                 Str(window) + " B) + stepKb*baseK*stepN*baseN*in_bytes) = " + Str(bytes) +
-                " B exceeds l1_size " + Str(l1_size) + " B";
+                " B exceeds l1_size " + Str(l1_size) + " B"; });
        }});
   return SearchSpace::Create(MatmulTilingParameters(gemm, soc), std::move(constraints));
 }
@@ -341,7 +341,7 @@ Result<MatmulTiling> Conv2dDefaultTiling(const Conv2dShape& shape, const SocSpec
       MatmulTiling t = start;
       t.base_m = base_m;
       t.base_k = base_k;
-      if (space.Validate(MatmulConfigFromTiling(t)).ok()) return t;
+      if (space.IsValid(MatmulConfigFromTiling(t))) return t;
     }
   }
   return InvalidArgument("Conv2D x's in_w=" + Str(shape.in_w) +

@@ -235,31 +235,33 @@ Result<SearchSpace> FusedCubeTilingSpace(const FusedCubeShape& shape, const SocS
   std::vector<SearchSpace::Constraint> constraints;
   // The cube op's own constraints, on the config's first 13 values; the reason keeps
   // their names ("L0A capacity: ...").
-  constraints.push_back({"cube tiling", [cube](const SearchSpace&, const Config& c) -> std::string {
+  constraints.push_back({"cube tiling", [cube](const SearchSpace&, const Config& c, std::string* why) {
                            // Reused per thread: spaces validate millions of configs.
                            thread_local Config prefix;
                            prefix.assign(c.begin(), c.begin() + kFusedEpiSplitParam);
+                           if (!why) return cube->IsValid(prefix);
                            Status valid = cube->Validate(prefix);
-                           return valid.ok() ? std::string() : valid.message();
+                           if (!valid.ok()) *why = valid.message();
+                           return valid.ok();
                          }});
-  constraints.push_back({"epilogue split fits the tile", [shape, spec](const SearchSpace&, const Config& c) -> std::string {
+  constraints.push_back({"epilogue split fits the tile", [shape, spec](const SearchSpace&, const Config& c, std::string* why) -> bool {
                            const int64_t split = FusedEpiSplitFromConfig(c);
                            const EpilogueBlocking b = ComputeEpilogueBlocking(shape, FusedCubeTilingFromConfig(c), split, spec);
                            if (split > b.rows_per_vector) {
-                             return "epiSplit=" + N(split) + " exceeds the " + N(b.rows_per_vector) +
-                                    " rows of a baseM tile each vector core takes";
+                             return Violated(why, [&] { return "epiSplit=" + N(split) + " exceeds the " + N(b.rows_per_vector) +
+                                    " rows of a baseM tile each vector core takes"; });
                            }
-                           return {};
+                           return true;
                          }});
-  constraints.push_back({"epilogue UB capacity", [shape, spec](const SearchSpace&, const Config& c) -> std::string {
+  constraints.push_back({"epilogue UB capacity", [shape, spec](const SearchSpace&, const Config& c, std::string* why) -> bool {
                            const int64_t split = FusedEpiSplitFromConfig(c);
                            const EpilogueBlocking b = ComputeEpilogueBlocking(shape, FusedCubeTilingFromConfig(c), split, spec);
                            if (b.ub_bytes > spec.ub_size) {
-                             return "UB footprint of an epilogue sub-tile sub_rows*baseN*(accumulator+operands+output+temps bytes)*2 = " +
+                             return Violated(why, [&] { return "UB footprint of an epilogue sub-tile sub_rows*baseN*(accumulator+operands+output+temps bytes)*2 = " +
                                     N(b.sub_rows) + "*" + N(c[1]) + "*" + N(b.bytes_per_element) + "*2 = " + B(b.ub_bytes) +
-                                    " exceeds ub_size " + B(spec.ub_size) + " (raise epiSplit or lower baseM/baseN)";
+                                    " exceeds ub_size " + B(spec.ub_size) + " (raise epiSplit or lower baseM/baseN)"; });
                            }
-                           return {};
+                           return true;
                          }});
   return SearchSpace::Create(std::move(params), std::move(constraints));
 }
@@ -281,7 +283,7 @@ Result<Config> FusedCubeDefaultConfig(const FusedCubeShape& shape, const SocSpec
     for (int64_t split : kEpiSplits) {
       Config c = MatmulConfigFromTiling(t);
       c.push_back(split);
-      if (space.Validate(c).ok()) return c;
+      if (space.IsValid(c)) return c;
     }
   }
   return Internal("no fused default tiling fits (a bug)");

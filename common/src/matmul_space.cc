@@ -284,56 +284,56 @@ std::vector<SearchSpace::Constraint> MatmulTilingConstraints(const MatmulShape& 
   auto tiling = [](const Config& c) { return MatmulTilingFromConfig(c); };
   std::vector<SearchSpace::Constraint> constraints = {
       {"base block fits the shape",
-       [shape, tiling](const SearchSpace&, const Config& c) -> std::string {
+       [shape, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
          MatmulTiling t = tiling(c);
          MatmulBlocking b = ComputeMatmulBlocking(shape, t);
-         if (t.base_m > b.pad_m) return "baseM=" + std::to_string(t.base_m) + " exceeds M rounded up to 16 (" + std::to_string(b.pad_m) + ")";
-         if (t.base_n > b.pad_n) return "baseN=" + std::to_string(t.base_n) + " exceeds N rounded up to 16 (" + std::to_string(b.pad_n) + ")";
-         if (t.base_k > b.pad_k) return "baseK=" + std::to_string(t.base_k) + " exceeds K rounded up to 16 (" + std::to_string(b.pad_k) + ")";
-         return {};
+         if (t.base_m > b.pad_m) return Violated(why, [&] { return "baseM=" + std::to_string(t.base_m) + " exceeds M rounded up to 16 (" + std::to_string(b.pad_m) + ")"; });
+         if (t.base_n > b.pad_n) return Violated(why, [&] { return "baseN=" + std::to_string(t.base_n) + " exceeds N rounded up to 16 (" + std::to_string(b.pad_n) + ")"; });
+         if (t.base_k > b.pad_k) return Violated(why, [&] { return "baseK=" + std::to_string(t.base_k) + " exceeds K rounded up to 16 (" + std::to_string(b.pad_k) + ")"; });
+         return true;
        }},
       {"steps fit the shape",
-       [shape, tiling](const SearchSpace&, const Config& c) -> std::string {
+       [shape, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
          MatmulTiling t = tiling(c);
          MatmulBlocking b = ComputeMatmulBlocking(shape, t);
          int64_t k_tiles = CeilDiv(shape.k, t.base_k);
-         if (t.step_m > b.tiles_m) return "stepM=" + std::to_string(t.step_m) + " exceeds the " + std::to_string(b.tiles_m) + " baseM tiles of M";
-         if (t.step_n > b.tiles_n) return "stepN=" + std::to_string(t.step_n) + " exceeds the " + std::to_string(b.tiles_n) + " baseN tiles of N";
-         if (t.step_ka > k_tiles) return "stepKa=" + std::to_string(t.step_ka) + " exceeds the " + std::to_string(k_tiles) + " baseK tiles of K";
-         if (t.step_kb > k_tiles) return "stepKb=" + std::to_string(t.step_kb) + " exceeds the " + std::to_string(k_tiles) + " baseK tiles of K";
-         return {};
+         if (t.step_m > b.tiles_m) return Violated(why, [&] { return "stepM=" + std::to_string(t.step_m) + " exceeds the " + std::to_string(b.tiles_m) + " baseM tiles of M"; });
+         if (t.step_n > b.tiles_n) return Violated(why, [&] { return "stepN=" + std::to_string(t.step_n) + " exceeds the " + std::to_string(b.tiles_n) + " baseN tiles of N"; });
+         if (t.step_ka > k_tiles) return Violated(why, [&] { return "stepKa=" + std::to_string(t.step_ka) + " exceeds the " + std::to_string(k_tiles) + " baseK tiles of K"; });
+         if (t.step_kb > k_tiles) return Violated(why, [&] { return "stepKb=" + std::to_string(t.step_kb) + " exceeds the " + std::to_string(k_tiles) + " baseK tiles of K"; });
+         return true;
        }},
       {"L0A capacity",
-       [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+       [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
          MatmulBlocking b = ComputeMatmulBlocking(shape, tiling(c));
-         if (b.l0a_bytes > spec.l0_a_size) return "baseM*baseK*in_bytes*(1+dbL0A) = " + B(b.l0a_bytes) + " exceeds l0_a_size " + B(spec.l0_a_size);
-         return {};
+         if (b.l0a_bytes > spec.l0_a_size) return Violated(why, [&] { return "baseM*baseK*in_bytes*(1+dbL0A) = " + B(b.l0a_bytes) + " exceeds l0_a_size " + B(spec.l0_a_size); });
+         return true;
        }},
       {"L0B capacity",
-       [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+       [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
          MatmulBlocking b = ComputeMatmulBlocking(shape, tiling(c));
-         if (b.l0b_bytes > spec.l0_b_size) return "baseK*baseN*in_bytes*(1+dbL0B) = " + B(b.l0b_bytes) + " exceeds l0_b_size " + B(spec.l0_b_size);
-         return {};
+         if (b.l0b_bytes > spec.l0_b_size) return Violated(why, [&] { return "baseK*baseN*in_bytes*(1+dbL0B) = " + B(b.l0b_bytes) + " exceeds l0_b_size " + B(spec.l0_b_size); });
+         return true;
        }},
       {"L0C capacity",
-       [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+       [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
          MatmulBlocking b = ComputeMatmulBlocking(shape, tiling(c));
-         if (b.l0c_bytes > spec.l0_c_size) return "baseM*baseN*4*(1+dbL0C) = " + B(b.l0c_bytes) + " exceeds l0_c_size " + B(spec.l0_c_size);
-         return {};
+         if (b.l0c_bytes > spec.l0_c_size) return Violated(why, [&] { return "baseM*baseN*4*(1+dbL0C) = " + B(b.l0c_bytes) + " exceeds l0_c_size " + B(spec.l0_c_size); });
+         return true;
        }},
       {"L1 capacity",
-       [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+       [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
          MatmulBlocking b = ComputeMatmulBlocking(shape, tiling(c));
-         if (b.l1_bytes > spec.l1_size) return "2*(stepM*baseM*stepKa*baseK + stepKb*baseK*stepN*baseN)*in_bytes = " + B(b.l1_bytes) + " exceeds l1_size " + B(spec.l1_size);
-         return {};
+         if (b.l1_bytes > spec.l1_size) return Violated(why, [&] { return "2*(stepM*baseM*stepKa*baseK + stepKb*baseK*stepN*baseN)*in_bytes = " + B(b.l1_bytes) + " exceeds l1_size " + B(spec.l1_size); });
+         return true;
        }},
       {"cores have blocks",
-       [shape, tiling](const SearchSpace&, const Config& c) -> std::string {
+       [shape, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
          MatmulTiling t = tiling(c);
          MatmulBlocking b = ComputeMatmulBlocking(shape, t);
          int64_t work = b.blocks * shape.batch;
-         if (t.used_cores > work) return "usedCores=" + std::to_string(t.used_cores) + " exceeds the " + std::to_string(work) + " L1 blocks to hand out";
-         return {};
+         if (t.used_cores > work) return Violated(why, [&] { return "usedCores=" + std::to_string(t.used_cores) + " exceeds the " + std::to_string(work) + " L1 blocks to hand out"; });
+         return true;
        }},
   };
   return constraints;

@@ -101,12 +101,20 @@ Status SearchSpace::Validate(const Config& config) const {
     return InvalidArgument("config has " + std::to_string(config.size()) + " values, space has " +
                            std::to_string(params_.size()) + " parameters");
   }
+  std::string reason;
   for (const Constraint& c : constraints_) {
-    std::string reason = c.check(*this, config);
-    if (!reason.empty()) return InvalidArgument(c.name + ": " + reason);
+    if (!c.check(*this, config, &reason)) return InvalidArgument(c.name + ": " + reason);
   }
   return Status::Ok();
 }
+
+bool SearchSpace::IsValid(const Config& config) const {
+  assert(config.size() == params_.size());
+  return std::all_of(constraints_.begin(), constraints_.end(),
+                     [&](const Constraint& c) { return c.check(*this, config, nullptr); });
+}
+
+bool SearchSpace::IsValidIndex(ConfigIndex index) const { return index < size_ && IsValid(Decode(index)); }
 
 Status SearchSpace::ValidateIndex(ConfigIndex index) const {
   if (index >= size_) {
@@ -120,14 +128,7 @@ void SearchSpace::ForEachValid(const std::function<bool(ConfigIndex)>& fn) const
   Config config;
   for (ConfigIndex i = 0; i < size_; ++i) {
     DecodeInto(i, config);
-    bool valid = true;
-    for (const Constraint& c : constraints_) {
-      if (!c.check(*this, config).empty()) {
-        valid = false;
-        break;
-      }
-    }
-    if (valid && !fn(i)) return;
+    if (IsValid(config) && !fn(i)) return;
   }
 }
 

@@ -355,78 +355,78 @@ Result<SearchSpace> VectorTilingSpace(const VectorShape& shape, const SocSpec& s
   switch (shape.family) {
     case VectorFamily::kElementwise:
       constraints.push_back(
-          {"tile alignment", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+          {"tile alignment", [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
              const VectorTiling t = tiling(c);
              for (DType d : {shape.dtype, shape.out_dtype}) {
                const int64_t bytes = t.tile_length * DTypeBytes(d);
                if (bytes % spec.ubblock_size != 0) {
-                 return "tileLength*bytes = " + N(t.tile_length) + "*" + N(DTypeBytes(d)) + " = " + B(bytes) + " (" +
-                        std::string(DTypeName(d)) + ") is not a multiple of ubblock_size " + B(spec.ubblock_size);
+                 return Violated(why, [&] { return "tileLength*bytes = " + N(t.tile_length) + "*" + N(DTypeBytes(d)) + " = " + B(bytes) + " (" +
+                        std::string(DTypeName(d)) + ") is not a multiple of ubblock_size " + B(spec.ubblock_size); });
                }
              }
-             return {};
+             return true;
            }});
       constraints.push_back(
-          {"UB capacity", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+          {"UB capacity", [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
              const VectorTiling t = tiling(c);
              const VectorBlocking b = ComputeVectorBlocking(shape, t, spec);
              if (b.ub_bytes > spec.ub_size) {
-               return "UB footprint tileLength*bytes(inputs+outputs+temps)*bufferNum = " + N(t.tile_length) + "*" +
+               return Violated(why, [&] { return "UB footprint tileLength*bytes(inputs+outputs+temps)*bufferNum = " + N(t.tile_length) + "*" +
                       N(ElementwiseBytesPerElement(shape)) + "*" + N(t.buffer_num) + " = " + B(b.ub_bytes) +
-                      " exceeds ub_size " + B(spec.ub_size);
+                      " exceeds ub_size " + B(spec.ub_size); });
              }
-             return {};
+             return true;
            }});
       break;
     case VectorFamily::kRowwise:
       constraints.push_back(
-          {"UB capacity", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+          {"UB capacity", [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
              const VectorTiling t = tiling(c);
              const VectorBlocking b = ComputeVectorBlocking(shape, t, spec);
              if (b.ub_bytes > spec.ub_size) {
-               return "UB footprint of rowsPerTile=" + N(t.rows_per_tile) + " rows (" + B(b.row_bytes_padded) +
+               return Violated(why, [&] { return "UB footprint of rowsPerTile=" + N(t.rows_per_tile) + " rows (" + B(b.row_bytes_padded) +
                       " padded per input row, with outputs and temps) * bufferNum " + N(t.buffer_num) + " = " +
                       B(b.ub_bytes) + " exceeds ub_size " + B(spec.ub_size) +
-                      " (rowsPerTile=1 streams a row that does not fit, at a second HBM pass)";
+                      " (rowsPerTile=1 streams a row that does not fit, at a second HBM pass)"; });
              }
-             return {};
+             return true;
            }});
       break;
     case VectorFamily::kTranspose:
       constraints.push_back(
-          {"tile alignment", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+          {"tile alignment", [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
              const VectorTiling t = tiling(c);
              const int64_t bytes = DTypeBytes(shape.dtype);
              if (t.tile_cols * bytes % spec.ubblock_size != 0) {
-               return "tileCols*bytes = " + B(t.tile_cols * bytes) + " (a loaded row) is not a multiple of ubblock_size " +
-                      B(spec.ubblock_size);
+               return Violated(why, [&] { return "tileCols*bytes = " + B(t.tile_cols * bytes) + " (a loaded row) is not a multiple of ubblock_size " +
+                      B(spec.ubblock_size); });
              }
              if (t.tile_rows * bytes % spec.ubblock_size != 0) {
-               return "tileRows*bytes = " + B(t.tile_rows * bytes) + " (a stored row) is not a multiple of ubblock_size " +
-                      B(spec.ubblock_size);
+               return Violated(why, [&] { return "tileRows*bytes = " + B(t.tile_rows * bytes) + " (a stored row) is not a multiple of ubblock_size " +
+                      B(spec.ubblock_size); });
              }
-             return {};
+             return true;
            }});
       constraints.push_back(
-          {"UB capacity", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+          {"UB capacity", [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
              const VectorTiling t = tiling(c);
              const VectorBlocking b = ComputeVectorBlocking(shape, t, spec);
              if (b.ub_bytes > spec.ub_size) {
-               return "UB footprint tileRows*tileCols*bytes*2 (in+out)*2 (ping-pong) = " + B(b.ub_bytes) +
-                      " exceeds ub_size " + B(spec.ub_size);
+               return Violated(why, [&] { return "UB footprint tileRows*tileCols*bytes*2 (in+out)*2 (ping-pong) = " + B(b.ub_bytes) +
+                      " exceeds ub_size " + B(spec.ub_size); });
              }
-             return {};
+             return true;
            }});
       break;
   }
   constraints.push_back(
-      {"cores have tiles", [shape, spec, tiling](const SearchSpace&, const Config& c) -> std::string {
+      {"cores have tiles", [shape, spec, tiling](const SearchSpace&, const Config& c, std::string* why) -> bool {
          const VectorTiling t = tiling(c);
          const VectorBlocking b = ComputeVectorBlocking(shape, t, spec);
          if (t.used_cores > b.tiles) {
-           return "usedCores=" + N(t.used_cores) + " exceeds the " + N(b.tiles) + " tiles to hand out";
+           return Violated(why, [&] { return "usedCores=" + N(t.used_cores) + " exceeds the " + N(b.tiles) + " tiles to hand out"; });
          }
-         return {};
+         return true;
        }});
   return SearchSpace::Create(std::move(params), std::move(constraints));
 }

@@ -73,7 +73,7 @@ double GuidedStrategy::Latency(ConfigIndex i) const {
 
 bool GuidedStrategy::Usable(ConfigIndex i, const Taken& taken) {
   if (i >= space_.size() || proposed_.count(i) || results_.count(i) || (taken && taken(i))) return false;
-  return space_.ValidateIndex(i).ok();
+  return space_.IsValidIndex(i);
 }
 
 std::optional<ConfigIndex> GuidedStrategy::RandomUsable(const Taken& taken) {

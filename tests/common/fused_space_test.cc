@@ -35,6 +35,33 @@ using FusedSpace = FusedSpaceTest;
 
 const OpKey kFfn1 = Key("FusedMatMul", {{{4096, 768}}, {{768, 3072}}, {{3072}}}, {{"epilogue", "BiasAdd,Gelu"}});
 
+// Every kind of space's constraints answer a scan (no reason) as they answer Validate:
+// the reasons are built apart from the checks, so the two must not drift.
+TEST_F(FusedSpace, EveryKindOfSpaceAnswersAScanAsItsValidate) {
+  const std::vector<OpKey> keys = {
+      Key("MatMul", {{{32, 32}}, {{32, 64}}}, {}),
+      Key("Conv2D", {{{1, 64, 56, 56}}, {{64, 64, 3, 3}}}, {{"pads", "1"}}),
+      Key("FusedMatMul", {{{256, 768}}, {{768, 3072}}, {{3072}}}, {{"epilogue", "BiasAdd,Gelu"}}),
+      Key("Add", {{{4096, 768}}, {{4096, 768}}}, {}),
+      Key("LayerNorm", {{{4096, 768}}, {{768}}, {{768}}}, {}),
+      Key("Transpose", {{{1024, 768}}}, {{"perm", "1,0"}}),
+  };
+  for (const OpKey& key : keys) {
+    auto p = MakeTuningProblem(key, soc());
+    ASSERT_TRUE(p.ok()) << key.Display() << ": " << p.status().ToString();
+    const SearchSpace& s = p->space;
+    const ConfigIndex stride = std::max<ConfigIndex>(1, s.size() / 20000);
+    size_t valid = 0, checked = 0;
+    for (ConfigIndex i = 0; i < s.size(); i += stride, ++checked) {
+      const Status v = s.ValidateIndex(i);
+      ASSERT_EQ(s.IsValidIndex(i), v.ok()) << key.Display() << " config " << s.Describe(s.Decode(i)) << ": " << v.ToString();
+      valid += v.ok();
+    }
+    EXPECT_GT(valid, 0u) << key.Display();
+    EXPECT_LT(valid, checked) << key.Display() << ": no constraint was exercised";
+  }
+}
+
 TEST_F(FusedSpace, AFusedMatMulIsTheMatMulSpacePlusAnEpilogueSplit) {
   auto p = MakeTuningProblem(kFfn1, soc());
   ASSERT_TRUE(p.ok()) << p.status().ToString();

@@ -11,9 +11,9 @@ namespace {
 SearchSpace MakeSpace() {
   std::vector<Parameter> params = {{"a", {1, 2, 4}}, {"b", {10, 20}}, {"c", {0, 1, 2, 3, 5}}};
   std::vector<SearchSpace::Constraint> constraints = {
-      {"a*c bounded", [](const SearchSpace& s, const Config& c) -> std::string {
+      {"a*c bounded", [](const SearchSpace& s, const Config& c, std::string* why) -> bool {
          int64_t p = s.Get(c, "a") * s.Get(c, "c");
-         return p > 8 ? "a*c = " + std::to_string(p) + " exceeds 8" : "";
+         return p <= 8 || Violated(why, [&] { return "a*c = " + std::to_string(p) + " exceeds 8"; });
        }}};
   return std::move(SearchSpace::Create(params, constraints)).value();
 }
@@ -79,6 +79,36 @@ TEST(SearchSpace, EnumerateValidMatchesValidate) {
   EXPECT_EQ(valid.size(), expected);
   EXPECT_LT(valid.size(), s.size());
   for (ConfigIndex i : valid) EXPECT_TRUE(s.ValidateIndex(i).ok());
+}
+
+// Scans ask for no reason: IsValid answers as Validate does and builds none, so a
+// strategy scanning a sparse space does not format a message per config it skips.
+TEST(SearchSpace, IsValidAnswersAsValidateAndBuildsNoReason) {
+  int reasons = 0;
+  SearchSpace s = SearchSpace::Create({{"a", {1, 2, 4}}, {"b", {10, 20}}, {"c", {0, 1, 2, 3, 5}}},
+                                      {{"a*c bounded", [&reasons](const SearchSpace& sp, const Config& c, std::string* why) {
+                                          const int64_t p = sp.Get(c, "a") * sp.Get(c, "c");
+                                          return p <= 8 || Violated(why, [&] {
+                                                   ++reasons;
+                                                   return "a*c = " + std::to_string(p) + " exceeds 8";
+                                                 });
+                                        }}})
+                      .value();
+  size_t valid = 0;
+  for (ConfigIndex i = 0; i < s.size(); ++i) valid += s.IsValidIndex(i);
+  s.ForEachValid([](ConfigIndex) { return true; });
+  EXPECT_EQ(reasons, 0) << "a scan built reasons";
+  size_t validated = 0;
+  for (ConfigIndex i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s.IsValidIndex(i), s.ValidateIndex(i).ok()) << i;
+    EXPECT_EQ(s.IsValid(s.Decode(i)), s.ValidateIndex(i).ok()) << i;
+    validated += s.ValidateIndex(i).ok();
+  }
+  EXPECT_EQ(valid, validated);
+  EXPECT_GT(valid, 0u);
+  EXPECT_LT(valid, s.size());
+  EXPECT_EQ(reasons, static_cast<int>(3 * (s.size() - valid))) << "each of the 3 Validate calls a config builds one reason";
+  EXPECT_FALSE(s.IsValidIndex(s.size())) << "an index outside the space";
 }
 
 TEST(SearchSpace, CreateRejectsBadParameters) {

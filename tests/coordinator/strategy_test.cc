@@ -15,8 +15,8 @@ namespace {
 SearchSpace Space() {
   return SearchSpace::Create(
              {{"a", {1, 2, 3, 4, 5, 6, 7, 8}}, {"b", {1, 2, 3, 4, 5, 6, 7, 8}}, {"c", {0, 1, 2}}},
-             {{"a+b<=12", [](const SearchSpace& s, const Config& c) -> std::string {
-                return s.Get(c, "a") + s.Get(c, "b") > 12 ? "too big" : "";
+             {{"a+b<=12", [](const SearchSpace& s, const Config& c, std::string* why) -> bool {
+                return s.Get(c, "a") + s.Get(c, "b") <= 12 || Violated(why, [] { return std::string("too big"); });
               }}})
       .value();
 }
