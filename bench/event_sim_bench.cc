@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_keys.h"
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/event_sim.h"
 #include "worker/sim/simulator.h"
@@ -16,14 +17,7 @@
 namespace {
 
 using tunefleet::OpKey;
-
-OpKey Key(const std::string& op, std::vector<std::vector<int64_t>> shapes) {
-  OpKey key;
-  key.soc = "Ascend910B2";
-  key.op_type = op;
-  for (auto& s : shapes) key.inputs.push_back({std::move(s), "float16", "ND"});
-  return key;
-}
+using tunefleet::bench::Key;
 
 // The layer's op launches (Q/K/V fused into one [768 x 2304] projection).
 std::vector<OpKey> BertLayer() {

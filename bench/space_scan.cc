@@ -10,19 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_keys.h"
 #include "tunefleet/common/tuning_problem.h"
 
 namespace {
 
 using namespace tunefleet;
-
-OpKey Key(const std::string& op, std::vector<std::vector<int64_t>> shapes) {
-  OpKey key;
-  key.soc = "Ascend910B2";
-  key.op_type = op;
-  for (auto& s : shapes) key.inputs.push_back({std::move(s), "float16", "ND"});
-  return key;
-}
+using bench::Key;
 
 template <typename IsValid>
 double ScanNsPerConfig(const SearchSpace& space, IsValid&& is_valid, size_t& valid) {
