@@ -94,13 +94,13 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   cmd->add_option("--seed", f.seed, "seed of the strategy and of measurement noise")
       ->capture_default_str()
       ->check(Count());
-  cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--job-size", f.job_size, "configs per job (0 = coordinator default)")->check(CLI::Range(0u, protocol::kMaxJobSize));
   cmd->add_flag("--force", f.force, "re-tune ops already in the knowledge base");
   cmd->add_option("--priority", f.priority,
                   "higher goes first: workers serve a submission only with the slots higher-priority ones cannot use "
                   "(default 0; negative for background work)")
       ->capture_default_str()
-      ->check(CLI::Range(-1000, 1000));
+      ->check(CLI::Range(-protocol::kMaxPriority, protocol::kMaxPriority));
   cmd->add_flag("--warm-start", f.warm_start, "first try the best configs of the nearest tuned shapes of each op");
   cmd->add_flag("--fuse", f.fuse, "a model: fuse it first, as `tunefleet fuse` does (subgraph tuning), and tune the "
                                   "fused graph's kernels; the fused graph is written for `report`");

@@ -122,24 +122,14 @@ std::string KbText(const std::string& name, const client::KbView& e) {
   return s;
 }
 
+// The entry as `cache export` writes it (one parser reads both; lookup wrote
+// timestamp_unix_ms where export writes timestamp_ms), with what the lookup adds.
 nlohmann::json KbJson(const std::string& name, const client::KbView& e) {
-  nlohmann::json j;
+  nlohmann::json j = KbEntryToJson(e);
   j["name"] = name;
   j["found"] = true;
   j["approximate"] = e.approximate;
   j["distance"] = e.distance;
-  j["op_key"] = OpKeyToJson(e.key);
-  j["op_key_hash"] = HashOpKey(e.key).Hex();
-  j["best_config_index"] = e.best_index;
-  j["best_config"] = nlohmann::json::object();
-  for (const auto& [k, v] : e.best_config) j["best_config"][k] = v;
-  j["best_latency_us"] = e.best_latency_us;
-  j["baseline_latency_us"] = e.baseline_latency_us;
-  j["improvement"] = e.improvement;
-  j["strategy"] = e.strategy;
-  j["evaluations"] = e.evaluations;
-  j["job_id"] = e.job_id;
-  j["timestamp_unix_ms"] = e.timestamp_ms;
   return j;
 }
 

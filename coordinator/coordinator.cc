@@ -1597,6 +1597,15 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   std::string strategy = req.getStrategy();
   if (strategy.empty()) strategy = "auto";
   if (!(req.getBudgetSeconds() >= 0)) return InvalidArgument("budget seconds must be >= 0 (0: no time limit)");
+  // The CLI's ranges, for any client: a job of 2^32 configs planned in one turn.
+  if (req.getJobSize() > protocol::kMaxJobSize) {
+    return InvalidArgument(fmt::format("job size {} exceeds {} configs per job (0: the coordinator's default)",
+                                       req.getJobSize(), protocol::kMaxJobSize));
+  }
+  if (std::abs(static_cast<int64_t>(req.getPriority())) > protocol::kMaxPriority) {
+    return InvalidArgument(fmt::format("priority {} is outside -{}..{} (0 is the default; higher goes first)",
+                                       req.getPriority(), protocol::kMaxPriority, protocol::kMaxPriority));
+  }
   TF_RETURN_IF_ERROR(CheckStrategyName(strategy));
   const uint64_t total_budget = req.getTotalBudget();
   TF_RETURN_IF_ERROR(ParseSchedulerName(req.getScheduler()).status());

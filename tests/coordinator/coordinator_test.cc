@@ -1598,6 +1598,25 @@ TEST_F(CoordinatorTest, AKeyOfAnotherSimulatorVersionIsRefused) {
   EXPECT_NE(r.status().message().find("characters ...]"), std::string::npos) << r.status().message().substr(0, 300);
 }
 
+// Another client than the CLI is held to the CLI's ranges (a job of 2^32 configs would be
+// planned in one turn of the loop).
+TEST_F(CoordinatorTest, AJobSizeOrPriorityBeyondTheCliRangesIsRefused) {
+  client::Client client(ctx_, options_.client_endpoint);
+  auto refusal = [&](uint32_t job_size, int32_t priority) {
+    client::SubmitSpec spec = RandomSearch(4, 1);
+    spec.job_size = job_size;
+    spec.priority = priority;
+    auto r = client.Submit(spec);
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(refusal(protocol::kMaxJobSize + 1, 0).find("job size 1048577 exceeds 1048576 configs per job"),
+            std::string::npos);
+  EXPECT_NE(refusal(std::numeric_limits<uint32_t>::max(), 0).find("exceeds"), std::string::npos);
+  EXPECT_NE(refusal(0, 1001).find("priority 1001 is outside -1000..1000"), std::string::npos);
+  EXPECT_NE(refusal(0, std::numeric_limits<int32_t>::min()).find("is outside"), std::string::npos);
+  EXPECT_EQ(refusal(protocol::kMaxJobSize, -protocol::kMaxPriority), "") << "the bounds themselves are accepted";
+}
+
 TEST_F(CoordinatorTest, UnknownSchedulerOrWrongWeightCountIsRejected) {
   client::Client client(ctx_, options_.client_endpoint);
   client::SubmitSpec spec;
@@ -1660,6 +1679,13 @@ TEST_F(CoordinatorTest, NearestLookupAndWarmStartUseTheClosestTunedShape) {
   EXPECT_EQ(answer["op_key"], OpKeyToJson(SmallMatmul(32)));
   EXPECT_EQ(answer["requested_op_key"], OpKeyToJson(SmallMatmul(64)));
   EXPECT_FALSE(cli::LookupJson("q", SmallMatmul(64), (*exact)[0]).contains("requested_op_key"));
+  // Without what the lookup adds, an answer is the entry's `cache export` line, so one
+  // parser reads both (it wrote timestamp_unix_ms where export writes timestamp_ms).
+  nlohmann::json as_export = answer;
+  for (const char* added : {"name", "found", "approximate", "distance", "requested_op_key"}) as_export.erase(added);
+  EXPECT_EQ(as_export, KbEntryToJson(*(*near)[0]));
+  ASSERT_TRUE(KbEntryFromJson(as_export).ok()) << KbEntryFromJson(as_export).status().ToString();
+  EXPECT_GT(answer["timestamp_ms"].get<int64_t>(), 0);
 
   // Warm start: right after the baseline, the neighbour's best config (as it reads in the
   // new key's space) is measured.

@@ -32,6 +32,10 @@ inline constexpr uint32_t kKbPageMax = 1000;
 inline constexpr uint32_t kKbImportMax = 1000;
 // Default configs per job and evaluations per streamed result chunk.
 inline constexpr uint32_t kDefaultJobSize = 512;
+// What a submission may ask for (the CLI's ranges; the coordinator refuses more from
+// any client): configs per job, and priorities either side of the default 0.
+inline constexpr uint32_t kMaxJobSize = 1u << 20;
+inline constexpr int32_t kMaxPriority = 1000;
 inline constexpr uint32_t kResultChunk = 128;
 // A chunk goes out also when this long has passed since the last one: each chunk renews
 // the job's lease (kLeaseFloor from its arrival), so slow evaluations -- real hardware,
