@@ -82,6 +82,38 @@ bool Graph::IsWeight(const std::string& tensor) const {
   return false;
 }
 
+GraphIndex::GraphIndex(const Graph& graph) : graph_(graph) {
+  // In FindTensor's order, the first of a name kept.
+  for (const auto& t : graph.inputs) by_name_.try_emplace(t.name, Entry{&t});
+  for (const auto& t : graph.weights) by_name_.try_emplace(t.name, Entry{&t}).first->second.weight = true;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    for (const auto& t : graph.nodes[i].outputs) {
+      Entry& e = by_name_.try_emplace(t.name, Entry{&t}).first->second;
+      if (e.producer < 0) e.producer = static_cast<int>(i);
+    }
+  }
+}
+
+const GraphIndex::Entry* GraphIndex::Find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &it->second;
+}
+
+const NamedTensor* GraphIndex::FindTensor(const std::string& name) const {
+  const Entry* e = Find(name);
+  return e ? e->tensor : nullptr;
+}
+
+int GraphIndex::ProducerOf(const std::string& tensor) const {
+  const Entry* e = Find(tensor);
+  return e ? e->producer : -1;
+}
+
+bool GraphIndex::IsWeight(const std::string& tensor) const {
+  const Entry* e = Find(tensor);
+  return e && e->weight;
+}
+
 Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_override) {
   if (!j.is_object()) return InvalidArgument("graph: expected a JSON object with 'nodes'");
   TF_RETURN_IF_ERROR(CheckKnownFields(
@@ -269,21 +301,24 @@ Result<std::vector<OpKey>> BackwardGemmKeys(const OpKey& forward) {
 
 Result<std::vector<NamedKernel>> TunableKernels(const Graph& graph) {
   std::vector<NamedKernel> out;
+  const GraphIndex index(graph);
+  std::set<std::string_view> node_names;
+  if (graph.training) {
+    for (const GraphNode& node : graph.nodes) node_names.insert(node.name);
+  }
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const GraphNode& node = graph.nodes[i];
     if (node.IsView()) continue;
-    const OpKey key = NodeOpKey(graph, node);
+    const OpKey key = NodeOpKey(index, node);
     out.push_back({node.name, key, static_cast<int>(i), false});
     if (!graph.training) continue;
     auto backward = BackwardGemmKeys(key);
     if (!backward.ok()) return backward.status().WithContext("node '" + node.name + "' backward");
     for (size_t b = 0; b < backward->size(); ++b) {
       std::string name = node.name + kBackwardGemmSuffixes[b];
-      for (const GraphNode& other : graph.nodes) {
-        if (other.name == name) {
-          return InvalidArgument("node '" + name + "' is named like node '" + node.name +
-                                 "''s backward GEMM in a training graph: rename it");
-        }
+      if (node_names.contains(name)) {
+        return InvalidArgument("node '" + name + "' is named like node '" + node.name +
+                               "''s backward GEMM in a training graph: rename it");
       }
       out.push_back({std::move(name), (*backward)[b], static_cast<int>(i), true});
     }
@@ -319,11 +354,12 @@ nlohmann::json GraphToJson(const Graph& graph) {
 
 Result<std::vector<int>> TopologicalOrder(const Graph& graph) {
   const size_t n = graph.nodes.size();
+  const GraphIndex index(graph);
   std::vector<std::vector<int>> consumers(n);
   std::vector<int> missing(n, 0);
   for (size_t i = 0; i < n; ++i) {
     for (const auto& in : graph.nodes[i].inputs) {
-      int p = graph.ProducerOf(in);
+      int p = index.ProducerOf(in);
       if (p >= 0) {
         consumers[p].push_back(static_cast<int>(i));
         ++missing[i];
@@ -351,13 +387,17 @@ Result<std::vector<int>> TopologicalOrder(const Graph& graph) {
   return order;
 }
 
-OpKey NodeOpKey(const Graph& graph, const GraphNode& node) {
+namespace {
+
+// NodeOpKey through either lookup: find(name) gives the tensor or nullptr.
+template <typename Find>
+OpKey NodeOpKeyWith(const Graph& graph, const GraphNode& node, Find&& find) {
   OpKey key;
   key.soc = graph.soc;
   key.op_type = node.op_type;
   key.attrs = node.attrs;
   for (const auto& in : node.inputs) {
-    const NamedTensor* t = graph.FindTensor(in);
+    const NamedTensor* t = find(in);
     key.inputs.push_back(t ? t->desc : TensorDesc{});
   }
   // A cube op writes the dtype its node declares (out_dtype, matmul_space.h): an fp32
@@ -371,10 +411,21 @@ OpKey NodeOpKey(const Graph& graph, const GraphNode& node) {
   return key;
 }
 
+}  // namespace
+
+OpKey NodeOpKey(const Graph& graph, const GraphNode& node) {
+  return NodeOpKeyWith(graph, node, [&](const std::string& name) { return graph.FindTensor(name); });
+}
+
+OpKey NodeOpKey(const GraphIndex& index, const GraphNode& node) {
+  return NodeOpKeyWith(index.graph(), node, [&](const std::string& name) { return index.FindTensor(name); });
+}
+
 Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) {
+  const GraphIndex index(graph);
   for (const auto& node : graph.nodes) {
     if (node.IsView()) {
-      const NamedTensor* in = graph.FindTensor(node.inputs[0]);
+      const NamedTensor* in = node.inputs.empty() ? nullptr : index.FindTensor(node.inputs[0]);
       if (node.inputs.size() != 1 || node.outputs.size() != 1 || in == nullptr) {
         return InvalidArgument("node '" + node.name + "': Reshape takes one input and has one output");
       }
@@ -384,7 +435,7 @@ Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) {
       }
       continue;
     }
-    const OpKey key = NodeOpKey(graph, node);
+    const OpKey key = NodeOpKey(index, node);
     const NamedTensor& out = node.outputs[0];
     if (IsCubeGemmOpType(node.op_type) || node.op_type == "Conv2D") {
       // Before the op's own checks: an out_dtype they refuse came from this declaration.

@@ -3,6 +3,7 @@
 #include "worker/profile/graph_run.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -132,6 +133,50 @@ TEST(GraphRun, OpsRunInATopologicalOrderOfTheGraph) {
       int p = g.ProducerOf(in);
       if (p >= 0) {
         EXPECT_LT(position.at(g.nodes[p].name), position.at(node.name)) << node.name;
+      }
+    }
+  }
+}
+
+// Backward ops wait for the whole forward (one flag per backward op now, not a dependency
+// on every forward op: that list was quadratic in a training graph's size).
+TEST(GraphRun, EveryBackwardOpStartsAfterTheLastForwardOpEnds) {
+  for (const Graph& g : {TrainingMlp(1), TrainingMlp(4)}) {
+    RunProfile run = MustRun(g);
+    double forward_end = 0, backward_start = std::numeric_limits<double>::infinity();
+    size_t backward = 0;
+    for (const auto& op : run.ops) {
+      if (op.backward) {
+        backward_start = std::min(backward_start, op.start_us - op.launch_us);
+        ++backward;
+      } else {
+        forward_end = std::max(forward_end, op.EndUs());
+      }
+    }
+    EXPECT_EQ(backward, 3u) << g.name;
+    EXPECT_GE(backward_start + 1e-9, forward_end) << g.name;
+  }
+}
+
+// GraphIndex answers every lookup as the Graph's own scans do: names of inputs, weights,
+// node outputs (through views) and one the graph lacks.
+TEST(GraphRun, TheGraphIndexAnswersAsTheGraphsOwnLookups) {
+  for (const Graph& g : {testing::LoadExample("bert_base_layer.json"), TrainingMlp(1), SmallBranches()}) {
+    const GraphIndex index(g);
+    std::vector<std::string> names = {"no such tensor", ""};
+    for (const auto& t : g.inputs) names.push_back(t.name);
+    for (const auto& t : g.weights) names.push_back(t.name);
+    for (const auto& n : g.nodes) {
+      for (const auto& t : n.outputs) names.push_back(t.name);
+    }
+    for (const std::string& name : names) {
+      EXPECT_EQ(index.FindTensor(name), g.FindTensor(name)) << name;
+      EXPECT_EQ(index.ProducerOf(name), g.ProducerOf(name)) << name;
+      EXPECT_EQ(index.IsWeight(name), g.IsWeight(name)) << name;
+    }
+    for (const auto& n : g.nodes) {
+      if (!n.IsView()) {
+        EXPECT_EQ(NodeOpKey(index, n), NodeOpKey(g, n)) << n.name;
       }
     }
   }

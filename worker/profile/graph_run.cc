@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -97,7 +98,8 @@ struct Item {
   int node = -1;
   bool backward = false;
   bool view = false;
-  std::vector<int> deps;
+  std::vector<int> deps;       // items that must be done first (earlier in `items`)
+  bool after_forward = false;  // waits also for every forward item (a backward one)
   OpRecord record;
   double latency_us = 0;  // launch + duration: how long it holds its stream
   bool started = false, done = false;
@@ -138,12 +140,22 @@ MemoryPlan PlanMemory(std::vector<Buffer> buffers, int64_t weight_bytes) {
   plan.weight_bytes = weight_bytes;
   plan.buffers = static_cast<int>(buffers.size());
   for (const auto& b : buffers) plan.no_reuse_bytes += b.bytes;
+  // The most bytes live at once, by a sweep: a buffer is live from its allocation up to,
+  // not including, its free, so at one instant frees go before allocations. (Summing
+  // every buffer live at each allocation was quadratic: 100,000 nodes took minutes.)
+  std::vector<std::pair<double, int64_t>> events;  // (time, +bytes allocated / -bytes freed)
+  events.reserve(2 * buffers.size());
   for (const auto& b : buffers) {
-    int64_t live = 0;
-    for (const auto& o : buffers) {
-      if (o.alloc_us <= b.alloc_us && b.alloc_us < o.free_us) live += o.bytes;
+    events.emplace_back(b.alloc_us, b.bytes);
+    events.emplace_back(b.free_us, -b.bytes);
+  }
+  std::sort(events.begin(), events.end());
+  int64_t live = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    live += events[i].second;
+    if (i + 1 == events.size() || events[i + 1].first != events[i].first) {
+      plan.max_live_bytes = std::max(plan.max_live_bytes, live);
     }
-    plan.max_live_bytes = std::max(plan.max_live_bytes, live);
   }
   // Greedy by size (largest first), each at the lowest offset free of every placed buffer
   // whose lifetime overlaps: the usual heuristic of framework memory planners.
@@ -154,19 +166,40 @@ MemoryPlan PlanMemory(std::vector<Buffer> buffers, int64_t weight_bytes) {
     int64_t offset, bytes;
     double alloc_us, free_us;
   };
-  std::vector<Placed> placed;
+  // Looking at every placed buffer for each was quadratic. Long-lived ones (weights, a
+  // step's 1/64 or more) are few and always looked at; the others by allocation time: one
+  // that overlaps b was allocated before b's free and at most the longest such lifetime
+  // before b's allocation, so only that window is looked at.
+  double first = 0, last = 0;
+  for (const auto& b : buffers) {
+    first = std::min(first, b.alloc_us);
+    last = std::max(last, b.free_us);
+  }
+  const double long_lived = (last - first) / 64;
+  std::vector<Placed> placed_long;
+  std::multimap<double, Placed> placed;
+  double longest = 0;  // of those in `placed`
   for (const auto& b : buffers) {
     std::vector<std::pair<int64_t, int64_t>> taken;
-    for (const auto& p : placed) {
+    auto overlapping = [&](const Placed& p) {
       if (p.alloc_us < b.free_us && b.alloc_us < p.free_us) taken.emplace_back(p.offset, p.offset + p.bytes);
-    }
+    };
+    std::for_each(placed_long.begin(), placed_long.end(), overlapping);
+    const double from = b.alloc_us - longest * (1 + 1e-9) - 1e-9;
+    for (auto it = placed.lower_bound(from); it != placed.end() && it->first < b.free_us; ++it) overlapping(it->second);
     std::sort(taken.begin(), taken.end());
     int64_t offset = 0;
     for (const auto& [lo, hi] : taken) {
       if (offset + b.bytes <= lo) break;
       offset = std::max(offset, hi);
     }
-    placed.push_back({offset, b.bytes, b.alloc_us, b.free_us});
+    const Placed p{offset, b.bytes, b.alloc_us, b.free_us};
+    if (b.free_us - b.alloc_us >= long_lived) {
+      placed_long.push_back(p);
+    } else {
+      placed.emplace(b.alloc_us, p);
+      longest = std::max(longest, b.free_us - b.alloc_us);
+    }
     plan.with_reuse_bytes = std::max(plan.with_reuse_bytes, offset + b.bytes);
   }
   return plan;
@@ -186,6 +219,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   }
   TF_RETURN_IF_ERROR(ValidateGraphOps(graph, soc));
   TF_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(graph));
+  const GraphIndex index(graph);
   const int n = static_cast<int>(graph.nodes.size());
 
   // Kernel consumers of each tensor, looking through views.
@@ -203,11 +237,11 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
     it.node = idx;
     it.view = node.IsView();
     for (const auto& in : node.inputs) {
-      int p = graph.ProducerOf(in);
+      int p = index.ProducerOf(in);
       if (p >= 0) it.deps.push_back(fwd_item[p]);
     }
     if (!it.view) {
-      OpKey key = NodeOpKey(graph, node);
+      OpKey key = NodeOpKey(index, node);
       auto problem = MakeTuningProblem(key, soc);
       if (!problem.ok()) return problem.status().WithContext("node '" + node.name + "'");
       Config config = problem->default_config;
@@ -267,14 +301,14 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
       for (const auto& out : node.outputs) {
         for (int c : consumers[out.name]) it.deps.push_back(bwd_item[c]);
       }
-      for (int f = 0; f < forward_count; ++f) it.deps.push_back(f);
+      it.after_forward = forward_count > 0;  // one flag, not forward_count deps each
       if (!it.view) {
         it.record = items[fwd_item[idx]].record;
         it.record.name = node.name + "_grad";
         it.record.op_type = node.op_type + "Grad";
         it.record.backward = true;
         sim::KernelEstimate& e = it.record.estimate;
-        auto cube = CubeBackward(NodeOpKey(graph, node), soc, options.configs);
+        auto cube = CubeBackward(NodeOpKey(index, node), soc, options.configs);
         if (!cube.ok()) return cube.status().WithContext("node '" + node.name + "' backward");
         if (cube->has_value()) {
           e = **cube;
@@ -326,23 +360,46 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   // The list schedule: ready ops issue in topological order (one that is ready but does
   // not fit blocks every later op, so none starves), at most two ops at a time and two
   // only when both are small; two at once share HBM (ShareHbm).
+  // Only items whose dependencies are all done are looked at (`ready`, in index order):
+  // scanning every unstarted item per step was quadratic (a 20,000-node chain took 3 s).
   std::vector<Item*> running;
-  size_t next_unstarted = 0;
-  auto deps_done = [&](const Item& it) {
-    return std::all_of(it.deps.begin(), it.deps.end(), [&](int d) { return items[d].done; });
+  const size_t forward_count = static_cast<size_t>(
+      std::count_if(items.begin(), items.end(), [](const Item& it) { return !it.backward; }));
+  std::vector<std::vector<size_t>> waiting_on(items.size());  // item -> the items it unblocks
+  std::vector<size_t> missing(items.size(), 0);               // dependencies not done yet
+  std::set<size_t> ready;
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (int d : items[i].deps) waiting_on[static_cast<size_t>(d)].push_back(i);
+    missing[i] = items[i].deps.size() + (items[i].after_forward ? 1 : 0);
+    if (missing[i] == 0) ready.insert(i);
+  }
+  size_t forward_done = 0;
+  auto unblock = [&](size_t i) {
+    if (--missing[i] == 0) ready.insert(i);
+  };
+  auto mark_done = [&](Item& it) {
+    it.done = true;
+    for (size_t w : waiting_on[static_cast<size_t>(&it - items.data())]) unblock(w);
+    if (!it.backward && ++forward_done == forward_count) {
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (items[i].after_forward) unblock(i);
+      }
+    }
   };
   size_t finished = 0;
   while (finished < items.size()) {
     bool progress = true;
     while (progress) {
       progress = false;
-      for (size_t i = next_unstarted; i < items.size(); ++i) {
-        Item& it = items[i];
-        if (it.started) continue;
-        if (!deps_done(it)) continue;
+      // Dependencies come earlier in `items`, so what an item unblocks is later in `ready`
+      // and seen in the same pass, as a scan in index order would.
+      for (auto next = ready.begin(); next != ready.end();) {
+        Item& it = items[*next];
         if (it.view) {
-          it.started = it.done = true;
+          next = ready.erase(next);
+          it.started = true;
           it.begin_us = it.end_us = t;
+          mark_done(it);
           ++finished;
           progress = true;
           continue;
@@ -360,9 +417,9 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
         it.record.stream = stream;
         it.record.start_us = t + it.record.launch_us;
         running.push_back(&it);
+        next = ready.erase(next);
         progress = true;
       }
-      while (next_unstarted < items.size() && items[next_unstarted].started) ++next_unstarted;
     }
     if (finished == items.size()) break;  // the last ops were views: they finished at once
     if (running.empty()) {
@@ -380,7 +437,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
           it.record.estimate.duration_us = it.record.duration_us;
           it.record.estimate.latency_us = it.end_us - it.begin_us;
         }
-        it.done = true;
+        mark_done(it);
         ++finished;
         r = running.erase(r);
       } else {
@@ -406,7 +463,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
     for (const Item* it : with_grads) {
       double bytes = 0;
       for (const auto& in : graph.nodes[it->node].inputs) {
-        if (graph.IsWeight(in)) bytes += static_cast<double>(graph.FindTensor(in)->Bytes());
+        if (index.IsWeight(in)) bytes += static_cast<double>(index.FindTensor(in)->Bytes());
       }
       grad_reduced_at[it->node] = it->end_us;
       if (bytes <= 0) continue;
@@ -426,7 +483,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   double d2h_t = compute_end;
   std::map<std::string, double> output_freed;
   for (const auto& out : graph.outputs) {
-    const NamedTensor* tensor = graph.FindTensor(out);
+    const NamedTensor* tensor = index.FindTensor(out);
     double dur = soc.pcie_latency_us + static_cast<double>(tensor->Bytes()) / pcie_bytes_per_us;
     run.transfers.push_back({"D2H " + out, "PCIe", d2h_t, dur, static_cast<double>(tensor->Bytes())});
     d2h_t += dur;
@@ -492,7 +549,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   }
   auto extend = [&](const std::string& tensor, double until) {
     auto b = buffers.find(root[tensor]);
-    if (b != buffers.end() && !graph.IsWeight(tensor)) b->second.free_us = std::max(b->second.free_us, until);
+    if (b != buffers.end() && !index.IsWeight(tensor)) b->second.free_us = std::max(b->second.free_us, until);
   };
   for (int idx : order) {
     const GraphNode& node = graph.nodes[idx];
@@ -511,13 +568,13 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
       if (node.IsView()) continue;
       const Item& bwd = items[bwd_item[idx]];
       for (const auto& in : node.inputs) {
-        const NamedTensor* tensor = graph.FindTensor(in);
-        if (graph.IsWeight(in)) {
+        const NamedTensor* tensor = index.FindTensor(in);
+        if (index.IsWeight(in)) {
           // The weight's gradient lives until its bucket is all-reduced.
           all.push_back({tensor->Bytes(), bwd.begin_us, std::max(bwd.end_us, grad_reduced_at[idx])});
         } else {
           // The activation gradient lives until the producer's backward consumed it.
-          int p = graph.ProducerOf(in);
+          int p = index.ProducerOf(in);
           double until = p >= 0 ? std::max(bwd.end_us, items[bwd_item[p]].end_us) : bwd.end_us;
           all.push_back({tensor->Bytes(), bwd.begin_us, until});
         }

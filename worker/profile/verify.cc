@@ -75,6 +75,7 @@ Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::m
   report.devices = graph.devices;
   report.baseline_us = before.step_us;
   report.result_us = after.step_us;
+  const GraphIndex index(graph);
   for (const auto& op : before.ops) {
     OpChange c;
     c.name = op.name;
@@ -85,7 +86,7 @@ Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::m
     c.after_us = after_us.count({op.node, op.backward}) ? after_us[{op.node, op.backward}] : 0;
     // A vector kernel's backward follows its forward's config; a cube kernel's backward
     // GEMMs have shapes of their own (BackwardGemmKeys), tuned when both are.
-    const OpKey key = NodeOpKey(graph, graph.nodes[op.node]);
+    const OpKey key = NodeOpKey(index, graph.nodes[op.node]);
     auto gemms = op.backward ? BackwardGemmKeys(key) : Result<std::vector<OpKey>>(std::vector<OpKey>());
     if (!gemms.ok()) return gemms.status().WithContext("node '" + op.name + "'");
     c.tuned = gemms->empty() ? configs.count(key.Canonical()) > 0
