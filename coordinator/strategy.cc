@@ -19,7 +19,9 @@ class ExhaustiveStrategy final : public Strategy {
     b.is_range = true;
     b.begin = cursor_;
     bool hole = false;  // a taken valid config inside the range: must send a list
-    while (cursor_ < space_.size() && b.configs.size() < max_configs) {
+    const ConfigIndex scan = std::max<ConfigIndex>(kExhaustiveScanPerAsk, 2 * static_cast<ConfigIndex>(max_configs));
+    while (cursor_ < space_.size() && b.configs.size() < max_configs &&
+           (b.configs.empty() || cursor_ - b.begin < scan)) {
       ConfigIndex i = cursor_++;
       space_.DecodeInto(i, config_);
       if (!space_.IsValid(config_)) continue;

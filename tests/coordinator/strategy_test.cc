@@ -76,6 +76,29 @@ TEST(Strategies, ExhaustiveSendsCompactRangesHoldingExactlyTheValidConfigs) {
   EXPECT_EQ(in_range, b.configs);
 }
 
+TEST(Strategies, ExhaustiveScansABoundedStretchOfASparseSpacePerJobAndStillCoversIt) {
+  // 100,000 configs, 1% valid: a job of 1,000 would scan the whole product.
+  std::vector<int64_t> a(1000), b(100);
+  std::iota(a.begin(), a.end(), 0);
+  std::iota(b.begin(), b.end(), 0);
+  SearchSpace space = SearchSpace::Create(
+                          {{"a", a}, {"b", b}},
+                          {{"b==0", [](const SearchSpace& s, const Config& c, std::string* why) -> bool {
+                             return s.Get(c, "b") == 0 || Violated(why, [] { return std::string("b must be 0"); });
+                           }}})
+                          .value();
+  auto s = MakeStrategy("exhaustive", space, 0).value();
+  Batch first = s->Ask(1000, {});
+  ASSERT_TRUE(first.is_range);
+  EXPECT_LE(first.end - first.begin, kExhaustiveScanPerAsk + 100) << "scanned past the bound";
+  EXPECT_GT(first.configs.size(), 0u);
+  EXPECT_LT(first.configs.size(), 1000u);
+  std::vector<ConfigIndex> got = first.configs;
+  std::vector<ConfigIndex> rest = Drain(*s, 1000);
+  got.insert(got.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got, space.EnumerateValid()) << "the bounded jobs together are the valid space, in order";
+}
+
 TEST(Strategies, UnknownNameListsTheKnownOnes) {
   SearchSpace space = Space();
   auto s = MakeStrategy("bayesian", space, 0);
