@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# How `tunefleet profile` scales with a graph's size: a chain of N nodes (default 20,000;
-# a 256x256 fp16 MatMul every 10th node, Relu between), profiled for inference and for a
-# training step, timed with its peak memory. Give a second tunefleet binary (the build
-# before a change) to run it side by side; the outputs are compared too.
+# How `tunefleet profile` and `fuse` scale with a graph's size: a chain of N nodes
+# (default 20,000; a 256x256 fp16 MatMul every 10th node, Relu between), profiled for
+# inference and for a training step, timed with its peak memory; then `fuse` of the same
+# chain when N is at most FUSE_MAX (default 2,000: fuse runs the graph once per candidate
+# fusion, so it grows as N^2). Give a second tunefleet binary (the build before a change)
+# to run it side by side; the outputs are compared too.
 #   bash bench/profile_chain.sh [N] [OTHER_TUNEFLEET]   (TUNEFLEET_BUILD_DIR picks the build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,20 +32,41 @@ bench_scratch
   printf ']}\n'
 } > "$work/chain.json"
 
-# run TUNEFLEET LABEL [FLAGS...]: prints one line, the output in $work/LABEL.out.
+# run COMMAND TUNEFLEET LABEL [FLAGS...]: prints one line, the output in $work/LABEL.out
+# (for fuse, the fused graph in $work/LABEL.json too).
 run() {
-  local bin=$1 label=$2
-  shift 2
-  /usr/bin/time -f '%e %M' -o "$work/$label.time" "$bin" profile "$work/chain.json" "$@" > "$work/$label.out"
+  local command=$1 bin=$2 label=$3
+  shift 3
+  local extra=()
+  [[ $command == fuse ]] && extra=(-o "$work/$label.json")
+  /usr/bin/time -f '%e %M' -o "$work/$label.time" "$bin" "$command" "$work/chain.json" "${extra[@]}" "$@" |
+    sed "s#$work/$label.json#FUSED#g" > "$work/$label.out"
   read -r seconds kb < "$work/$label.time"
-  printf '%s | %s | %.2f | %d\n' "$label" "${*:-inference}" "$seconds" $((kb / 1024))
+  printf '%s %s | %s | %.2f | %d\n' "$command" "$label" "${*:-inference}" "$seconds" $((kb / 1024))
 }
 
-echo "profile of a $n-node chain | step | seconds | peak MB"
-for mode in "" --training; do
-  run "$build/cli/tunefleet" "this" $mode
+# side COMMAND [FLAGS...]: this build, then the other one, outputs compared.
+side() {
+  local command=$1
+  shift
+  run "$command" "$build/cli/tunefleet" "this" "$@"
   if [[ -n $other ]]; then
-    run "$other" "other" $mode
-    cmp -s "$work/this.out" "$work/other.out" && echo "(same output)" || echo "(outputs differ)"
+    run "$command" "$other" "other" "$@"
+    if cmp -s "$work/this.out" "$work/other.out" &&
+      { [[ $command != fuse ]] || cmp -s "$work/this.json" "$work/other.json"; }; then
+      echo "(same output)"
+    else
+      echo "(outputs differ)"
+    fi
   fi
+}
+
+echo "command of a $n-node chain | step | seconds | peak MB"
+for mode in "" --training; do
+  side profile $mode
 done
+if ((n <= ${FUSE_MAX:-2000})); then
+  side fuse
+else
+  echo "fuse skipped: $n nodes > FUSE_MAX=${FUSE_MAX:-2000}"
+fi

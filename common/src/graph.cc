@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -423,6 +424,9 @@ OpKey NodeOpKey(const GraphIndex& index, const GraphNode& node) {
 
 Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) {
   const GraphIndex index(graph);
+  // Each op key's tuning problem built once: a model repeats its layers, and building
+  // one searches the op's default tiling.
+  std::unordered_map<std::string, Status> checked;
   for (const auto& node : graph.nodes) {
     if (node.IsView()) {
       const NamedTensor* in = node.inputs.empty() ? nullptr : index.FindTensor(node.inputs[0]);
@@ -454,8 +458,9 @@ Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) {
             node.name, node.op_type, out.name, node.op_type));
       }
     }
-    auto problem = MakeTuningProblem(key, soc);
-    if (!problem.ok()) return problem.status().WithContext("node '" + node.name + "' (" + node.op_type + ")");
+    auto [known, fresh] = checked.try_emplace(key.Canonical());
+    if (fresh) known->second = MakeTuningProblem(key, soc).status();
+    if (!known->second.ok()) return known->second.WithContext("node '" + node.name + "' (" + node.op_type + ")");
     // The declared output sizes the D2H copies, the consumers' reads and peak memory: one
     // that is not what the op writes would make every one of them silently wrong.
     // So does its dtype: a declaration that is not what the op writes would size them too.

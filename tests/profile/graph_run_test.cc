@@ -357,6 +357,74 @@ TEST(GraphRun, AGivenConfigReplacesTheDefaultTilingOfItsOpKey) {
   EXPECT_DOUBLE_EQ(Find(run, "left")->duration_us, expected->duration_us);
 }
 
+TEST(GraphRun, AKernelCacheSimulatesEachOpKeyAndConfigOnceAndChangesNoRun) {
+  // Four identical Relus and two identical MatMuls, a training step: 2 forward keys, and
+  // the MatMuls' two backward GEMMs.
+  nlohmann::json j = {{"soc", "Ascend910B2"},
+                      {"training", true},
+                      {"inputs", {Tensor("x", {256, 256})}},
+                      {"weights", {Tensor("w", {256, 256})}},
+                      {"outputs", {"t5"}},
+                      {"nodes", {Node("m0", "MatMul", {"x", "w"}, Tensor("t0", {256, 256})),
+                                 Node("r1", "Relu", {"t0"}, Tensor("t1", {256, 256})),
+                                 Node("r2", "Relu", {"t1"}, Tensor("t2", {256, 256})),
+                                 Node("m3", "MatMul", {"t2", "w"}, Tensor("t3", {256, 256})),
+                                 Node("r4", "Relu", {"t3"}, Tensor("t4", {256, 256})),
+                                 Node("r5", "Relu", {"t4"}, Tensor("t5", {256, 256}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const RunProfile alone = MustRun(*g);
+  KernelCache kernels;
+  RunOptions shared;
+  shared.kernels = &kernels;
+  const RunProfile first = MustRun(*g, shared);
+  const size_t after_one_run = kernels.size();
+  EXPECT_LE(after_one_run, 4u) << "Relu, MatMul and its two backward GEMMs (dX and dW may share a key)";
+  const RunProfile second = MustRun(*g, shared);
+  EXPECT_EQ(kernels.size(), after_one_run) << "a second run simulates nothing new";
+  for (const RunProfile* run : {&first, &second}) {
+    ASSERT_EQ(run->ops.size(), alone.ops.size());
+    for (size_t i = 0; i < alone.ops.size(); ++i) {
+      EXPECT_EQ(run->ops[i].name, alone.ops[i].name);
+      EXPECT_EQ(run->ops[i].duration_us, alone.ops[i].duration_us) << alone.ops[i].name;
+      EXPECT_EQ(run->ops[i].start_us, alone.ops[i].start_us) << alone.ops[i].name;
+    }
+    EXPECT_EQ(run->step_us, alone.step_us);
+  }
+  // A given config is its own entry: the Relus run it, not the cached default.
+  const OpKey relu = NodeOpKey(*g, g->nodes[1]);
+  auto problem = MakeTuningProblem(relu, testing::Soc910B2());
+  ASSERT_TRUE(problem.ok());
+  Config other;
+  for (ConfigIndex i = 0; i < problem->space.size() && other.empty(); ++i) {
+    if (i == problem->default_index || !problem->space.ValidateIndex(i).ok()) continue;
+    auto est = sim::Simulate(*problem, problem->space.Decode(i), testing::Soc910B2());
+    if (est.ok() && est->duration_us != Find(alone, "r1")->duration_us) other = problem->space.Decode(i);
+  }
+  ASSERT_FALSE(other.empty());
+  shared.configs[relu.Canonical()] = other;
+  const RunProfile tuned = MustRun(*g, shared);
+  EXPECT_EQ(Find(tuned, "r1")->duration_us, sim::Simulate(*problem, other, testing::Soc910B2())->duration_us);
+  EXPECT_EQ(kernels.size(), after_one_run + 1);
+}
+
+TEST(GraphRun, AConfigTheSimulatorRefusesNamesTheNodeAndItsConfig) {
+  Graph g = SmallBranches();
+  const OpKey key = NodeOpKey(g, g.nodes[0]);
+  RunOptions options;
+  options.configs[key.Canonical()] = Config{1};  // not a config of the Relu's space
+  for (int run = 0; run < 2; ++run) {  // the second from a cache that holds the refusal
+    KernelCache kernels;
+    if (run == 1) {
+      options.kernels = &kernels;
+      ASSERT_FALSE(RunGraph(g, testing::Soc910B2(), options).ok());
+    }
+    auto refused = RunGraph(g, testing::Soc910B2(), options);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().message().rfind("node 'left' config: ", 0), 0u) << refused.status().message();
+  }
+}
+
 TEST(GraphRun, MemoryReusePeakIsAtMostNoReuseAndBothCoverTheLargestOpsLiveSet) {
   for (const Graph& g : {testing::LoadExample("bert_base_layer.json"), testing::LoadExample("resnet50_block.json"),
                          TrainingMlp(8)}) {

@@ -18,8 +18,12 @@ struct Timed {
   size_t kernels = 0;
 };
 
-Result<Timed> Time(const Graph& graph, const SocSpec& soc) {
-  TF_ASSIGN_OR_RETURN(RunProfile run, RunGraph(graph, soc));
+// `kernels` carries the simulated kernels from one candidate to the next: they differ
+// in one chain, so all but its fused op are already known.
+Result<Timed> Time(const Graph& graph, const SocSpec& soc, KernelCache& kernels) {
+  RunOptions options;
+  options.kernels = &kernels;
+  TF_ASSIGN_OR_RETURN(RunProfile run, RunGraph(graph, soc, options));
   Timed t;
   t.step_us = run.step_us;
   t.kernels = run.ops.size();
@@ -106,7 +110,8 @@ nlohmann::json FusionReport::ToJson() const {
 }
 
 Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
-  TF_ASSIGN_OR_RETURN(Timed base, Time(graph, soc));
+  KernelCache kernels;
+  TF_ASSIGN_OR_RETURN(Timed base, Time(graph, soc, kernels));
   FusionReport report;
   report.model = graph.name;
   report.soc = soc.name;
@@ -124,7 +129,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
     d.unfused_step_us = base.step_us;
     d.unfused_kernel_us = base.kernel_us;
     auto g = ApplyTransposeFolds(graph, {fold}, soc);
-    auto t = g.ok() ? Time(*g, soc) : Result<Timed>(g.status());
+    auto t = g.ok() ? Time(*g, soc, kernels) : Result<Timed>(g.status());
     if (t.ok()) {
       d.step_us = t->step_us;
       d.kernel_us = t->kernel_us;
@@ -136,7 +141,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
     report.folds.push_back(std::move(d));
   }
   TF_ASSIGN_OR_RETURN(const Graph folded, ApplyTransposeFolds(graph, kept_folds, soc));
-  TF_ASSIGN_OR_RETURN(base, Time(folded, soc));
+  TF_ASSIGN_OR_RETURN(base, Time(folded, soc, kernels));
   // Every fusion of every chain, timed alone.
   const std::vector<FusionChain> chains = FindFusionChains(folded);
   for (const FusionChain& chain : chains) {
@@ -153,7 +158,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
       o.op_type = FusedOpType(folded, f);
       o.epilogue = FusedEpilogue(folded, f);
       auto g = ApplyFusions(folded, {f}, soc);
-      auto t = g.ok() ? Time(*g, soc) : Result<Timed>(g.status());
+      auto t = g.ok() ? Time(*g, soc, kernels) : Result<Timed>(g.status());
       if (t.ok()) {
         o.step_us = t->step_us;
         o.kernel_us = t->kernel_us;
@@ -208,7 +213,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
   }
   TF_ASSIGN_OR_RETURN(report.fused, ApplyFusions(folded, chosen, soc));
   report.fused.name = graph.name + "_fused";
-  TF_ASSIGN_OR_RETURN(Timed after, Time(report.fused, soc));
+  TF_ASSIGN_OR_RETURN(Timed after, Time(report.fused, soc, kernels));
   report.result_us = after.step_us;
   report.kernels_after = after.kernels;
   return report;

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/core.h>
 
@@ -33,13 +34,14 @@ constexpr double kBackwardFactor = 2.0;
 // when `key` is not a cube op.
 Result<std::optional<sim::KernelEstimate>> CubeBackward(const OpKey& key,
                                                         const SocSpec& soc,
-                                                        const std::map<std::string, Config>& configs) {
+                                                        const std::map<std::string, Config>& configs,
+                                                        KernelCache& kernels) {
   TF_ASSIGN_OR_RETURN(std::vector<OpKey> keys, BackwardGemmKeys(key));
   if (keys.empty()) return std::optional<sim::KernelEstimate>();
   auto gemm = [&](const OpKey& gemm_key) -> Result<sim::KernelEstimate> {
-    TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(gemm_key, soc));
     auto c = configs.find(gemm_key.Canonical());
-    return sim::Simulate(problem, c != configs.end() ? c->second : problem.default_config, soc);
+    TF_ASSIGN_OR_RETURN(KernelCache::Kernel k, kernels.Get(gemm_key, c != configs.end() ? &c->second : nullptr, soc));
+    return k.estimate;
   };
   TF_ASSIGN_OR_RETURN(sim::KernelEstimate dx, gemm(keys[0]));
   TF_ASSIGN_OR_RETURN(sim::KernelEstimate dw, gemm(keys[1]));
@@ -63,10 +65,10 @@ Result<std::optional<sim::KernelEstimate>> CubeBackward(const OpKey& key,
   if (IsFusedCubeOpType(key.op_type)) {
     TF_ASSIGN_OR_RETURN(OpKey inner_key, FusedCubeInnerKey(key));
     inner_key.attrs.erase("out_dtype");  // the unfused op as a graph runs it, writing its inputs' dtype
-    TF_ASSIGN_OR_RETURN(TuningProblem inner, MakeTuningProblem(inner_key, soc));
-    TF_ASSIGN_OR_RETURN(sim::KernelEstimate cube, sim::Simulate(inner, inner.default_config, soc));
-    TF_ASSIGN_OR_RETURN(TuningProblem fused, MakeTuningProblem(key, soc));
-    TF_ASSIGN_OR_RETURN(sim::KernelEstimate forward, sim::Simulate(fused, fused.default_config, soc));
+    TF_ASSIGN_OR_RETURN(KernelCache::Kernel inner, kernels.Get(inner_key, nullptr, soc));
+    TF_ASSIGN_OR_RETURN(KernelCache::Kernel fused, kernels.Get(key, nullptr, soc));
+    const sim::KernelEstimate& cube = inner.estimate;
+    const sim::KernelEstimate& forward = fused.estimate;
     e.duration_us += kBackwardFactor * std::max(0.0, forward.duration_us - cube.duration_us);
     e.latency_us = e.launch_us + e.duration_us;
     e.BusyUs(sim::Pipe::kVector) += kBackwardFactor * forward.BusyUs(sim::Pipe::kVector);
@@ -213,6 +215,35 @@ double RingAllReduceUs(double bytes, int devices, const SocSpec& soc) {
   return soc.hccs_latency_us + 2.0 * (devices - 1) / devices * bytes / bytes_per_us;
 }
 
+Result<KernelCache::Kernel> KernelCache::Get(const OpKey& key, const Config* config, const SocSpec& soc,
+                                             bool* config_rejected) {
+  std::string id = soc.name + "\n" + key.Canonical() + "\n";
+  if (config) {
+    for (int64_t v : *config) id += std::to_string(v) + ",";
+  } else {
+    id += "default";
+  }
+  auto [it, fresh] = entries_.try_emplace(std::move(id));
+  Entry& e = it->second;
+  if (fresh) {
+    auto simulate = [&]() -> Status {
+      TF_ASSIGN_OR_RETURN(TuningProblem problem, MakeTuningProblem(key, soc));
+      TF_ASSIGN_OR_RETURN(sim::PreparedProblem prepared, sim::Prepare(problem, soc));
+      auto estimate = sim::Simulate(prepared, config ? *config : problem.default_config, soc);
+      if (!estimate.ok()) {
+        e.config_rejected = true;
+        return estimate.status();
+      }
+      e.kernel = {prepared.op, *estimate};
+      return Status::Ok();
+    };
+    e.status = simulate();
+  }
+  if (config_rejected) *config_rejected = e.config_rejected;
+  if (!e.status.ok()) return e.status;
+  return e.kernel;
+}
+
 Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOptions& options) {
   if (graph.soc != soc.name) {
     return InvalidArgument("graph is for SoC '" + graph.soc + "' but the run was given '" + soc.name + "'");
@@ -221,15 +252,18 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   TF_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(graph));
   const GraphIndex index(graph);
   const int n = static_cast<int>(graph.nodes.size());
+  KernelCache own_kernels;
+  KernelCache& kernels = options.kernels ? *options.kernels : own_kernels;
 
   // Kernel consumers of each tensor, looking through views.
-  std::map<std::string, std::vector<int>> consumers;
+  std::unordered_map<std::string, std::vector<int>> consumers;
   for (int i = 0; i < n; ++i) {
     for (const auto& in : graph.nodes[i].inputs) consumers[in].push_back(i);
   }
 
   // Forward items, in topological order.
   std::vector<Item> items;
+  items.reserve(graph.training ? 2 * static_cast<size_t>(n) : static_cast<size_t>(n));
   std::vector<int> fwd_item(n, -1);
   for (int idx : order) {
     const GraphNode& node = graph.nodes[idx];
@@ -242,21 +276,18 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
     }
     if (!it.view) {
       OpKey key = NodeOpKey(index, node);
-      auto problem = MakeTuningProblem(key, soc);
-      if (!problem.ok()) return problem.status().WithContext("node '" + node.name + "'");
-      Config config = problem->default_config;
-      if (auto c = options.configs.find(key.Canonical()); c != options.configs.end()) config = c->second;
-      auto prepared = sim::Prepare(*problem, soc);
-      if (!prepared.ok()) return prepared.status().WithContext("node '" + node.name + "'");
-      auto est = sim::Simulate(*prepared, config, soc);
-      if (!est.ok()) return est.status().WithContext("node '" + node.name + "' config");
+      const auto given = options.configs.find(key.Canonical());
+      bool config_rejected = false;
+      auto kernel = kernels.Get(key, given != options.configs.end() ? &given->second : nullptr, soc, &config_rejected);
+      if (!kernel.ok()) return kernel.status().WithContext("node '" + node.name + "'" + (config_rejected ? " config" : ""));
+      const sim::KernelEstimate* est = &kernel->estimate;
       OpRecord& r = it.record;
       r.name = node.name;
       r.op_type = node.op_type;
       r.node = idx;
-      const bool vector = prepared->op == sim::PreparedProblem::Op::kVector;
+      const bool vector = kernel->op == sim::PreparedProblem::Op::kVector;
       // A fused cube op runs its epilogue on the vector cores: msprof's mixed task.
-      const bool mix = prepared->op == sim::PreparedProblem::Op::kFusedCube;
+      const bool mix = kernel->op == sim::PreparedProblem::Op::kFusedCube;
       r.task_type = vector ? "AI_VECTOR_CORE" : mix ? "MIX_AIC" : "AI_CORE";
       r.unit_cores = vector ? soc.vector_core_cnt : soc.ai_core_cnt;
       r.estimate = *est;
@@ -308,7 +339,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
         it.record.op_type = node.op_type + "Grad";
         it.record.backward = true;
         sim::KernelEstimate& e = it.record.estimate;
-        auto cube = CubeBackward(NodeOpKey(index, node), soc, options.configs);
+        auto cube = CubeBackward(NodeOpKey(index, node), soc, options.configs, kernels);
         if (!cube.ok()) return cube.status().WithContext("node '" + node.name + "' backward");
         if (cube->has_value()) {
           e = **cube;
@@ -494,8 +525,9 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   for (const auto& tr : run.transfers) step_end = std::max(step_end, tr.EndUs());
   run.step_us = step_end;
 
-  for (const auto& it : items) {
-    if (!it.view) run.ops.push_back(it.record);
+  run.ops.reserve(items.size());
+  for (auto& it : items) {
+    if (!it.view) run.ops.push_back(std::move(it.record));  // items' records are not read again
   }
   std::stable_sort(run.ops.begin(), run.ops.end(),
                    [](const OpRecord& a, const OpRecord& b) { return a.start_us < b.start_us; });

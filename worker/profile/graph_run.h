@@ -3,12 +3,14 @@
 // key) on at most two streams; H2D of graph inputs and D2H of outputs over PCIe, host
 // preprocessing, liveness-based memory planning, and for data-parallel training a
 // backward pass with bucketed ring all-reduce over HCCL. The model and its departures
-// are in docs/profiling.md. Pure function of its arguments; RunProfile is a plain value.
+// are in docs/profiling.md. Pure function of its arguments (a KernelCache only remembers
+// what it computed); RunProfile is a plain value.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tunefleet/common/graph.h"
@@ -16,6 +18,7 @@
 #include "tunefleet/common/soc_spec.h"
 #include "tunefleet/common/status.h"
 #include "worker/sim/kernel_estimate.h"
+#include "worker/sim/simulator.h"
 
 namespace tunefleet::profile {
 
@@ -85,11 +88,38 @@ struct RunProfile {
   int hbm_bandwidth_gbps = 0;
 };
 
+// Each op key simulated once per config: a model repeats its layers (BERT-base's 12, a
+// chain's thousands of identical nodes), and `fuse` runs a graph once per candidate
+// fusion. Building every node's tuning problem (its default-tiling search) was 60% of
+// a fuse. One cache may serve runs of many graphs on many SoCs. Not thread-safe.
+class KernelCache {
+ public:
+  struct Kernel {
+    sim::PreparedProblem::Op op = sim::PreparedProblem::Op::kMatmul;
+    sim::KernelEstimate estimate;
+  };
+  // `key` simulated on `soc` at `config`, or at its default tiling when config is null.
+  // The op's own error when it is not a valid tunable op; the simulator's, with
+  // *config_rejected set, when it refuses the config.
+  Result<Kernel> Get(const OpKey& key, const Config* config, const SocSpec& soc, bool* config_rejected = nullptr);
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    Status status;
+    bool config_rejected = false;
+    Kernel kernel;
+  };
+  std::unordered_map<std::string, Entry> entries_;
+};
+
 struct RunOptions {
   // Config per op key (OpKey::Canonical()); ops not listed run their default tiling.
   std::map<std::string, Config> configs;
   // Two ops share the chip when both use at most half the cores of their unit.
   bool concurrent_streams = true;
+  // Shared by the caller's runs (fuse); each run keeps its own when null.
+  KernelCache* kernels = nullptr;
 };
 
 // kInvalidArgument naming the node when an op is not a valid tunable op or a given config
