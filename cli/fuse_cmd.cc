@@ -13,6 +13,7 @@
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
 #include "tunefleet/common/graph.h"
+#include "tunefleet/common/signals.h"
 #include "worker/profile/fusion_search.h"
 
 namespace tunefleet::cli {
@@ -91,10 +92,25 @@ Result<std::string> FusedOutput(const std::string& model, const std::string& out
 
 std::string GraphText(const Graph& g) { return GraphToJson(g).dump(2) + "\n"; }
 
+// Written beside `path` and renamed over it: an interrupted write leaves no half graph,
+// which a rerun would refuse to replace as a hand-written file.
 Status WriteText(const std::string& path, const std::string& text) {
-  std::ofstream file(path);
-  if (!file || !(file << text)) {
-    return Unavailable("cannot write " + path + ": " + std::strerror(errno) + " (check the folder is writable and has room)");
+  const std::string partial = path + ".partial";
+  auto failed = [&] {
+    const std::string why = std::strerror(errno);
+    std::error_code ec;
+    std::filesystem::remove(partial, ec);
+    return Unavailable("cannot write " + path + ": " + why + " (check the folder is writable and has room)");
+  };
+  {
+    std::ofstream file(partial);
+    if (!file || !(file << text) || !file.flush()) return failed();
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec) {
+    errno = ec.value();
+    return failed();
   }
   return Status::Ok();
 }
@@ -128,7 +144,10 @@ Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, co
                             const std::string& out, const SocCatalog& catalog) {
   TF_ASSIGN_OR_RETURN(ModelToRun m, LoadModelToRun(model, soc, /*training=*/false, 0, catalog, dims));
   TF_RETURN_IF_ERROR(FusedOutput(model, out, "--fused-out", ExistingDefault::kCheckLater).status());
-  auto report = profile::ChooseFusions(m.graph, *m.soc);
+  auto report = [&] {
+    TerminationWatcher stop(ExitInterrupted);  // nothing is submitted yet
+    return profile::ChooseFusions(m.graph, *m.soc);
+  }();
   if (!report.ok()) return report.status().WithContext(model);
   const std::string text = GraphText(report->fused);
   TF_ASSIGN_OR_RETURN(const std::string path, FusedOutput(model, out, "--fused-out", ExistingDefault::kSameIsFine, &text));

@@ -3,7 +3,8 @@
 // `status` and `lookup` talk to a running coordinator.
 // Exit codes: 0 ok, 1 operational failure (retry), 2 bad input (fix it), 3 lookup miss,
 // 4 a task ended without a successful config, 130 a --wait (or tune) interrupted by
-// SIGINT/SIGTERM (the work goes on, or resumes on the next run).
+// SIGINT/SIGTERM (the work goes on, or resumes on the next run), or profile, analyze,
+// fuse or report interrupted (they only compute: cli::ExitInterrupted).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -580,6 +582,11 @@ int Run(int argc, char** argv) {
   }
 
   SocCatalog catalog = SocCatalog::Builtin();
+  std::optional<TerminationWatcher> compute_only;
+  if (profile_commands.profile->parsed() || profile_commands.analyze->parsed() || fuse.cmd->parsed() ||
+      verify.cmd->parsed()) {
+    compute_only.emplace(ExitInterrupted);
+  }
   if (int rc = RunProfileCommands(profile_commands, catalog); rc >= 0) return rc;
   if (fuse.cmd->parsed()) return RunFuse(fuse, catalog);
   if (tune->parsed()) return RunTune(tune_flags, data_dir, slots, replay_cache);

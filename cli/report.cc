@@ -1,12 +1,21 @@
 #include "cli/report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/core.h>
 
 #include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet::cli {
+
+void ExitInterrupted() {
+  static constexpr char kMessage[] = "tunefleet: interrupted\n";
+  (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  std::_Exit(kExitInterrupted);
+}
 
 int Fail(const Status& s) {
   fmt::print(stderr, "tunefleet: {}\n", Clipped(s.ToString()));

@@ -19,6 +19,13 @@ inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells report 
 // Prints "tunefleet: <status>" on stderr; returns ExitCodeFor(s).
 int Fail(const Status& s);
 
+// What a TerminationWatcher calls on Ctrl-C or SIGTERM for the commands that only compute
+// and print (profile, analyze, fuse, report, and tune's or submit's --fuse step): they
+// have nothing to save, so the process ends at once with kExitInterrupted. main() blocks
+// both signals for the commands that keep state, which left these ignoring Ctrl-C until
+// they were done (a fuse of a 2,000-node graph runs 40 s).
+[[noreturn]] void ExitInterrupted();
+
 std::string DescribeConfig(const client::NamedConfig& config);
 // The default tiling of key by name, or "" when it cannot be built.
 std::string DefaultConfigText(const OpKey& key, const SocCatalog& catalog);

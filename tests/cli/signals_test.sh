@@ -89,4 +89,30 @@ else
   # Finished before the signal on a fast machine: then it must have succeeded.
   [ $rc -eq 0 ] || fail "tune exited $rc: $(cat "$OUT/tune.err")"
 fi
+# Commands that only compute (profile, fuse, report) end at once on SIGINT with 130 too
+# (they used to run to the end): fuse of a 1,000-node chain runs seconds, a candidate
+# fusion at a time. It writes no fused graph, whole or half.
+{
+  printf '{"name": "chain", "soc": "Ascend910B2", "inputs": [{"name": "x", "shape": [256, 256], "dtype": "float16"}],'
+  printf ' "weights": [{"name": "w", "shape": [256, 256], "dtype": "float16"}], "outputs": ["t999"], "nodes": ['
+  prev=x
+  for ((i = 0; i < 1000; i++)); do
+    ((i)) && printf ','
+    op=Relu inputs="\"$prev\""
+    ((i % 10 == 0)) && op=MatMul inputs="\"$prev\", \"w\""
+    printf '{"name": "n%d", "op": "%s", "inputs": [%s], "outputs": [{"name": "t%d", "shape": [256, 256], "dtype": "float16"}]}' \
+      "$i" "$op" "$inputs" "$i"
+    prev=t$i
+  done
+  printf ']}\n'
+} > "$OUT/chain.json"
+"$TF" fuse "$OUT/chain.json" -o "$OUT/chain_fused.json" > "$OUT/fuse.out" 2> "$OUT/fuse.err" &
+fpid=$!
+pids+=($fpid)
+sleep 1
+interrupt INT $fpid
+rc=$?
+[ $rc -eq 130 ] || fail "fuse after SIGINT exited $rc, not 130: $(cat "$OUT/fuse.err")"
+grep -q "^tunefleet: interrupted" "$OUT/fuse.err" || fail "fuse after SIGINT: $(cat "$OUT/fuse.err")"
+ls "$OUT" | grep -q chain_fused && fail "an interrupted fuse left $(ls "$OUT" | grep chain_fused)"
 echo "signals: ok"
