@@ -14,35 +14,37 @@ interrupt() {
   wait "$2"
 }
 
-# interrupted SIGNAL ERRFILE COMMAND...: runs it for a second, then signals it; it must
-# exit 130 and say on stderr (kept in ERRFILE) how to follow the submission again.
-interrupted() {
-  local sig="$1" err="$2"
+# signalled SIGNAL NAME COMMAND...: runs it for a second (stdout in $OUT/NAME.out, stderr
+# in $OUT/NAME.err), then signals it; it must exit 130.
+signalled() {
+  local sig="$1" name="$2"
   shift 2
-  "$@" > /dev/null 2> "$err" &
+  "$@" > "$OUT/$name.out" 2> "$OUT/$name.err" &
   local pid=$!
   pids+=($pid)
   sleep 1
   interrupt "$sig" $pid
   local rc=$?
-  [ $rc -eq 130 ] || fail "$* after SIG$sig exited $rc, not 130: $(cat "$err")"
+  [ $rc -eq 130 ] || fail "$* after SIG$sig exited $rc, not 130: $(cat "$OUT/$name.err")"
+}
+
+# interrupted SIGNAL NAME COMMAND...: signalled, and it says on stderr how to follow the
+# submission again.
+interrupted() {
+  local sig="$1" name="$2" err="$OUT/$2.err"
+  shift 2
+  signalled "$sig" "$name" "$@"
   grep -q "submission 1 keeps running on the coordinator: \`tunefleet status 1 --wait\` follows it again" "$err" \
     || fail "$* after SIG$sig: $(cat "$err")"
 }
 
 # A coordinator with no worker: every --wait waits until interrupted.
 start_coordinator
-interrupted INT "$OUT/submit.err" "$TF" submit "$OPS" --budget 20 --coordinator "$CL" --wait
+interrupted INT submit "$TF" submit "$OPS" --budget 20 --coordinator "$CL" --wait
 grep -q "^submission 1: waiting for its tasks" "$OUT/submit.err" || fail "submit --wait did not name its submission first"
-interrupted TERM "$OUT/status.err" "$TF" status 1 --wait --coordinator "$CL"
+interrupted TERM status "$TF" status 1 --wait --coordinator "$CL"
 # watch follows it again, and stops on SIGINT the same way.
-"$TF" watch 1 --coordinator "$CL" > "$OUT/watch.out" 2> "$OUT/watch.err" &
-wpid=$!
-pids+=($wpid)
-sleep 1
-interrupt INT $wpid
-rc=$?
-[ $rc -eq 130 ] || fail "watch after SIGINT exited $rc, not 130: $(cat "$OUT/watch.err")"
+signalled INT watch "$TF" watch 1 --coordinator "$CL"
 grep -q "submission 1 keeps running: \`tunefleet watch 1\` follows it again" "$OUT/watch.err" \
   || fail "watch after SIGINT: $(cat "$OUT/watch.err")"
 grep -q "submission 1: 1 task(s)" "$OUT/watch.out" || fail "watch did not say what it follows: $(cat "$OUT/watch.out")"
@@ -106,13 +108,7 @@ fi
   done
   printf ']}\n'
 } > "$OUT/chain.json"
-"$TF" fuse "$OUT/chain.json" -o "$OUT/chain_fused.json" > "$OUT/fuse.out" 2> "$OUT/fuse.err" &
-fpid=$!
-pids+=($fpid)
-sleep 1
-interrupt INT $fpid
-rc=$?
-[ $rc -eq 130 ] || fail "fuse after SIGINT exited $rc, not 130: $(cat "$OUT/fuse.err")"
+signalled INT fuse "$TF" fuse "$OUT/chain.json" -o "$OUT/chain_fused.json"
 grep -q "^tunefleet: interrupted" "$OUT/fuse.err" || fail "fuse after SIGINT: $(cat "$OUT/fuse.err")"
 ls "$OUT" | grep -q chain_fused && fail "an interrupted fuse left $(ls "$OUT" | grep chain_fused)"
 echo "signals: ok"
