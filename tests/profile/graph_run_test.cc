@@ -408,6 +408,31 @@ TEST(GraphRun, AKernelCacheSimulatesEachOpKeyAndConfigOnceAndChangesNoRun) {
   EXPECT_EQ(kernels.size(), after_one_run + 1);
 }
 
+TEST(GraphRun, AStepTimeOnlyRunTimesEveryOpAsAFullRunAndDescribesNone) {
+  for (bool training : {false, true}) {
+    Graph g = SmallBranches();
+    g.training = training;
+    const RunProfile full = MustRun(g);
+    RunOptions options;
+    options.step_time_only = true;
+    const RunProfile quick = MustRun(g, options);
+    EXPECT_EQ(quick.step_us, full.step_us);
+    EXPECT_EQ(quick.ai_core_utilisation, full.ai_core_utilisation);
+    ASSERT_EQ(quick.ops.size(), full.ops.size());
+    for (size_t i = 0; i < full.ops.size(); ++i) {
+      EXPECT_EQ(quick.ops[i].name, full.ops[i].name);
+      EXPECT_EQ(quick.ops[i].start_us, full.ops[i].start_us);
+      EXPECT_EQ(quick.ops[i].duration_us, full.ops[i].duration_us);
+      EXPECT_FALSE(full.ops[i].op_key.empty());
+      EXPECT_TRUE(quick.ops[i].op_key.empty()) << "the texts are what a step-time-only run skips";
+    }
+    EXPECT_GT(full.memory.buffers, 0);
+    EXPECT_EQ(quick.memory.buffers, 0);
+    EXPECT_FALSE(full.edges.empty());
+    EXPECT_TRUE(quick.edges.empty());
+  }
+}
+
 TEST(GraphRun, AConfigTheSimulatorRefusesNamesTheNodeAndItsConfig) {
   Graph g = SmallBranches();
   const OpKey key = NodeOpKey(g, g.nodes[0]);

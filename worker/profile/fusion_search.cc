@@ -23,6 +23,7 @@ struct Timed {
 Result<Timed> Time(const Graph& graph, const SocSpec& soc, KernelCache& kernels) {
   RunOptions options;
   options.kernels = &kernels;
+  options.step_time_only = true;
   TF_ASSIGN_OR_RETURN(RunProfile run, RunGraph(graph, soc, options));
   Timed t;
   t.step_us = run.step_us;

@@ -111,6 +111,28 @@ struct Item {
   double left_us = 0, stretch = 1, updated_us = 0;
 };
 
+// The record's op key and its inputs' and outputs' shapes, dtypes and formats, as msprof
+// writes them.
+void DescribeOp(const OpKey& key, const GraphNode& node, OpRecord& r) {
+  // As the knowledge base and `tune` spell it (Conv2D's default attrs left out).
+  auto canonical = CanonicalOpKey(key);
+  r.op_key = (canonical.ok() ? *canonical : key).Display();
+  std::vector<std::string> s, d, f;
+  for (const auto& t : key.inputs) {
+    s.push_back(ShapeText(t));
+    d.push_back(DTypeText(t));
+    f.push_back(t.format);
+  }
+  r.input_shapes = Join(s), r.input_dtypes = Join(d), r.input_formats = Join(f);
+  s.clear(), d.clear(), f.clear();
+  for (const auto& t : node.outputs) {
+    s.push_back(ShapeText(t.desc));
+    d.push_back(DTypeText(t.desc));
+    f.push_back(t.desc.format);
+  }
+  r.output_shapes = Join(s), r.output_dtypes = Join(d), r.output_formats = Join(f);
+}
+
 // Two ops running at once share HBM: each asks for its bytes over its occupancy, and
 // when together they ask for more than the roof, both slow down by the excess
 // (proportional sharing). Brings every running op's remaining time up to `t` at its
@@ -294,24 +316,8 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
       r.launch_us = est->launch_us;
       r.duration_us = est->duration_us;
       r.roofline_us = sim::RooflineUs(*est, soc);
-      // As the knowledge base and `tune` spell it (Conv2D's default attrs left out).
-      auto canonical = CanonicalOpKey(key);
-      r.op_key = (canonical.ok() ? *canonical : key).Display();
-      std::vector<std::string> s, d, f;
-      for (const auto& t : key.inputs) {
-        s.push_back(ShapeText(t));
-        d.push_back(DTypeText(t));
-        f.push_back(t.format);
-      }
-      r.input_shapes = Join(s), r.input_dtypes = Join(d), r.input_formats = Join(f);
-      s.clear(), d.clear(), f.clear();
-      for (const auto& t : node.outputs) {
-        s.push_back(ShapeText(t.desc));
-        d.push_back(DTypeText(t.desc));
-        f.push_back(t.desc.format);
-      }
-      r.output_shapes = Join(s), r.output_dtypes = Join(d), r.output_formats = Join(f);
       it.latency_us = est->latency_us;
+      if (!options.step_time_only) DescribeOp(key, node, r);
     }
     fwd_item[idx] = static_cast<int>(items.size());
     items.push_back(std::move(it));
@@ -525,12 +531,15 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   for (const auto& tr : run.transfers) step_end = std::max(step_end, tr.EndUs());
   run.step_us = step_end;
 
-  run.ops.reserve(items.size());
-  for (auto& it : items) {
-    if (!it.view) run.ops.push_back(std::move(it.record));  // items' records are not read again
+  // In start order, ties in item order; records are moved once (items' are not read again).
+  std::vector<size_t> kernel_items;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].view) kernel_items.push_back(i);
   }
-  std::stable_sort(run.ops.begin(), run.ops.end(),
-                   [](const OpRecord& a, const OpRecord& b) { return a.start_us < b.start_us; });
+  std::stable_sort(kernel_items.begin(), kernel_items.end(),
+                   [&](size_t a, size_t b) { return items[a].record.start_us < items[b].record.start_us; });
+  run.ops.reserve(kernel_items.size());
+  for (size_t i : kernel_items) run.ops.push_back(std::move(items[i].record));
   std::stable_sort(run.transfers.begin(), run.transfers.end(),
                    [](const TransferRecord& a, const TransferRecord& b) { return a.start_us < b.start_us; });
 
@@ -556,6 +565,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   run.ai_core_utilisation = run.step_us > 0 ? core_time / run.step_us : 0;
   run.memory_bw_utilisation =
       run.device_busy_us > 0 ? run.hbm_bytes / (run.device_busy_us * soc.hbm_bandwidth_gbps * 1e3) : 0;
+  if (options.step_time_only) return run;
 
   // Buffers and their lifetimes [alloc, free): a view's output shares its input's buffer.
   std::map<std::string, std::string> root;  // tensor -> tensor owning its buffer
