@@ -353,9 +353,11 @@ nlohmann::json GraphToJson(const Graph& graph) {
   return j;
 }
 
-Result<std::vector<int>> TopologicalOrder(const Graph& graph) {
+Result<std::vector<int>> TopologicalOrder(const Graph& graph) { return TopologicalOrder(GraphIndex(graph)); }
+
+Result<std::vector<int>> TopologicalOrder(const GraphIndex& index) {
+  const Graph& graph = index.graph();
   const size_t n = graph.nodes.size();
-  const GraphIndex index(graph);
   std::vector<std::vector<int>> consumers(n);
   std::vector<int> missing(n, 0);
   for (size_t i = 0; i < n; ++i) {
@@ -422,8 +424,10 @@ OpKey NodeOpKey(const GraphIndex& index, const GraphNode& node) {
   return NodeOpKeyWith(index.graph(), node, [&](const std::string& name) { return index.FindTensor(name); });
 }
 
-Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) {
-  const GraphIndex index(graph);
+Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) { return ValidateGraphOps(GraphIndex(graph), soc); }
+
+Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc) {
+  const Graph& graph = index.graph();
   // Each op key's tuning problem built once: a model repeats its layers, and building
   // one searches the op's default tiling.
   std::unordered_map<std::string, Status> checked;

@@ -270,9 +270,9 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
   if (graph.soc != soc.name) {
     return InvalidArgument("graph is for SoC '" + graph.soc + "' but the run was given '" + soc.name + "'");
   }
-  TF_RETURN_IF_ERROR(ValidateGraphOps(graph, soc));
-  TF_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(graph));
   const GraphIndex index(graph);
+  TF_RETURN_IF_ERROR(ValidateGraphOps(index, soc));
+  TF_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(index));
   const int n = static_cast<int>(graph.nodes.size());
   KernelCache own_kernels;
   KernelCache& kernels = options.kernels ? *options.kernels : own_kernels;

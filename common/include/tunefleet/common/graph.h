@@ -93,6 +93,8 @@ nlohmann::json GraphToJson(const Graph& graph);
 
 // Node indices in a topological order (ties keep file order).
 Result<std::vector<int>> TopologicalOrder(const Graph& graph);
+// The same through an index a caller already built (RunGraph: one index per run).
+Result<std::vector<int>> TopologicalOrder(const GraphIndex& index);
 
 // The op key of a kernel node (not a view): the graph's SoC, the node's op type and
 // attributes, its input tensors' descriptors.
@@ -126,5 +128,6 @@ Result<std::vector<NamedKernel>> TunableKernels(const Graph& graph);
 // Checks that every kernel node is a valid instance of a tunable op on `soc`
 // (MakeTuningProblem) and that views keep the element count; errors name the node.
 Status ValidateGraphOps(const Graph& graph, const SocSpec& soc);
+Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc);
 
 }  // namespace tunefleet
