@@ -298,7 +298,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
     }
     if (!it.view) {
       OpKey key = NodeOpKey(index, node);
-      const auto given = options.configs.find(key.Canonical());
+      const auto given = options.configs.empty() ? options.configs.end() : options.configs.find(key.Canonical());
       bool config_rejected = false;
       auto kernel = kernels.Get(key, given != options.configs.end() ? &given->second : nullptr, soc, &config_rejected);
       if (!kernel.ok()) return kernel.status().WithContext("node '" + node.name + "'" + (config_rejected ? " config" : ""));

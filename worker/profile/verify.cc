@@ -61,9 +61,13 @@ nlohmann::json VerifyReport::ToJson() const {
 }
 
 Result<VerifyReport> Verify(const Graph& graph, const SocSpec& soc, const std::map<std::string, Config>& configs) {
-  TF_ASSIGN_OR_RETURN(RunProfile before, RunGraph(graph, soc));
+  KernelCache kernels;  // the ops without a tuned config run the same kernel in both
+  RunOptions default_options;
+  default_options.kernels = &kernels;
+  TF_ASSIGN_OR_RETURN(RunProfile before, RunGraph(graph, soc, default_options));
   RunOptions tuned_options;
   tuned_options.configs = configs;
+  tuned_options.kernels = &kernels;
   TF_ASSIGN_OR_RETURN(RunProfile after, RunGraph(graph, soc, tuned_options));
   // By node and direction, not name: a node may be called like another's "<name>_grad".
   std::map<std::pair<int, bool>, double> after_us;
