@@ -472,6 +472,9 @@ Status Coordinator::Impl::Resume() {
   for (TaskRecord& rec : records) {
     Task& task = tasks_[rec.task_id];
     task.rec = std::move(rec);
+    // A task stored under an older canonical form (kKbKeyVersion) ends under its key now:
+    // the same space, so its results and checkpoint still apply.
+    if (auto key = CanonicalOpKey(task.rec.key); key.ok()) task.rec.key = std::move(key).value();
     task.key_hash = HashOpKey(task.rec.key);
     if (!IsFinished(task.rec.state) && !waited_on.contains(task.rec.task_id)) {
       task.rec.state = TaskState::kCancelled;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 
+#include "tunefleet/common/tuning_problem.h"
 #include "tunefleet/common/wire.h"
 #include "tunefleet/schemas/kb.capnp.h"
 
@@ -311,7 +312,47 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync_wri
   // Results are re-derivable by re-running their configs, so they are written without
   // fsync; the WAL still orders them before the synced task state that follows.
   impl->results_write.sync = false;
-  return std::unique_ptr<Store>(new Store(std::move(impl)));
+  std::unique_ptr<Store> store(new Store(std::move(impl)));
+  TF_RETURN_IF_ERROR(store->RekeyKb());
+  return store;
+}
+
+Status Store::RekeyKb() {
+  constexpr const char* kVersionKey = "kb-key-version";
+  const std::string version = std::to_string(kKbKeyVersion);
+  std::string stored;
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->meta, kVersionKey, &stored);
+  if (!s.IsNotFound()) TF_RETURN_IF_ERROR(FromRocks(s, "read the knowledge base's key version"));
+  if (s.ok() && stored == version) return Status::Ok();
+  rocksdb::WriteBatch batch;
+  std::map<std::string, KbEntry> moved;  // new key -> the fastest entry moving there
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->kb));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    Result<KbEntry> e = DecodeKb(it->value().ToString());
+    if (!e.ok()) continue;  // left where it is; `cache export` reports it
+    Result<OpKey> canonical = CanonicalOpKey(e->key);
+    if (!canonical.ok()) continue;
+    const std::string key = HashOpKey(*canonical).Bytes();
+    if (it->key() == rocksdb::Slice(key)) continue;
+    e->key = std::move(canonical).value();
+    batch.Delete(impl_->kb, it->key());
+    auto [at, added] = moved.try_emplace(key, *e);
+    if (!added && e->best_latency_us < at->second.best_latency_us) at->second = std::move(e).value();
+  }
+  TF_RETURN_IF_ERROR(FromRocks(it->status(), "scan knowledge base"));
+  for (const auto& [key, e] : moved) {
+    std::string value;
+    rocksdb::Status got = impl_->db->Get(rocksdb::ReadOptions(), impl_->kb, key, &value);
+    if (got.ok()) {
+      Result<KbEntry> old = DecodeKb(value);
+      if (old.ok() && !(e.best_latency_us < old->best_latency_us)) continue;
+    } else if (!got.IsNotFound()) {
+      TF_RETURN_IF_ERROR(FromRocks(got, "read knowledge base"));
+    }
+    batch.Put(impl_->kb, key, EncodeKb(e));
+  }
+  batch.Put(impl_->meta, kVersionKey, version);
+  return impl_->Write(batch, "move knowledge-base entries to their canonical keys");
 }
 
 bool Store::IsEmptyOrDatabase(const std::string& dir) {

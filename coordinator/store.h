@@ -17,10 +17,19 @@
 
 namespace tunefleet::coordinator {
 
+// What is canonical in an op key (CanonicalOpKey) as of this build: knowledge-base
+// entries are stored under the hash of their canonical key, so when the canonical form
+// changes, entries stored before are moved to their new key, once (Store::Open). 2: a
+// vector op's axes merged (`Add [b, s, h]` is `Add [b*s, h]`).
+inline constexpr int kKbKeyVersion = 2;
+
 class Store {
  public:
   // Creates the database and its column families if missing. kUnavailable when the
-  // folder is locked by another process, kFailedPrecondition when it is unusable.
+  // folder is locked by another process, kFailedPrecondition when it is unusable. A
+  // knowledge base written before kKbKeyVersion has its entries moved to their canonical
+  // keys first (the faster entry kept where two meet), in one synced batch: a lookup
+  // would otherwise miss them.
   static Result<std::unique_ptr<Store>> Open(const std::string& dir, bool sync_writes = true);
   // A read-only view of an existing database as it is at this moment, also while another
   // process (a coordinator, a `tune`) has it open: RocksDB's read-only instance takes no
@@ -100,6 +109,7 @@ class Store {
  private:
   struct Impl;
   explicit Store(std::unique_ptr<Impl> impl);
+  Status RekeyKb();
   std::unique_ptr<Impl> impl_;
 };
 

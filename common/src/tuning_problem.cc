@@ -12,9 +12,12 @@
 #include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/vector_space.h"
+#include "space_util.h"
 
 namespace tunefleet {
 namespace {
+
+using space_util::Elements;
 
 // Bytes of the op's input tensors, in double: a shape typed by hand may overflow int64.
 // An input whose dtype does not parse counts 0 here; the op's own parser names it.
@@ -83,6 +86,99 @@ Status CheckKnownAttrs(const OpKey& key) {
   return Status::Ok();
 }
 
+// The axes of `shape` merged into groups that end at the given cuts, each a number of
+// trailing axes (sorted ascending, below shape.size()): [b, s, h] cut at {1} is [b*s, h].
+std::vector<int64_t> MergeAxes(const std::vector<int64_t>& shape, const std::vector<size_t>& cuts) {
+  std::vector<int64_t> out;
+  size_t end = shape.size();
+  for (auto cut = cuts.begin();; ++cut) {  // from the right
+    const size_t begin = cut == cuts.end() ? 0 : shape.size() - *cut;
+    int64_t n = 1;
+    for (size_t d = begin; d < end; ++d) n *= shape[d];
+    out.push_back(n);
+    if (cut == cuts.end()) break;
+    end = begin;
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+Result<VectorShape> VectorShapeOf(const OpKey& key) {
+  return key.op_type == kFusedElementwiseOp ? FusedElementwiseShapeFromOpKey(key) : VectorShapeFromOpKey(key);
+}
+
+// A vector op's kernel sees element counts, not axes: an element-wise op its output's
+// elements and each broadcast input's, a row-wise op rows x the last axis, a transpose
+// batches of the last two axes. So `Add [b, s, h]` (an ONNX export's) and `Add [b*s, h]`
+// (a JSON graph's) are one op, written here in one spelling that keeps the axes a reader
+// needs: an element-wise output's last axis and every axis a broadcast input starts at
+// ([b*s, h] with a bias [h]; [b, s, h] with a position table [s, h]), leading 1s of a
+// broadcast input dropped; a row-wise op's [rows, cols] with gamma and beta [cols]; a
+// transpose's [batch, rows, cols] ([rows, cols] for one); the axis attributes, which can
+// only name the last axes, left out. A key whose inputs broadcast otherwise (a mask
+// [b, 1, s, s] over [b, h, s, s]) or that does not parse keeps its shapes; and a rewrite
+// is kept only when it parses to the same VectorShape, so the space and timing are the
+// key's own.
+void CanonicalVectorShapes(OpKey& key) {
+  if (key.op_type != kFusedElementwiseOp && !IsVectorOpType(key.op_type)) return;
+  const Result<VectorShape> shape = VectorShapeOf(key);
+  if (!shape.ok()) return;
+  OpKey out = key;
+  auto strip = [](std::vector<int64_t> s) {
+    while (s.size() > 1 && s.front() == 1) s.erase(s.begin());
+    return s;
+  };
+  switch (shape->family) {
+    case VectorFamily::kElementwise: {
+      size_t big = 0;
+      if (key.op_type != kFusedElementwiseOp) {
+        for (size_t i = 1; i < key.inputs.size(); ++i) {
+          if (Elements(key.inputs[i].shape) > Elements(key.inputs[big].shape)) big = i;
+        }
+      }
+      const std::vector<int64_t> full = key.inputs[big].shape;
+      std::vector<size_t> cuts;
+      if (full.size() > 1) cuts.push_back(1);
+      for (const TensorDesc& t : key.inputs) {
+        if (t.shape == full) continue;
+        const std::vector<int64_t> s = strip(t.shape);
+        if (s == std::vector<int64_t>{1}) continue;  // one element
+        if (s.size() >= full.size() || !std::equal(s.begin(), s.end(), full.end() - static_cast<long>(s.size()))) {
+          return;  // not a trailing run of the output's axes
+        }
+        cuts.push_back(s.size());
+      }
+      std::sort(cuts.begin(), cuts.end());
+      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+      for (TensorDesc& t : out.inputs) {
+        if (t.shape == full) {
+          t.shape = MergeAxes(full, cuts);
+          continue;
+        }
+        const std::vector<int64_t> s = strip(t.shape);
+        std::vector<size_t> within;
+        for (size_t c : cuts) {
+          if (c < s.size()) within.push_back(c);
+        }
+        t.shape = s == std::vector<int64_t>{1} ? s : MergeAxes(s, within);
+      }
+      break;
+    }
+    case VectorFamily::kRowwise:
+      out.inputs[0].shape = {shape->rows, shape->cols};
+      for (size_t i = 1; i < out.inputs.size(); ++i) out.inputs[i].shape = {shape->cols};
+      for (const char* axis : {"axis", "axes", "begin_norm_axis"}) out.attrs.erase(axis);
+      break;
+    case VectorFamily::kTranspose:
+      out.inputs[0].shape = shape->batch > 1 ? std::vector<int64_t>{shape->batch, shape->rows, shape->cols}
+                                             : std::vector<int64_t>{shape->rows, shape->cols};
+      out.attrs.erase("perm");
+      break;
+  }
+  const Result<VectorShape> again = VectorShapeOf(out);
+  if (again.ok() && *again == *shape) key = std::move(out);
+}
+
 std::string GiB(double bytes) { return fmt::format("{:.3g} GiB", bytes / double(int64_t{1} << 30)); }
 
 }  // namespace
@@ -109,6 +205,7 @@ Result<OpKey> CanonicalOpKey(const OpKey& key) {
     out.op_type = "MatMul";
   }
   if (gemm_or_conv == "Conv2D") TF_RETURN_IF_ERROR(CanonicalConv2dAttrs(out));
+  CanonicalVectorShapes(out);
   if (auto it = out.attrs.find("out_dtype"); it != out.attrs.end() && !out.inputs.empty()) {
     // A cube op's output dtype by name, and left out when it is the inputs' (the default).
     auto in = ParseDType(out.inputs[0].dtype);

@@ -135,6 +135,77 @@ TEST(CanonicalOpKey, ABatchMatMulByOneWeightIsTheMatMulOfItsStackedRows) {
   EXPECT_NE(CanonicalOf(batched_b).find("BatchMatMul"), std::string::npos);
 }
 
+OpKey VectorKey(const std::string& op, std::vector<std::vector<int64_t>> shapes,
+              std::map<std::string, std::string> attrs = {}) {
+  OpKey key;
+  key.soc = "Ascend910B2";
+  key.op_type = op;
+  for (auto& s : shapes) key.inputs.push_back({std::move(s), "float16", "ND"});
+  key.attrs = std::move(attrs);
+  return key;
+}
+
+std::string CanonicalShapes(const OpKey& key) {
+  auto c = CanonicalOpKey(key);
+  if (!c.ok()) return "error: " + c.status().message();
+  std::string s;
+  for (const auto& t : c->inputs) {
+    std::string dims;
+    for (int64_t d : t.shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    s += (s.empty() ? "[" : ";[") + dims + "]";
+  }
+  for (const auto& [name, value] : c->attrs) s += " " + name + "=" + value;
+  return s;
+}
+
+// Found by an audit: an ONNX export's element-wise ops ([b, s, h]) found none of the
+// entries tuned for the same layer written as a JSON graph ([b*s, h]), though the kernel
+// sees only element counts. One spelling per op now, keeping the last axis and every
+// axis a broadcast input starts at; and never two ops in one key.
+TEST(CanonicalOpKey, AVectorOpsAxesMergeIntoOneSpellingOfWhatItsKernelSees) {
+  EXPECT_EQ(CanonicalShapes(VectorKey("Gelu", {{32, 128, 3072}})), "[4096,3072]");
+  EXPECT_EQ(CanonicalOf(VectorKey("Gelu", {{32, 128, 3072}})), CanonicalOf(VectorKey("Gelu", {{4096, 3072}})));
+  EXPECT_EQ(CanonicalShapes(VectorKey("Add", {{32, 128, 768}, {1, 768}})), "[4096,768];[768]") << "a bias";
+  EXPECT_EQ(CanonicalShapes(VectorKey("Add", {{768}, {4, 8, 768}})), "[768];[32,768]") << "the larger input is the output";
+  EXPECT_EQ(CanonicalShapes(VectorKey("FusedMulAdd", {{32, 128, 768}, {128, 768}, {1, 1, 1}})),
+            "[32,128,768];[128,768];[1]") << "a position table keeps its own axes";
+  EXPECT_EQ(CanonicalShapes(VectorKey("Mul", {{2, 12, 128, 128}, {2, 1, 128, 128}})), "[2,12,128,128];[2,1,128,128]")
+      << "a mask broadcast over an inner axis keeps its shapes";
+  EXPECT_EQ(CanonicalShapes(VectorKey("Mul", {{4096, 768}, {4096, 768}})), "[4096,768];[4096,768]");
+  EXPECT_EQ(CanonicalShapes(VectorKey("Relu", {{768}})), "[768]");
+  EXPECT_EQ(CanonicalShapes(VectorKey("FusedElementwise", {{32, 128, 768}, {768}}, {{"ops", "BiasAdd,Gelu"}})),
+            "[4096,768];[768] ops=BiasAdd,Gelu");
+  EXPECT_EQ(CanonicalShapes(VectorKey("LayerNorm", {{32, 128, 768}, {1, 768}, {768}}, {{"begin_norm_axis", "-1"}})),
+            "[4096,768];[768];[768]");
+  EXPECT_EQ(CanonicalOf(VectorKey("Softmax", {{2, 12, 128, 128}}, {{"axis", "3"}})),
+            CanonicalOf(VectorKey("Softmax", {{3072, 128}})));
+  EXPECT_EQ(CanonicalShapes(VectorKey("ReduceMean", {{768}}, {{"axes", "0"}})), "[1,768]");
+  EXPECT_EQ(CanonicalShapes(VectorKey("Transpose", {{2, 12, 128, 64}}, {{"perm", "0,1,3,2"}})), "[24,128,64]");
+  EXPECT_EQ(CanonicalShapes(VectorKey("Transpose", {{1, 128, 64}})), "[128,64]");
+  // Not the same op: another element count, dtype, last axis of a row-wise op.
+  EXPECT_NE(CanonicalOf(VectorKey("Gelu", {{32, 128, 3072}})), CanonicalOf(VectorKey("Gelu", {{4096, 3071}})));
+  EXPECT_NE(CanonicalOf(VectorKey("Softmax", {{4096, 128}})), CanonicalOf(VectorKey("Softmax", {{128, 4096}})));
+  // What does not parse is left for MakeTuningProblem to name.
+  EXPECT_EQ(CanonicalShapes(VectorKey("Softmax", {{4096, 128}}, {{"axis", "0"}})), "[4096,128] axis=0");
+
+  // Every rewrite is the same problem: space, default and timing.
+  SocCatalog catalog = SocCatalog::Builtin();
+  const SocSpec& soc = **catalog.Find("Ascend910B2");
+  for (const OpKey& key : {VectorKey("Add", {{32, 128, 768}, {1, 768}}),
+                           VectorKey("LayerNorm", {{32, 128, 768}, {768}, {768}}),
+                           VectorKey("Transpose", {{2, 12, 128, 64}}),
+                           VectorKey("FusedElementwise", {{32, 128, 768}, {768}}, {{"ops", "BiasAdd,Gelu"}})}) {
+    auto canonical = CanonicalOpKey(key);
+    ASSERT_TRUE(canonical.ok()) << canonical.status().message();
+    EXPECT_NE(canonical->Canonical(), key.Canonical()) << key.Display();
+    auto a = MakeTuningProblem(key, soc);
+    auto b = MakeTuningProblem(*canonical, soc);
+    ASSERT_TRUE(a.ok() && b.ok()) << key.Display();
+    EXPECT_EQ(a->space.size(), b->space.size()) << key.Display();
+    EXPECT_EQ(a->default_config, b->default_config) << key.Display();
+  }
+}
+
 TEST(CanonicalOpKey, SpellingsOfTheSameOpShareOneKeyAndOthersDoNot) {
   const OpKey mm = MatmulKey(64, 32, 16);
   const std::string plain = CanonicalOf(WithAttrs(mm, {}));

@@ -1147,6 +1147,34 @@ TEST_F(CoordinatorTest, AFinishedTasksStatusNamesItsBestConfigAlsoAfterARestart)
   expect_named(*st);
 }
 
+// A task an older build stored under its key's older canonical form (an element-wise
+// op's axes unmerged, kKbKeyVersion 1) ends under the key lookups compute now, not
+// under one no lookup finds.
+TEST_F(CoordinatorTest, ATaskStoredUnderAnOlderCanonicalFormEndsUnderItsKeyNow) {
+  OpKey gelu;
+  gelu.soc = "Ascend910B2";
+  gelu.op_type = "Gelu";
+  gelu.inputs = {{{32, 128, 3072}, "float16", "ND"}};
+  client::SubmitSpec spec = RandomSearch(3, 1);
+  spec.ops = {gelu};
+  client::Client client(ctx_, options_.client_endpoint);
+  ASSERT_TRUE(client.Submit(spec).ok());
+  StopCoordinator();
+  auto tasks = store_->LoadTasks();
+  ASSERT_TRUE(tasks.ok() && tasks->size() == 1u);
+  TaskRecord legacy = (*tasks)[0];
+  ASSERT_NE(legacy.key.Canonical(), gelu.Canonical()) << "submitted under its merged key";
+  legacy.key = gelu;
+  ASSERT_TRUE(store_->PutTask(legacy).ok());
+  Restart();
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  EXPECT_GT(w.AnswerAll(10, false), 0u);
+  const OpKeyHash now = HashOpKey(*CanonicalOpKey(gelu));
+  for (int i = 0; i < 50 && !store_->GetKb(now)->has_value(); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(store_->GetKb(now)->has_value());
+  EXPECT_FALSE(store_->GetKb(HashOpKey(gelu))->has_value());
+}
+
 // The progress stream: a held watch is answered by the event it waited for, with the
 // submission's events only, and at its deadline with none; a position from before a
 // restart is reported as a gap.

@@ -4,7 +4,10 @@
 #include <filesystem>
 
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 #include <unistd.h>
+
+#include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet::coordinator {
 namespace {
@@ -57,6 +60,67 @@ TaskRecord Task(uint64_t id, int64_t m) {
   t.seed = 7;
   t.state = TaskState::kRunning;
   return t;
+}
+
+OpKey GeluKey(std::vector<int64_t> shape) {
+  OpKey k;
+  k.soc = "Ascend910B2";
+  k.op_type = "Gelu";
+  k.inputs = {{std::move(shape), "float16", "ND"}};
+  return k;
+}
+
+// A database an older build wrote: its entries under the keys canonical then, and no
+// key version. Forgets the version this build's Open recorded.
+void ForgetKbKeyVersion(const std::filesystem::path& dir) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const char* name : {rocksdb::kDefaultColumnFamilyName.c_str(), "kb", "tasks", "results", "meta"}) {
+    families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.string(), families, &handles, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  EXPECT_TRUE(db->Delete(rocksdb::WriteOptions(), handles[4], "kb-key-version").ok());
+  for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+}
+
+// Entries tuned before an element-wise op's axes were merged (`Gelu [32, 128, 3072]`)
+// were stored under keys no lookup computes any more: Open moves them to their
+// canonical key, keeping the faster where two spellings of one op meet, and only once.
+TEST_F(StoreTest, OpenMovesEntriesStoredUnderAnOlderCanonicalFormToTheirKey) {
+  KbEntry onnx = Entry(64, 5.0), json = Entry(64, 4.0), other = Entry(64, 7.0);
+  onnx.key = GeluKey({32, 128, 3072});
+  json.key = GeluKey({32 * 128, 3072});
+  other.key = GeluKey({8, 128, 3072});
+  const OpKeyHash canonical = HashOpKey(*CanonicalOpKey(onnx.key));
+  ASSERT_EQ(canonical, HashOpKey(json.key));
+  {
+    auto store = Open();
+    // MergeKb stores under the key as given, as an older build's canonical form was.
+    ASSERT_TRUE(store->MergeKb({onnx, json, other}).ok());
+    ASSERT_TRUE(store->GetKb(HashOpKey(onnx.key))->has_value());
+  }
+  {
+    auto store = Open();  // this build's database: nothing moves
+    EXPECT_TRUE(store->GetKb(HashOpKey(onnx.key))->has_value());
+  }
+  ForgetKbKeyVersion(dir_);
+  {
+    auto store = Open();
+    EXPECT_FALSE(store->GetKb(HashOpKey(onnx.key))->has_value());
+    EXPECT_FALSE(store->GetKb(HashOpKey(other.key))->has_value());
+    auto kept = store->GetKb(canonical);
+    ASSERT_TRUE(kept.ok() && kept->has_value());
+    EXPECT_EQ((*kept)->best_latency_us, 4.0) << "the faster of the two spellings";
+    auto moved = store->GetKb(HashOpKey(*CanonicalOpKey(other.key)));
+    ASSERT_TRUE(moved.ok() && moved->has_value());
+    EXPECT_EQ((*moved)->key.Canonical(), CanonicalOpKey(other.key)->Canonical());
+    EXPECT_EQ((*moved)->best_config, other.best_config);
+    int entries = 0;
+    ASSERT_TRUE(store->ForEachKb([&](const KbEntry&) { ++entries; }).ok());
+    EXPECT_EQ(entries, 2);
+  }
 }
 
 TEST_F(StoreTest, KnowledgeBaseKeepsOnlyTheBetterEntry) {

@@ -54,6 +54,9 @@ struct VectorShape {
   // FusedElementwise (fused_space.h): the chain's ops in order, `op` then being kAdd;
   // the vector model charges the sum of their instructions. Empty for a single op.
   std::vector<VectorOp> chain;
+
+  // Two keys with equal shapes have one search space and one timing (CanonicalOpKey).
+  friend bool operator==(const VectorShape&, const VectorShape&) = default;
 };
 
 // The per-channel weights a normalisation reads beside x, one row of cols each, resident
