@@ -25,15 +25,15 @@ start_coordinator() {
   [[ -n $client ]] || { cat "$dir/coordinator.log" "$dir/coordinator.err" >&2; return 1; }
 }
 
-# write_matmul_ops N: prints an ops file of N distinct MatMul shapes on Ascend910B2,
-# [16*(1+i%400), 128] x [128, 16*(1+i/400)].
+# write_matmul_ops N [K]: prints an ops file of N distinct MatMul shapes on Ascend910B2,
+# [16*(1+i%400), K] x [K, 16*(1+i/400)], K 128 unless given.
 write_matmul_ops() {
-  local n=$1 i
+  local n=$1 k=${2:-128} i
   printf '{"soc": "Ascend910B2", "ops": ['
   for ((i = 0; i < n; i++)); do
     ((i)) && printf ','
-    printf '{"name": "op%d", "op": "MatMul", "inputs": [{"shape": [%d, 128], "dtype": "float16"}, {"shape": [128, %d], "dtype": "float16"}]}' \
-      "$i" $((16 * (1 + i % 400))) $((16 * (1 + i / 400)))
+    printf '{"name": "op%d", "op": "MatMul", "inputs": [{"shape": [%d, %d], "dtype": "float16"}, {"shape": [%d, %d], "dtype": "float16"}]}' \
+      "$i" $((16 * (1 + i % 400))) "$k" "$k" $((16 * (1 + i / 400)))
   done
   printf ']}\n'
 }

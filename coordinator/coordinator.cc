@@ -126,9 +126,8 @@ struct Task {
   // scheduler, not the task's own budget, decides how much it gets.
   uint64_t scheduled_by = 0;
   size_t schedule_index = 0;
-  // A finished task's best config by name: what status reports once the task's search
-  // space is released (filled when it finishes, or on the first status after a restart).
-  mutable std::vector<std::pair<std::string, int64_t>> best_named;
+  // When the heartbeat tick first saw it finished: it leaves memory keep_finished later.
+  std::optional<TimePoint> finished_seen;
 
   uint64_t limit() const {
     return rec.budget == 0 || scheduled_by ? std::numeric_limits<uint64_t>::max() : rec.budget;
@@ -350,6 +349,8 @@ class Coordinator::Impl {
     std::unordered_set<uint64_t> tasks;  // filled on the first watch
     WatchTotals totals;
     uint32_t finished_seen = 0;  // `finished` events read since the count
+    // Evaluations of its finished tasks no longer in memory, read from the store once.
+    std::unordered_map<uint64_t, uint64_t> evicted_evaluated;
     TimePoint counted_at;
     bool counted = false;
   };
@@ -375,7 +376,13 @@ class Coordinator::Impl {
   // knowledge base; the workers holding its jobs are told to stop them.
   void CancelTask(Task& task);
   Status HandleLookup(schema::LookupRequest::Reader req, schema::Envelope::Body::Builder reply);
-  void FillTaskStatus(const Task& task, schema::TaskStatus::Builder b);
+  void FillTaskStatus(Task& task, schema::TaskStatus::Builder b);
+  // A task as Resume and a status of one no longer in memory take it from its record:
+  // under its canonical key (a record may hold an older form, kKbKeyVersion), hashed.
+  static Task TaskFromRecord(TaskRecord rec);
+  // Drops from memory the tasks finished keep_finished ago that no running task
+  // scheduler holds; `status` and `watch` read them from the store after that.
+  void EvictFinishedTasks(TimePoint now);
   void SendToWorker(const std::string& identity, wire::Outgoing& msg);
   void Log(const std::string& line) {
     if (options_.verbose) fmt::print(stderr, "coordinator: {}\n", line);
@@ -462,7 +469,17 @@ class Coordinator::Impl {
 Status Coordinator::Impl::Resume() {
   TF_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> subs, store_.LoadSubmissions());
   for (auto& s : subs) submissions_[s.submission_id] = std::move(s);
-  TF_ASSIGN_OR_RETURN(std::vector<TaskRecord> records, store_.LoadTasks());
+  // Only unfinished tasks come into memory: a finished one is read from the store when
+  // asked for (loading every task ever run made a restart hold them all, 4.5 KB each).
+  // Records written before submissions kept their priority have 0; the tasks they created
+  // carry it (the lowest of them: a task another submission shared may have been raised).
+  std::vector<TaskRecord> records;
+  std::map<uint64_t, int32_t> created_priority;
+  TF_RETURN_IF_ERROR(store_.ForEachTask([&](TaskRecord rec) {
+    auto [it, fresh] = created_priority.emplace(rec.submission_id, rec.priority);
+    if (!fresh) it->second = std::min(it->second, rec.priority);
+    if (!IsFinished(rec.state)) records.push_back(std::move(rec));
+  }));
   // A cancel writes its submission first and its tasks unsynced after (HandleCancel): an
   // unfinished task that only cancelled submissions wait on was being cancelled.
   std::unordered_set<uint64_t> waited_on;
@@ -470,18 +487,14 @@ Status Coordinator::Impl::Resume() {
     if (!sub.cancelled) waited_on.insert(sub.task_ids.begin(), sub.task_ids.end());
   }
   for (TaskRecord& rec : records) {
-    Task& task = tasks_[rec.task_id];
-    task.rec = std::move(rec);
-    // A task stored under an older canonical form (kKbKeyVersion) ends under its key now:
-    // the same space, so its results and checkpoint still apply.
-    if (auto key = CanonicalOpKey(task.rec.key); key.ok()) task.rec.key = std::move(key).value();
-    task.key_hash = HashOpKey(task.rec.key);
-    if (!IsFinished(task.rec.state) && !waited_on.contains(task.rec.task_id)) {
+    const uint64_t id = rec.task_id;
+    Task& task = tasks_[id] = TaskFromRecord(std::move(rec));
+    if (!waited_on.contains(task.rec.task_id)) {
       task.rec.state = TaskState::kCancelled;
       (void)store_.FinishTask(task.rec, std::nullopt);
       Log(fmt::format("task {} cancelled: its submissions were", task.rec.task_id));
+      continue;
     }
-    if (IsFinished(task.rec.state)) continue;
     TF_ASSIGN_OR_RETURN(std::vector<StoredResult> recovered, store_.LoadResults(task.rec.task_id));
     Status s = ActivateTask(task, recovered);
     if (!s.ok()) {
@@ -495,13 +508,6 @@ Status Coordinator::Impl::Resume() {
   }
   for (const auto& [id, sub] : submissions_) TF_RETURN_IF_ERROR(RestoreSchedule(sub));
   for (auto& [id, task] : tasks_) MaybeFinish(task);
-  // Records written before submissions kept their priority have 0; the tasks they created
-  // carry it (the lowest of them: a task another submission shared may have been raised).
-  std::map<uint64_t, int32_t> created_priority;
-  for (const auto& [id, task] : tasks_) {
-    auto [it, fresh] = created_priority.emplace(task.rec.submission_id, task.rec.priority);
-    if (!fresh) it->second = std::min(it->second, task.rec.priority);
-  }
   for (auto& [id, sub] : submissions_) {
     if (auto p = created_priority.find(id); sub.priority == 0 && p != created_priority.end()) sub.priority = p->second;
     MakeRunnable(sub);
@@ -522,6 +528,22 @@ void Coordinator::Impl::MakeRunnable(const SubmissionRecord& sub) {
 
 Status Coordinator::Impl::RestoreSchedule(const SubmissionRecord& sub) {
   if (sub.total_budget == 0 || sub.scheduled_task_ids.empty()) return Status::Ok();
+  // Resume brought only unfinished tasks into memory: a schedule none of whose tasks
+  // runs has ended; one that goes on needs its finished tasks too (their evaluations).
+  const bool goes_on = std::any_of(sub.scheduled_task_ids.begin(), sub.scheduled_task_ids.end(), [&](uint64_t id) {
+    auto t = tasks_.find(id);
+    return t != tasks_.end() && t->second.rec.state == TaskState::kRunning;
+  });
+  if (!goes_on) {
+    TF_ASSIGN_OR_RETURN(std::optional<std::string> saved, store_.LoadSchedule(sub.submission_id));
+    if (saved) (void)store_.DeleteSchedule(sub.submission_id);
+    return Status::Ok();
+  }
+  for (uint64_t id : sub.scheduled_task_ids) {
+    if (tasks_.contains(id)) continue;
+    TF_ASSIGN_OR_RETURN(std::optional<TaskRecord> rec, store_.GetTask(id));
+    if (rec) tasks_[id] = TaskFromRecord(std::move(rec).value());
+  }
   TF_ASSIGN_OR_RETURN(TaskScheduler::Policy policy, ParseSchedulerName(sub.scheduler));
   // FLOPs, floors and similarity groups follow from the op keys and the SoC catalog, so a
   // restart rebuilds them as they were.
@@ -572,6 +594,33 @@ Status Coordinator::Impl::RestoreSchedule(const SubmissionRecord& sub) {
   }
   schedules_.emplace(sub.submission_id, std::move(schedule));
   return Status::Ok();
+}
+
+Task Coordinator::Impl::TaskFromRecord(TaskRecord rec) {
+  Task task;
+  task.rec = std::move(rec);
+  // A task stored under an older canonical form (kKbKeyVersion) ends under its key now:
+  // the same space, so its results and checkpoint still apply.
+  if (auto key = CanonicalOpKey(task.rec.key); key.ok()) task.rec.key = std::move(key).value();
+  task.key_hash = HashOpKey(task.rec.key);
+  return task;
+}
+
+void Coordinator::Impl::EvictFinishedTasks(TimePoint now) {
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    Task& task = it->second;
+    if (!IsFinished(task.rec.state) || (task.scheduled_by && schedules_.contains(task.scheduled_by))) {
+      ++it;
+    } else if (!task.finished_seen) {
+      task.finished_seen = now;
+      ++it;
+    } else if (now - *task.finished_seen < options_.keep_finished) {
+      ++it;
+    } else {
+      it = tasks_.erase(it);
+    }
+  }
+  metrics_.tasks_in_memory.Set(static_cast<double>(tasks_.size()));
 }
 
 Result<TuningProblem> Coordinator::Impl::ProblemFor(const OpKey& key) const {
@@ -868,16 +917,17 @@ void Coordinator::Impl::MaybeFinish(Task& task) {
 }
 
 void Coordinator::Impl::Retire(Task& task, const std::optional<KbEntry>& entry, bool sync) {
+  // Its best config by name goes into its record: the search space is released below.
+  if (task.rec.has_best && task.problem && task.rec.best_index < task.problem->space.size()) {
+    task.rec.best_config = NamedConfig(task.problem->space, task.rec.best_index);
+  }
   auto wrote = store_.FinishTask(task.rec, entry, sync);
   if (!wrote.ok()) fmt::print(stderr, "coordinator: cannot persist finished task: {}\n", wrote.status().ToString());
   if (wrote.ok() && *wrote) Indexed(*entry);
   metrics_.task_best_improvement.Remove(&metrics_.task_best_improvement.Add({{"task", std::to_string(task.rec.task_id)}}));
-  // A finished task stays for status until restart: keep only its record and best config
-  // by name (about 10 KB less per task, which over months of submissions was the
-  // coordinator's memory).
-  if (task.rec.has_best && task.problem && task.rec.best_index < task.problem->space.size()) {
-    task.best_named = NamedConfig(task.problem->space, task.rec.best_index);
-  }
+  // A finished task stays for status a while (EvictFinishedTasks): keep only its record
+  // (about 10 KB less per task, which over months of submissions was the coordinator's
+  // memory).
   task.waiting = {};
   task.strategy.reset();
   task.planned = IndexSet();
@@ -1321,6 +1371,7 @@ void Coordinator::Impl::UpdateTaskGauges() {
   metrics_.tasks_done.Set(done);
   metrics_.tasks_failed.Set(failed);
   metrics_.tasks_cancelled.Set(cancelled);
+  metrics_.tasks_in_memory.Set(static_cast<double>(tasks_.size()));
 }
 
 Result<const NearestIndex*> Coordinator::Impl::Nearest() {
@@ -1710,6 +1761,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
         rec.best_index = hit->best_index;
         rec.best_latency_us = hit->best_latency_us;
         rec.baseline_latency_us = hit->baseline_latency_us;
+        rec.best_config = hit->best_config;
         rec.evaluated = 0;
       }
     }
@@ -1785,7 +1837,7 @@ Status Coordinator::Impl::HandleSubmit(schema::SubmitRequest::Reader req,
   return Status::Ok();
 }
 
-void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Builder b) {
+void Coordinator::Impl::FillTaskStatus(Task& task, schema::TaskStatus::Builder b) {
   b.setTaskId(task.rec.task_id);
   b.setOpKeyHash(task.key_hash.Hex());
   b.setState(IsWaiting(task) ? schema::TaskState::QUEUED : WireTaskState(task.rec.state));
@@ -1801,22 +1853,24 @@ void Coordinator::Impl::FillTaskStatus(const Task& task, schema::TaskStatus::Bui
   wire::FillOpKey(b.initOpKey(), task.rec.key);
   if (!task.rec.has_best) return;
   // The best config by name: through the op's space while the task runs; a finished
-  // task keeps it by name (a task finished before a restart gets it on its first status).
+  // task's record keeps it by name (one finished before records kept it gets it on its
+  // first status).
   if (task.problem) {
     if (task.rec.best_index >= task.problem->space.size()) return;
     Config best = task.problem->space.Decode(task.rec.best_index);
     wire::FillConfig(b.initBestConfig(static_cast<unsigned>(best.size())), task.problem->space, best);
     return;
   }
-  if (task.best_named.empty()) {
+  auto& named = task.rec.best_config;
+  if (named.empty()) {
     auto p = ProblemFor(task.rec.key);
     if (!p.ok() || task.rec.best_index >= p->space.size()) return;
-    task.best_named = NamedConfig(p->space, task.rec.best_index);
+    named = NamedConfig(p->space, task.rec.best_index);
   }
-  auto list = b.initBestConfig(static_cast<unsigned>(task.best_named.size()));
-  for (unsigned i = 0; i < task.best_named.size(); ++i) {
-    list[i].setName(task.best_named[i].first);
-    list[i].setValue(task.best_named[i].second);
+  auto list = b.initBestConfig(static_cast<unsigned>(named.size()));
+  for (unsigned i = 0; i < named.size(); ++i) {
+    list[i].setName(named[i].first);
+    list[i].setValue(named[i].second);
   }
 }
 
@@ -1839,10 +1893,17 @@ Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
   bool done = true;
   for (unsigned i = 0; i < sub.task_ids.size(); ++i) {
     auto t = tasks_.find(sub.task_ids[i]);
-    if (t == tasks_.end()) continue;
-    FillTaskStatus(t->second, list[i]);
+    Task evicted;  // finished, and no longer in memory: from its record
+    if (t == tasks_.end()) {
+      TF_ASSIGN_OR_RETURN(std::optional<TaskRecord> rec, store_.GetTask(sub.task_ids[i]));
+      if (!rec) return Internal("submission " + std::to_string(sub.submission_id) + " names task " +
+                                std::to_string(sub.task_ids[i]) + ", which the store does not hold");
+      evicted = TaskFromRecord(std::move(rec).value());
+    }
+    Task& task = t == tasks_.end() ? evicted : t->second;
+    FillTaskStatus(task, list[i]);
     if (i < sub.names.size()) list[i].setName(sub.names[i]);
-    done &= IsFinished(t->second.rec.state);
+    done &= IsFinished(task.rec.state);
   }
   // A cancelled submission waits on none of its tasks: a shared one runs on for the others.
   out.setDone(done || sub.cancelled);
@@ -2074,7 +2135,18 @@ Coordinator::Impl::WatchAnswer Coordinator::Impl::ReadWatch(uint64_t submission,
     w.finished_seen = 0;
     for (uint64_t id : w.tasks) {
       auto t = tasks_.find(id);
-      if (t == tasks_.end()) continue;
+      if (t == tasks_.end()) {  // finished, and left memory (EvictFinishedTasks)
+        auto [e, fresh] = w.evicted_evaluated.try_emplace(id, 0);
+        if (fresh) {
+          auto rec = store_.GetTask(id);
+          if (rec.ok() && *rec) e->second = (*rec)->evaluated;
+        }
+        ++w.totals.tasks;
+        ++w.totals.finished;
+        w.totals.evaluated += e->second;
+        w.totals.planned += e->second;
+        continue;
+      }
       const Task& task = t->second;
       const bool finished = IsFinished(task.rec.state);
       ++w.totals.tasks;
@@ -2195,6 +2267,7 @@ Status Coordinator::Impl::Run(const std::atomic<bool>& stop) {
       next_heartbeat_ = now + options_.heartbeat_interval;
       EndSpentTasks();
       DropEndedSchedules();
+      EvictFinishedTasks(now);
       DropUnwatched();
       const Store::DbStats db = store_.Stats();
       metrics_.rocksdb_sst_bytes.Set(static_cast<double>(db.sst_bytes));

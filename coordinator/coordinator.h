@@ -38,6 +38,9 @@ struct CoordinatorOptions {
   std::optional<curve::ServerKeys> curve;
   // Progress events kept for `watch` (progress_log.h), about 64 bytes each.
   size_t progress_window = 65536;
+  // How long a finished task stays in memory (about 4.5 KB each) once no running task
+  // scheduler holds it; `status` and `watch` read it from the store after that.
+  std::chrono::seconds keep_finished{600};
 };
 
 class Coordinator {

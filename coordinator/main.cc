@@ -71,6 +71,12 @@ int main(int argc, char** argv) {
                    "that is only waiting";
           },
           "0 or 200..3600000"));
+  int64_t keep_finished_s = options.keep_finished.count();
+  app.add_option("--keep-finished-s", keep_finished_s,
+                 "seconds a finished task stays in memory (about 4.5 KB each) before `status` and `watch` read it "
+                 "from the data folder")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{30} * 24 * 3600));
   app.add_flag("--no-sync", no_sync, "do not fsync state changes (faster, loses the last changes on a crash)");
   app.add_flag("-v,--verbose", options.verbose, "log scheduling decisions to stderr");
   try {
@@ -80,6 +86,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitBadInput;
   }
   options.heartbeat_interval = std::chrono::milliseconds(heartbeat_ms);
+  options.keep_finished = std::chrono::seconds(keep_finished_s);
 
   // CURVE fails closed: a key folder asked for but unusable stops the coordinator.
   auto key_dir = curve::KeyDir(curve_dir, std::getenv("TUNEFLEET_CURVE_ENABLED"), std::getenv("TUNEFLEET_CURVE_DIR"));

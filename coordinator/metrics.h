@@ -48,6 +48,7 @@ struct CoordinatorMetrics {
   prometheus::Gauge& jobs_in_flight;
   prometheus::Gauge& kb_entries;
   prometheus::Gauge& schedules;  // submissions splitting a total budget, not yet ended
+  prometheus::Gauge& tasks_in_memory;  // running and recently finished (keep_finished)
   prometheus::Gauge& queue_depth;  // running tasks with work to hand out and no job out
   prometheus::Family<prometheus::Counter>& lookups;  // {result=hit|miss}
   prometheus::Counter& lookup_hits;

@@ -48,6 +48,10 @@ struct TaskRecord {
   double best_latency_us = 0;
   double baseline_latency_us = 0;
   bool from_cache = false;
+  // The best config by name, written when the task finishes (its search space is not
+  // kept): what `status` shows of a task no longer in memory without rebuilding the
+  // space. Empty in records written before it was kept.
+  std::vector<std::pair<std::string, int64_t>> best_config;
 };
 
 inline constexpr size_t kMaxFailureReasons = 8;       // distinct ones, beside kOtherFailureReasons

@@ -166,6 +166,11 @@ std::string EncodeTask(const TaskRecord& t) {
   r.setPatience(t.patience);
   r.setStartedUnixMs(t.started_ms);
   wire::FillFailureReasons(r.initFailureReasons(static_cast<unsigned>(t.failure_reasons.size())), t.failure_reasons);
+  auto best = r.initBestConfig(static_cast<unsigned>(t.best_config.size()));
+  for (unsigned i = 0; i < t.best_config.size(); ++i) {
+    best[i].setName(t.best_config[i].first);
+    best[i].setValue(t.best_config[i].second);
+  }
   return ToBytes(b);
 }
 
@@ -197,6 +202,7 @@ Result<TaskRecord> DecodeTask(const std::string& bytes) {
     t.patience = r.getPatience();
     t.started_ms = r.getStartedUnixMs();
     t.failure_reasons = wire::ReadFailureReasons(r.getFailureReasons());
+    for (auto p : r.getBestConfig()) t.best_config.emplace_back(p.getName(), p.getValue());
     return Status::Ok();
   });
   if (!s.ok()) return s;
@@ -586,14 +592,27 @@ Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEnt
   return wrote_kb;
 }
 
-Result<std::vector<TaskRecord>> Store::LoadTasks() const {
-  std::vector<TaskRecord> out;
+Result<std::optional<TaskRecord>> Store::GetTask(uint64_t task_id) const {
+  std::string value;
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->tasks, TaskKey(task_id), &value);
+  if (s.IsNotFound()) return std::optional<TaskRecord>();
+  TF_RETURN_IF_ERROR(FromRocks(s, "read task " + std::to_string(task_id)));
+  TF_ASSIGN_OR_RETURN(TaskRecord t, DecodeTask(value));
+  return std::optional<TaskRecord>(std::move(t));
+}
+
+Status Store::ForEachTask(const std::function<void(TaskRecord)>& fn) const {
   std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->tasks));
   for (it->Seek("t/"); it->Valid() && it->key().starts_with("t/"); it->Next()) {
     TF_ASSIGN_OR_RETURN(TaskRecord t, DecodeTask(it->value().ToString()));
-    out.push_back(std::move(t));
+    fn(std::move(t));
   }
-  TF_RETURN_IF_ERROR(FromRocks(it->status(), "load tasks"));
+  return FromRocks(it->status(), "load tasks");
+}
+
+Result<std::vector<TaskRecord>> Store::LoadTasks() const {
+  std::vector<TaskRecord> out;
+  TF_RETURN_IF_ERROR(ForEachTask([&](TaskRecord t) { out.push_back(std::move(t)); }));
   return out;
 }
 

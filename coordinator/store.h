@@ -102,7 +102,13 @@ class Store {
   // batch in a crash is repaired on resume (the tasks of a cancelled submission).
   Result<bool> FinishTask(const TaskRecord& task, const std::optional<KbEntry>& entry, bool sync = true);
 
+  // One task's record (a finished one the coordinator no longer keeps in memory);
+  // nullopt when there is none.
+  Result<std::optional<TaskRecord>> GetTask(uint64_t task_id) const;
   Result<std::vector<TaskRecord>> LoadTasks() const;
+  // Calls fn with every task record in id order, one at a time (a restart reads them
+  // all but keeps only the unfinished ones).
+  Status ForEachTask(const std::function<void(TaskRecord)>& fn) const;
   Result<std::vector<SubmissionRecord>> LoadSubmissions() const;
   Result<std::vector<StoredResult>> LoadResults(uint64_t task_id) const;
 

@@ -46,6 +46,7 @@ struct TaskRecord {
   patience @19 :UInt64;        # stop after this many evaluations without improvement (0: none)
   startedUnixMs @20 :Int64;    # first dispatch
   failureReasons @21 :List(FailureCount);  # why configs failed: 8 distinct reasons at most
+  bestConfig @22 :List(Common.ParamValue);  # the best config by name, once finished (empty before, and in older records)
 }
 
 struct FailureCount {

@@ -1141,10 +1141,89 @@ TEST_F(CoordinatorTest, AFinishedTasksStatusNamesItsBestConfigAlsoAfterARestart)
   EXPECT_EQ(st->tasks[0].state, "done");
   expect_named(*st);
   Restart();
+  // A restart brings only unfinished tasks into memory; a finished one's status is its
+  // record's, which names its best config.
+  EXPECT_EQ(GaugeValue(registry2_, "tunefleet_tasks_in_memory"), 0);
   client::Client after(ctx_, options_.client_endpoint);
   st = after.GetStatus(sub->submission_id);
   ASSERT_TRUE(st.ok());
   expect_named(*st);
+  // A record written before records named it: named through the op's space.
+  StopCoordinator();
+  auto rec = store_->GetTask(sub->task_ids[0]);
+  ASSERT_TRUE(rec.ok() && rec->has_value());
+  EXPECT_FALSE((*rec)->best_config.empty());
+  (*rec)->best_config.clear();
+  ASSERT_TRUE(store_->PutTask(**rec).ok());
+  Restart();
+  client::Client older(ctx_, options_.client_endpoint);
+  st = older.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  expect_named(*st);
+}
+
+// Found by an audit: the coordinator kept every task it ever ran in memory, about 4.5 KB
+// each, and a restart loaded them all again: a long-lived service grew without bound. A
+// finished task leaves memory keep_finished after a tick saw it finished; its status
+// and a watch's totals then read the same from the store.
+TEST_F(CoordinatorTest, AFinishedTaskLeavesMemoryAfterKeepFinishedAndReadsTheSameFromTheStore) {
+  options_.keep_finished = 3s;
+  Restart();
+  client::Client client(ctx_, options_.client_endpoint);
+  auto sub = client.Submit(RandomSearch(4, 1));
+  ASSERT_TRUE(sub.ok());
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  for (int i = 0; i < 4; ++i) {
+    auto job = w.NextJob();
+    ASSERT_TRUE(job);
+    w.Answer(*job, 100 - 10 * i);
+  }
+  std::optional<client::StatusView> before;
+  for (int i = 0; i < 50 && !(before && before->done); ++i) {
+    std::this_thread::sleep_for(50ms);
+    auto st = client.GetStatus(sub->submission_id);
+    ASSERT_TRUE(st.ok());
+    before = *st;
+  }
+  ASSERT_TRUE(before && before->done);
+  // One heartbeat tick per second of the test's clock, each awaited at the worker (which
+  // answers, to stay registered).
+  auto tick = [&] {
+    clock_.Advance(1s);
+    const int seen = w.heartbeats();
+    for (int i = 0; i < 100 && w.heartbeats() == seen; ++i) (void)w.NextJob(20ms);
+    w.Heartbeat();
+    std::this_thread::sleep_for(50ms);
+  };
+  for (int i = 0; i < 3; ++i) {
+    tick();  // the first sees it finished
+    EXPECT_EQ(GaugeValue(registry2_, "tunefleet_tasks_in_memory"), 1) << "kept until keep_finished has passed";
+  }
+  tick();
+  EXPECT_EQ(AwaitGauge(registry2_, "tunefleet_tasks_in_memory", 0), 0);
+
+  auto after = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_TRUE(after->done);
+  ASSERT_EQ(after->tasks.size(), 1u);
+  const client::TaskView &a = after->tasks[0], &b = before->tasks[0];
+  EXPECT_EQ(a.task_id, b.task_id);
+  EXPECT_EQ(a.op_key_hash, b.op_key_hash);
+  EXPECT_EQ(a.state, "done");
+  EXPECT_EQ(a.evaluated, 4u);
+  EXPECT_EQ(a.planned, b.planned);
+  EXPECT_EQ(a.best_index, b.best_index);
+  EXPECT_EQ(a.best_latency_us, b.best_latency_us);
+  EXPECT_EQ(a.failure_reasons, b.failure_reasons);
+  EXPECT_EQ(a.baseline_latency_us, b.baseline_latency_us);
+  EXPECT_EQ(a.best_config, b.best_config);
+  EXPECT_FALSE(a.best_config.empty());
+  auto watch = client.Watch(sub->submission_id, 0, 0ms);
+  ASSERT_TRUE(watch.ok()) << watch.status().ToString();
+  EXPECT_TRUE(watch->done);
+  EXPECT_EQ(watch->tasks, 1u);
+  EXPECT_EQ(watch->finished_tasks, 1u);
+  EXPECT_EQ(watch->evaluated, 4u);
 }
 
 // A task an older build stored under its key's older canonical form (an element-wise
