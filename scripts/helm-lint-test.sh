@@ -55,7 +55,8 @@ render_plain() {
 render() {
   local out=$1
   shift
-  render_plain "$out" --api-versions monitoring.coreos.com/v1/ServiceMonitor "$@"
+  render_plain "$out" --api-versions monitoring.coreos.com/v1/ServiceMonitor \
+    --api-versions monitoring.coreos.com/v1/PrometheusRule "$@"
 }
 
 # expect_kinds NAME FILE KIND...: FILE contains a document of each KIND.
@@ -171,7 +172,7 @@ run "helm lint --strict (CURVE, ServiceMonitor, HPA off)" "$helm" lint --strict 
 
 # ---- template: defaults ----
 all_kinds=(StatefulSet Deployment HorizontalPodAutoscaler Service ConfigMap Secret
-  PodDisruptionBudget ServiceMonitor)
+  PodDisruptionBudget ServiceMonitor PrometheusRule)
 if render "$work/default.yaml"; then
   pass "helm template (default values)"
   expect_kinds "default values render every kind" "$work/default.yaml" "${all_kinds[@]}"
@@ -198,14 +199,15 @@ fi
 
 # ---- template: a cluster without the Prometheus Operator installs the defaults ----
 if render_plain "$work/plain.yaml"; then
-  absent_kinds "no ServiceMonitor where the cluster has no such CRD" "$work/plain.yaml" ServiceMonitor
+  absent_kinds "no ServiceMonitor or PrometheusRule where the cluster has no such CRD" "$work/plain.yaml" \
+    ServiceMonitor PrometheusRule
 else
   fail "helm template (no ServiceMonitor CRD)" "$(tail -n 15 "$work/plain.yaml.err")"
 fi
 
 # ---- template: user labels override the chart's, each key once ----
 if render "$work/labels.yaml" --set grafana.dashboard.labels.grafana_dashboard=tf \
-  --set metrics.serviceMonitor.labels.release=kps; then
+  --set metrics.serviceMonitor.labels.release=kps --set metrics.prometheusRule.labels.release=kps; then
   run "a user label replaces the chart's rather than repeating the key" "$py" - "$work/labels.yaml" <<'EOF'
 import sys, yaml
 class Unique(yaml.SafeLoader):
@@ -222,6 +224,8 @@ assert cm["metadata"]["labels"]["grafana_dashboard"] == "tf", cm["metadata"]["la
 sm = next(d for d in docs if d["kind"] == "ServiceMonitor")
 assert sm["metadata"]["labels"]["release"] == "kps", sm["metadata"]["labels"]
 assert sm["metadata"]["labels"]["app.kubernetes.io/component"] == "coordinator", sm["metadata"]["labels"]
+pr = next(d for d in docs if d["kind"] == "PrometheusRule")
+assert pr["metadata"]["labels"]["release"] == "kps", pr["metadata"]["labels"]
 EOF
 else
   fail "helm template (user labels)" "$(tail -n 15 "$work/labels.yaml.err")"
@@ -235,6 +239,8 @@ security:
 metrics:
   serviceMonitor:
     enabled: false
+  prometheusRule:
+    enabled: false
 worker:
   autoscaling:
     enabled: false
@@ -244,8 +250,8 @@ if render "$work/off.yaml" -f "$work/insecure.yaml"; then
   pass "helm template (CURVE, ServiceMonitor, HPA off)"
   expect_kinds "override still renders the core kinds" "$work/off.yaml" \
     StatefulSet Deployment Service ConfigMap PodDisruptionBudget
-  absent_kinds "override drops Secret, ServiceMonitor, HPA" "$work/off.yaml" \
-    Secret ServiceMonitor HorizontalPodAutoscaler
+  absent_kinds "override drops Secret, ServiceMonitor, PrometheusRule, HPA" "$work/off.yaml" \
+    Secret ServiceMonitor PrometheusRule HorizontalPodAutoscaler
   reject_grep "no CURVE volume when CURVE is off" "$work/off.yaml" 'curve-keys'
   expect_grep "fixed worker replicas without HPA" "$work/off.yaml" '^  replicas: 3$'
 else
@@ -368,6 +374,42 @@ run "accepts targetCPUUtilizationPercentage above 100" render "$work/cpu.yaml" \
 run "accepts scrapeTimeout below interval across units (30s, 1m)" render "$work/scrape.yaml" \
   --set metrics.serviceMonitor.scrapeTimeout=30s --set metrics.serviceMonitor.interval=1m
 
+# ---- alerts (alerts/tunefleet.rules.yaml) ----
+alerts=$chart/alerts/tunefleet.rules.yaml
+if promtool=$("$root/scripts/promtool.sh"); then
+  run "alert rules pass promtool check rules" "$promtool" check rules "$alerts"
+  # Each alert fires on the series that mean trouble, names them, and stays quiet on a
+  # healthy coordinator.
+  run "alert rules pass their promtool unit tests" bash -c 'cd "$1" && "$2" test rules tunefleet.rules.test.yaml' _ \
+    "$chart/alerts" "$promtool"
+else
+  fail "promtool binary" "scripts/promtool.sh could not provide promtool"
+fi
+run "alerts name only exported metrics and label values; the PrometheusRule holds the file's groups" \
+  "$py" - "$alerts" "$work/default.yaml" "$root/coordinator/metrics.cc" "$root/coordinator/loop_watchdog.cc" \
+  "$root/common/src/status.cc" <<'EOF'
+import re, sys, yaml
+groups = yaml.safe_load(open(sys.argv[1]))["groups"]
+rules = [r for g in groups for r in g["rules"]]
+assert len(rules) >= 10, f"only {len(rules)} alerts"
+exported = set(re.findall(r'Name\("(tunefleet_[a-z0-9_]+)"\)', open(sys.argv[3]).read()))
+exported |= set(re.findall(r'family\.name = "(tunefleet_[a-z0-9_]+)"', open(sys.argv[4]).read()))
+codes = set(re.findall(r'return "([A-Z_]+)";', open(sys.argv[5]).read()))
+for r in rules:
+    for a in ("summary", "description"):
+        assert r["annotations"].get(a), f"{r['alert']} has no {a}"
+    assert r["labels"]["severity"] in ("critical", "warning"), r
+    for m in re.findall(r"tunefleet_[a-z0-9_]+", r["expr"]):
+        base = re.sub(r"_bucket$", "", m)
+        assert base in exported, f"{r['alert']} uses {m}, which the coordinator does not export"
+    for c in re.findall(r'code=~"([A-Z_|]+)"', r["expr"]):
+        for one in c.split("|"):
+            assert one in codes, f"{r['alert']}: no status code {one}"
+docs = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d]
+pr = next(d for d in docs if d["kind"] == "PrometheusRule")
+assert pr["spec"]["groups"] == groups, "the PrometheusRule differs from alerts/tunefleet.rules.yaml"
+EOF
+
 # ---- docker/ ----
 run "docker/ YAML parses; Prometheus scrapes coordinator:9464; compose mounts the dashboard" \
   "$py" - "$root" <<'EOF'
@@ -386,6 +428,11 @@ assert "/readyz" in hc and "9464" in hc, f"compose: the coordinator's healthchec
 prom = yaml.safe_load(open(os.path.join(d, "prometheus.yml")))
 targets = [t for sc in prom["scrape_configs"] for c in sc.get("static_configs", []) for t in c["targets"]]
 assert "coordinator:9464" in targets, f"prometheus.yml targets: {targets}"
+rule_mounts = [v for v in svcs["prometheus"]["volumes"] if ":/etc/prometheus/" in v and v.endswith(".yaml:ro")]
+for f in prom.get("rule_files", []):
+    mount = [v for v in rule_mounts if v.split(":")[1] == "/etc/prometheus/" + f]
+    assert mount and os.path.exists(os.path.join(d, mount[0].split(":")[0])), f"compose mounts no {f} for prometheus.yml"
+assert prom.get("rule_files"), "prometheus.yml loads no alert rules"
 for sub in ("datasources/prometheus.yaml", "dashboards/tunefleet.yaml"):
     yaml.safe_load(open(os.path.join(d, "grafana/provisioning", sub)))
 for v in svcs["grafana"]["volumes"]:
