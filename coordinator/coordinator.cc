@@ -609,7 +609,10 @@ Task Coordinator::Impl::TaskFromRecord(TaskRecord rec) {
 void Coordinator::Impl::EvictFinishedTasks(TimePoint now) {
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     Task& task = it->second;
-    if (!IsFinished(task.rec.state) || (task.scheduled_by && schedules_.contains(task.scheduled_by))) {
+    // A cancelled task's jobs may still be at workers: it stays until they are back, so
+    // their results are counted as results of a cancelled task.
+    if (!IsFinished(task.rec.state) || task.in_flight > 0 ||
+        (task.scheduled_by && schedules_.contains(task.scheduled_by))) {
       ++it;
     } else if (!task.finished_seen) {
       task.finished_seen = now;

@@ -39,7 +39,8 @@ struct CoordinatorOptions {
   // Progress events kept for `watch` (progress_log.h), about 64 bytes each.
   size_t progress_window = 65536;
   // How long a finished task stays in memory (about 4.5 KB each) once no running task
-  // scheduler holds it; `status` and `watch` read it from the store after that.
+  // scheduler holds it and none of its jobs is out; `status` and `watch` read it from the
+  // store after that.
   std::chrono::seconds keep_finished{600};
 };
 

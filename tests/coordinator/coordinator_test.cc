@@ -1226,6 +1226,35 @@ TEST_F(CoordinatorTest, AFinishedTaskLeavesMemoryAfterKeepFinishedAndReadsTheSam
   EXPECT_EQ(watch->evaluated, 4u);
 }
 
+// A cancelled task whose job is still at a worker stays in memory until the job is
+// back, so its results count as a cancelled task's, not as duplicates; then it leaves.
+TEST_F(CoordinatorTest, ACancelledTaskWithAJobOutStaysInMemoryUntilTheJobIsBack) {
+  options_.keep_finished = 1s;
+  Restart();
+  client::Client client(ctx_, options_.client_endpoint);
+  auto sub = client.Submit(RandomSearch(4, 1));
+  ASSERT_TRUE(sub.ok());
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  auto job = w.NextJob();
+  ASSERT_TRUE(job);
+  ASSERT_TRUE(client.Cancel(sub->submission_id).ok());
+  auto tick = [&] {
+    clock_.Advance(1s);
+    const int seen = w.heartbeats();
+    for (int i = 0; i < 100 && w.heartbeats() == seen; ++i) (void)w.NextJob(20ms);
+    w.Heartbeat();
+    std::this_thread::sleep_for(50ms);
+  };
+  for (int i = 0; i < 3; ++i) tick();
+  EXPECT_EQ(GaugeValue(registry2_, "tunefleet_tasks_in_memory"), 1) << "its job is out";
+  w.Answer(*job, 50);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(LabeledCounterValue(registry2_, "tunefleet_rejected_results_total", "reason", "cancelled"), 1.0);
+  EXPECT_EQ(CounterValue(registry2_, "tunefleet_duplicate_results_total"), 0.0);
+  for (int i = 0; i < 3; ++i) tick();
+  EXPECT_EQ(AwaitGauge(registry2_, "tunefleet_tasks_in_memory", 0), 0);
+}
+
 // A task an older build stored under its key's older canonical form (an element-wise
 // op's axes unmerged, kKbKeyVersion 1) ends under the key lookups compute now, not
 // under one no lookup finds.
