@@ -136,18 +136,27 @@ class ScriptedWorker {
     return largest;
   }
 
-  // Takes and answers `jobs` jobs one at a time (latency_us each); their task ids in the
-  // order they came. Fails the test when one does not come.
-  std::vector<uint64_t> ServeInOrder(int jobs, double latency_us = 40) {
+  // Takes and answers `jobs` jobs one at a time (latency_us each, less `step` each job
+  // after the first); their task ids in the order they came. Fails the test when one
+  // does not come.
+  std::vector<uint64_t> ServeInOrder(int jobs, double latency_us = 40, double step = 0) {
     std::vector<uint64_t> order;
     for (int i = 0; i < jobs; ++i) {
       auto job = NextJob();
       EXPECT_TRUE(job) << "job " << i << " of " << jobs << " did not come";
       if (!job) break;
       order.push_back(job->task_id);
-      Answer(*job, latency_us);
+      Answer(*job, latency_us - step * i);
     }
     return order;
+  }
+
+  // Waits (up to 2 s) for the coordinator's next heartbeat, after the test's clock moved
+  // to its time, and answers it to stay registered.
+  void AwaitHeartbeat() {
+    const int seen = heartbeats_;
+    for (int i = 0; i < 100 && heartbeats_ == seen; ++i) (void)NextJob(20ms);
+    Heartbeat();
   }
 
   // Heartbeats from the coordinator that NextJob() skipped so far.
@@ -1118,11 +1127,7 @@ TEST_F(CoordinatorTest, AFinishedTasksStatusNamesItsBestConfigAlsoAfterARestart)
   auto sub = client.Submit(RandomSearch(4, 1));
   ASSERT_TRUE(sub.ok());
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
-  for (int i = 0; i < 4; ++i) {
-    auto job = w.NextJob();
-    ASSERT_TRUE(job);
-    w.Answer(*job, 100 - 10 * i);
-  }
+  ASSERT_EQ(w.ServeInOrder(4, 100, 10).size(), 4u);
   std::this_thread::sleep_for(300ms);
   auto problem = MakeTuningProblem(SmallMatmul(), **catalog_.Find("Ascend910B2"));
   ASSERT_TRUE(problem.ok());
@@ -1173,11 +1178,7 @@ TEST_F(CoordinatorTest, AFinishedTaskLeavesMemoryAfterKeepFinishedAndReadsTheSam
   auto sub = client.Submit(RandomSearch(4, 1));
   ASSERT_TRUE(sub.ok());
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
-  for (int i = 0; i < 4; ++i) {
-    auto job = w.NextJob();
-    ASSERT_TRUE(job);
-    w.Answer(*job, 100 - 10 * i);
-  }
+  ASSERT_EQ(w.ServeInOrder(4, 100, 10).size(), 4u);
   std::optional<client::StatusView> before;
   for (int i = 0; i < 50 && !(before && before->done); ++i) {
     std::this_thread::sleep_for(50ms);
@@ -1190,9 +1191,7 @@ TEST_F(CoordinatorTest, AFinishedTaskLeavesMemoryAfterKeepFinishedAndReadsTheSam
   // answers, to stay registered).
   auto tick = [&] {
     clock_.Advance(1s);
-    const int seen = w.heartbeats();
-    for (int i = 0; i < 100 && w.heartbeats() == seen; ++i) (void)w.NextJob(20ms);
-    w.Heartbeat();
+    w.AwaitHeartbeat();
     std::this_thread::sleep_for(50ms);
   };
   for (int i = 0; i < 3; ++i) {
@@ -1240,9 +1239,7 @@ TEST_F(CoordinatorTest, ACancelledTaskWithAJobOutStaysInMemoryUntilTheJobIsBack)
   ASSERT_TRUE(client.Cancel(sub->submission_id).ok());
   auto tick = [&] {
     clock_.Advance(1s);
-    const int seen = w.heartbeats();
-    for (int i = 0; i < 100 && w.heartbeats() == seen; ++i) (void)w.NextJob(20ms);
-    w.Heartbeat();
+    w.AwaitHeartbeat();
     std::this_thread::sleep_for(50ms);
   };
   for (int i = 0; i < 3; ++i) tick();
