@@ -1896,14 +1896,14 @@ Status Coordinator::Impl::HandleStatus(schema::StatusRequest::Reader req,
   bool done = true;
   for (unsigned i = 0; i < sub.task_ids.size(); ++i) {
     auto t = tasks_.find(sub.task_ids[i]);
-    Task evicted;  // finished, and no longer in memory: from its record
+    std::optional<Task> evicted;  // finished, and no longer in memory: from its record
     if (t == tasks_.end()) {
       TF_ASSIGN_OR_RETURN(std::optional<TaskRecord> rec, store_.GetTask(sub.task_ids[i]));
       if (!rec) return Internal("submission " + std::to_string(sub.submission_id) + " names task " +
                                 std::to_string(sub.task_ids[i]) + ", which the store does not hold");
       evicted = TaskFromRecord(std::move(rec).value());
     }
-    Task& task = t == tasks_.end() ? evicted : t->second;
+    Task& task = evicted ? *evicted : t->second;
     FillTaskStatus(task, list[i]);
     if (i < sub.names.size()) list[i].setName(sub.names[i]);
     done &= IsFinished(task.rec.state);
