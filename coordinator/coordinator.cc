@@ -371,7 +371,8 @@ class Coordinator::Impl {
   // A task event for `watch`, from the task's record as it is now.
   void Emit(const Task& task, ProgressKind kind);
   // kNotFound naming the id for a submission this coordinator never accepted.
-  Result<const SubmissionRecord*> FindSubmission(uint64_t id) const;
+  // In memory, or read back from the store (and kept until the next sweep lets it go).
+  Result<const SubmissionRecord*> FindSubmission(uint64_t id);
   // Stops a running task for good: persisted as cancelled, nothing written to the
   // knowledge base; the workers holding its jobs are told to stop them.
   void CancelTask(Task& task);
@@ -381,8 +382,11 @@ class Coordinator::Impl {
   // under its canonical key (a record may hold an older form, kKbKeyVersion), hashed.
   static Task TaskFromRecord(TaskRecord rec);
   // Drops from memory the tasks finished keep_finished ago that no running task
-  // scheduler holds; `status` and `watch` read them from the store after that.
+  // scheduler holds, then the submissions none of whose tasks is left in memory and that
+  // no watch or scheduler holds; `status`, `watch` and `cancel` read them from the store
+  // after that.
   void EvictFinishedTasks(TimePoint now);
+  void EvictFinishedSubmissions();
   void SendToWorker(const std::string& identity, wire::Outgoing& msg);
   void Log(const std::string& line) {
     if (options_.verbose) fmt::print(stderr, "coordinator: {}\n", line);
@@ -512,6 +516,8 @@ Status Coordinator::Impl::Resume() {
     if (auto p = created_priority.find(id); sub.priority == 0 && p != created_priority.end()) sub.priority = p->second;
     MakeRunnable(sub);
   }
+  // A submission whose tasks have all finished stays in the store only.
+  EvictFinishedSubmissions();
   UpdateTaskGauges();
   return Status::Ok();
 }
@@ -624,6 +630,20 @@ void Coordinator::Impl::EvictFinishedTasks(TimePoint now) {
     }
   }
   metrics_.tasks_in_memory.Set(static_cast<double>(tasks_.size()));
+  EvictFinishedSubmissions();
+}
+
+void Coordinator::Impl::EvictFinishedSubmissions() {
+  std::erase_if(submissions_, [&](const auto& entry) {
+    const auto& [id, sub] = entry;
+    if (watched_.contains(id) || schedules_.contains(id)) return false;
+    if (std::any_of(sub.task_ids.begin(), sub.task_ids.end(), [&](uint64_t t) { return tasks_.contains(t); })) {
+      return false;
+    }
+    progress_floor_.erase(id);
+    return true;
+  });
+  metrics_.submissions_in_memory.Set(static_cast<double>(submissions_.size()));
 }
 
 Result<TuningProblem> Coordinator::Impl::ProblemFor(const OpKey& key) const {
@@ -1877,9 +1897,11 @@ void Coordinator::Impl::FillTaskStatus(Task& task, schema::TaskStatus::Builder b
   }
 }
 
-Result<const SubmissionRecord*> Coordinator::Impl::FindSubmission(uint64_t id) const {
+Result<const SubmissionRecord*> Coordinator::Impl::FindSubmission(uint64_t id) {
   auto it = submissions_.find(id);
   if (it == submissions_.end()) {
+    TF_ASSIGN_OR_RETURN(std::optional<SubmissionRecord> stored, store_.GetSubmission(id));
+    if (stored) return &submissions_.emplace(id, std::move(stored).value()).first->second;
     return NotFound("no submission " + std::to_string(id) + " (submit first; ids are printed by `tunefleet submit`)");
   }
   return &it->second;

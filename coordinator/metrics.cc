@@ -47,6 +47,7 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       kb_entries(BuildGauge().Name("tunefleet_kb_entries").Help("Knowledge-base entries (RocksDB estimate)").Register(r).Add({})),
       schedules(BuildGauge().Name("tunefleet_scheduled_submissions").Help("Submissions whose tasks share a total budget and have not all ended").Register(r).Add({})),
       tasks_in_memory(BuildGauge().Name("tunefleet_tasks_in_memory").Help("Tasks the coordinator holds in memory: unfinished ones and those finished less than --keep-finished-s ago (about 4.5 KB each); the rest are read from RocksDB").Register(r).Add({})),
+      submissions_in_memory(BuildGauge().Name("tunefleet_submissions_in_memory").Help("Submissions the coordinator holds in memory: those with a task in memory, a watch or a shared-budget scheduler; the rest are read from RocksDB").Register(r).Add({})),
       queue_depth(BuildGauge().Name("tunefleet_queue_depth").Help("Running tasks that have work to hand out and no job at a worker: above 0 for long, the pool needs more slots").Register(r).Add({})),
       lookups(BuildCounter().Name("tunefleet_lookups_total").Help("Keys looked up in the knowledge base (lookup requests, not submissions), by result").Register(r)),
       lookup_hits(lookups.Add({{"result", "hit"}})),

@@ -49,6 +49,7 @@ struct CoordinatorMetrics {
   prometheus::Gauge& kb_entries;
   prometheus::Gauge& schedules;  // submissions splitting a total budget, not yet ended
   prometheus::Gauge& tasks_in_memory;  // running and recently finished (keep_finished)
+  prometheus::Gauge& submissions_in_memory;  // those with a task in memory, a watch or a scheduler
   prometheus::Gauge& queue_depth;  // running tasks with work to hand out and no job out
   prometheus::Family<prometheus::Counter>& lookups;  // {result=hit|miss}
   prometheus::Counter& lookup_hits;

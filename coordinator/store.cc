@@ -267,6 +267,18 @@ struct Store::Impl {
     }
   }
 
+  // The record stored at key, decoded; nullopt when there is none.
+  template <typename Record>
+  Result<std::optional<Record>> Read(rocksdb::ColumnFamilyHandle* cf, const std::string& key, const std::string& what,
+                                     Result<Record> (*decode)(const std::string&)) const {
+    std::string value;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf, key, &value);
+    if (s.IsNotFound()) return std::optional<Record>();
+    TF_RETURN_IF_ERROR(FromRocks(s, what));
+    TF_ASSIGN_OR_RETURN(Record r, decode(value));
+    return std::optional<Record>(std::move(r));
+  }
+
   Status Write(rocksdb::WriteBatch& batch, const char* what, bool sync = true) {
     return FromRocks(db->Write(sync ? synced : results_write, &batch), what);
   }
@@ -368,12 +380,7 @@ bool Store::IsEmptyOrDatabase(const std::string& dir) {
 }
 
 Result<std::optional<KbEntry>> Store::GetKb(const OpKeyHash& hash) const {
-  std::string value;
-  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->kb, hash.Bytes(), &value);
-  if (s.IsNotFound()) return std::optional<KbEntry>();
-  TF_RETURN_IF_ERROR(FromRocks(s, "read knowledge base"));
-  TF_ASSIGN_OR_RETURN(KbEntry e, DecodeKb(value));
-  return std::optional<KbEntry>(std::move(e));
+  return impl_->Read<KbEntry>(impl_->kb, hash.Bytes(), "read knowledge base", DecodeKb);
 }
 
 Status Store::ForEachKb(const std::function<void(const KbEntry&)>& fn) const {
@@ -593,12 +600,7 @@ Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEnt
 }
 
 Result<std::optional<TaskRecord>> Store::GetTask(uint64_t task_id) const {
-  std::string value;
-  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->tasks, TaskKey(task_id), &value);
-  if (s.IsNotFound()) return std::optional<TaskRecord>();
-  TF_RETURN_IF_ERROR(FromRocks(s, "read task " + std::to_string(task_id)));
-  TF_ASSIGN_OR_RETURN(TaskRecord t, DecodeTask(value));
-  return std::optional<TaskRecord>(std::move(t));
+  return impl_->Read<TaskRecord>(impl_->tasks, TaskKey(task_id), "read task " + std::to_string(task_id), DecodeTask);
 }
 
 Status Store::ForEachTask(const std::function<void(TaskRecord)>& fn) const {
@@ -616,28 +618,40 @@ Result<std::vector<TaskRecord>> Store::LoadTasks() const {
   return out;
 }
 
+namespace {
+Result<SubmissionRecord> DecodeSubmission(const std::string& bytes) {
+  SubmissionRecord sub;
+  TF_RETURN_IF_ERROR(FromBytes<schema::SubmissionRecord>(
+      bytes, [&](schema::SubmissionRecord::Reader r) -> Status {
+        sub.submission_id = r.getSubmissionId();
+        for (uint64_t id : r.getTaskIds()) sub.task_ids.push_back(id);
+        sub.created_ms = r.getCreatedUnixMs();
+        sub.total_budget = r.getTotalBudget();
+        sub.scheduler = r.getScheduler();
+        for (uint64_t id : r.getScheduledTaskIds()) sub.scheduled_task_ids.push_back(id);
+        for (double w : r.getScheduledWeights()) sub.scheduled_weights.push_back(w);
+        for (auto n : r.getNames()) sub.names.emplace_back(n.cStr());
+        sub.cancelled = r.getCancelled();
+        sub.priority = r.getPriority();
+        if (sub.scheduled_weights.size() != sub.scheduled_task_ids.size()) {
+          return FailedPrecondition("stored submission has mismatched scheduled tasks and weights");
+        }
+        return Status::Ok();
+      }));
+  return sub;
+}
+}  // namespace
+
+Result<std::optional<SubmissionRecord>> Store::GetSubmission(uint64_t submission_id) const {
+  return impl_->Read<SubmissionRecord>(impl_->tasks, SubmissionKey(submission_id),
+                                       "read submission " + std::to_string(submission_id), DecodeSubmission);
+}
+
 Result<std::vector<SubmissionRecord>> Store::LoadSubmissions() const {
   std::vector<SubmissionRecord> out;
   std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->tasks));
   for (it->Seek("s/"); it->Valid() && it->key().starts_with("s/"); it->Next()) {
-    SubmissionRecord sub;
-    TF_RETURN_IF_ERROR(FromBytes<schema::SubmissionRecord>(
-        it->value().ToString(), [&](schema::SubmissionRecord::Reader r) -> Status {
-          sub.submission_id = r.getSubmissionId();
-          for (uint64_t id : r.getTaskIds()) sub.task_ids.push_back(id);
-          sub.created_ms = r.getCreatedUnixMs();
-          sub.total_budget = r.getTotalBudget();
-          sub.scheduler = r.getScheduler();
-          for (uint64_t id : r.getScheduledTaskIds()) sub.scheduled_task_ids.push_back(id);
-          for (double w : r.getScheduledWeights()) sub.scheduled_weights.push_back(w);
-          for (auto n : r.getNames()) sub.names.emplace_back(n.cStr());
-          sub.cancelled = r.getCancelled();
-          sub.priority = r.getPriority();
-          if (sub.scheduled_weights.size() != sub.scheduled_task_ids.size()) {
-            return FailedPrecondition("stored submission has mismatched scheduled tasks and weights");
-          }
-          return Status::Ok();
-        }));
+    TF_ASSIGN_OR_RETURN(SubmissionRecord sub, DecodeSubmission(it->value().ToString()));
     out.push_back(std::move(sub));
   }
   TF_RETURN_IF_ERROR(FromRocks(it->status(), "load submissions"));

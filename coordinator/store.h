@@ -110,6 +110,9 @@ class Store {
   // all but keeps only the unfinished ones).
   Status ForEachTask(const std::function<void(TaskRecord)>& fn) const;
   Result<std::vector<SubmissionRecord>> LoadSubmissions() const;
+  // One submission's record (one the coordinator no longer keeps in memory); nullopt when
+  // there is none.
+  Result<std::optional<SubmissionRecord>> GetSubmission(uint64_t submission_id) const;
   Result<std::vector<StoredResult>> LoadResults(uint64_t task_id) const;
 
  private:

@@ -1149,6 +1149,7 @@ TEST_F(CoordinatorTest, AFinishedTasksStatusNamesItsBestConfigAlsoAfterARestart)
   // A restart brings only unfinished tasks into memory; a finished one's status is its
   // record's, which names its best config.
   EXPECT_EQ(GaugeValue(registry2_, "tunefleet_tasks_in_memory"), 0);
+  EXPECT_EQ(GaugeValue(registry2_, "tunefleet_submissions_in_memory"), 0) << "all of its tasks finished";
   client::Client after(ctx_, options_.client_endpoint);
   st = after.GetStatus(sub->submission_id);
   ASSERT_TRUE(st.ok());
@@ -1200,6 +1201,7 @@ TEST_F(CoordinatorTest, AFinishedTaskLeavesMemoryAfterKeepFinishedAndReadsTheSam
   }
   tick();
   EXPECT_EQ(AwaitGauge(registry2_, "tunefleet_tasks_in_memory", 0), 0);
+  EXPECT_EQ(AwaitGauge(registry2_, "tunefleet_submissions_in_memory", 0), 0) << "none of its tasks is left";
 
   auto after = client.GetStatus(sub->submission_id);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
@@ -1223,6 +1225,11 @@ TEST_F(CoordinatorTest, AFinishedTaskLeavesMemoryAfterKeepFinishedAndReadsTheSam
   EXPECT_EQ(watch->tasks, 1u);
   EXPECT_EQ(watch->finished_tasks, 1u);
   EXPECT_EQ(watch->evaluated, 4u);
+  auto cancelled = client.Cancel(sub->submission_id);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  EXPECT_EQ(cancelled->finished, 1u);
+  EXPECT_EQ(cancelled->cancelled, 0u);
+  EXPECT_FALSE(client.GetStatus(sub->submission_id + 1).ok()) << "an unknown submission is still unknown";
 }
 
 // A cancelled task whose job is still at a worker stays in memory until the job is
