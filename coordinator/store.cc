@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "tunefleet/common/tuning_problem.h"
 #include "tunefleet/common/wire.h"
@@ -251,6 +252,17 @@ struct Store::Impl {
   rocksdb::ColumnFamilyHandle* meta = nullptr;
   rocksdb::WriteOptions synced;
   rocksdb::WriteOptions results_write;
+  // Knowledge-base entries stored under an older canonical form (kKbKeyVersion), by the
+  // hash of their key now: `to` holds each entry that wins its new key (the fastest of
+  // those moving there, if faster than one stored there already), `from` the stored keys
+  // they leave. A writable open writes the moves; a read-only one, which may not, reads
+  // the knowledge base through them (kb_moves set), so a lookup finds what a writable
+  // open would.
+  struct KbMoves {
+    std::map<std::string, KbEntry> to;
+    std::set<std::string> from;
+  };
+  std::optional<KbMoves> kb_moves;
 
   // Takes an opened database whose handles follow ColumnFamilies()' order.
   void Adopt(rocksdb::DB* raw) {
@@ -282,6 +294,77 @@ struct Store::Impl {
   Status Write(rocksdb::WriteBatch& batch, const char* what, bool sync = true) {
     return FromRocks(db->Write(sync ? synced : results_write, &batch), what);
   }
+
+  static constexpr const char* kKbVersionKey = "kb-key-version";
+
+  // Whether the knowledge base's keys are in this build's canonical form.
+  Result<bool> KbKeysCurrent() const {
+    std::string stored;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kKbVersionKey, &stored);
+    if (s.IsNotFound()) return false;
+    TF_RETURN_IF_ERROR(FromRocks(s, "read the knowledge base's key version"));
+    return stored == std::to_string(kKbKeyVersion);
+  }
+
+  // Which entries move where: one scan of the knowledge base. An entry that does not
+  // decode, or whose key no longer parses, stays where it is (`cache export` reports it).
+  Result<KbMoves> PlanKbMoves() const {
+    KbMoves moves;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), kb));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      Result<KbEntry> e = DecodeKb(it->value().ToString());
+      if (!e.ok()) continue;
+      Result<OpKey> canonical = CanonicalOpKey(e->key);
+      if (!canonical.ok()) continue;
+      std::string key = HashOpKey(*canonical).Bytes();
+      if (it->key() == rocksdb::Slice(key)) continue;
+      e->key = std::move(canonical).value();
+      moves.from.insert(it->key().ToString());
+      auto [at, added] = moves.to.try_emplace(std::move(key), *e);
+      if (!added && e->best_latency_us < at->second.best_latency_us) at->second = std::move(e).value();
+    }
+    TF_RETURN_IF_ERROR(FromRocks(it->status(), "scan knowledge base"));
+    for (auto at = moves.to.begin(); at != moves.to.end();) {
+      TF_ASSIGN_OR_RETURN(std::optional<KbEntry> stored, Read<KbEntry>(kb, at->first, "read knowledge base", DecodeKb));
+      const bool stays = stored && !moves.from.contains(at->first) &&
+                         !(at->second.best_latency_us < stored->best_latency_us);
+      at = stays ? moves.to.erase(at) : std::next(at);
+    }
+    return moves;
+  }
+
+  // The knowledge base in key order after `after` (empty: from the first), as a writable
+  // open leaves it: through kb_moves when set. fn returns false to stop.
+  Status ScanKb(const std::string& after, const std::function<Result<bool>(const std::string&, KbEntry)>& fn) const {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), kb));
+    after.empty() ? it->SeekToFirst() : it->Seek(after);
+    if (it->Valid() && !after.empty() && it->key() == rocksdb::Slice(after)) it->Next();
+    static const std::map<std::string, KbEntry> kNone;
+    const auto& moved = kb_moves ? kb_moves->to : kNone;
+    auto next_moved = after.empty() ? moved.begin() : moved.upper_bound(after);
+    while (true) {
+      // Stored entries that moved away, or that a moved one replaces, are not there.
+      while (it->Valid() && kb_moves &&
+             (kb_moves->from.contains(it->key().ToString()) || moved.contains(it->key().ToString()))) {
+        it->Next();
+      }
+      const bool stored_first =
+          it->Valid() && (next_moved == moved.end() || it->key().compare(rocksdb::Slice(next_moved->first)) < 0);
+      if (!stored_first && next_moved == moved.end()) break;
+      Result<bool> go = true;
+      if (stored_first) {
+        TF_ASSIGN_OR_RETURN(KbEntry e, DecodeKb(it->value().ToString()));
+        go = fn(it->key().ToString(), std::move(e));
+        it->Next();
+      } else {
+        go = fn(next_moved->first, next_moved->second);
+        ++next_moved;
+      }
+      TF_RETURN_IF_ERROR(go.status());
+      if (!*go) break;
+    }
+    return FromRocks(it->status(), "scan knowledge base");
+  }
 };
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -308,6 +391,11 @@ Result<std::unique_ptr<Store>> Store::OpenReadOnly(const std::string& dir) {
                                                             &impl->handles, &raw),
                                "open database at '" + dir + "' read-only"));
   impl->Adopt(raw);
+  TF_ASSIGN_OR_RETURN(bool current, impl->KbKeysCurrent());
+  if (!current) {
+    TF_ASSIGN_OR_RETURN(Impl::KbMoves moves, impl->PlanKbMoves());
+    impl->kb_moves = std::move(moves);
+  }
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
@@ -336,40 +424,13 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync_wri
 }
 
 Status Store::RekeyKb() {
-  constexpr const char* kVersionKey = "kb-key-version";
-  const std::string version = std::to_string(kKbKeyVersion);
-  std::string stored;
-  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->meta, kVersionKey, &stored);
-  if (!s.IsNotFound()) TF_RETURN_IF_ERROR(FromRocks(s, "read the knowledge base's key version"));
-  if (s.ok() && stored == version) return Status::Ok();
+  TF_ASSIGN_OR_RETURN(bool current, impl_->KbKeysCurrent());
+  if (current) return Status::Ok();
+  TF_ASSIGN_OR_RETURN(Impl::KbMoves moves, impl_->PlanKbMoves());
   rocksdb::WriteBatch batch;
-  std::map<std::string, KbEntry> moved;  // new key -> the fastest entry moving there
-  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->kb));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    Result<KbEntry> e = DecodeKb(it->value().ToString());
-    if (!e.ok()) continue;  // left where it is; `cache export` reports it
-    Result<OpKey> canonical = CanonicalOpKey(e->key);
-    if (!canonical.ok()) continue;
-    const std::string key = HashOpKey(*canonical).Bytes();
-    if (it->key() == rocksdb::Slice(key)) continue;
-    e->key = std::move(canonical).value();
-    batch.Delete(impl_->kb, it->key());
-    auto [at, added] = moved.try_emplace(key, *e);
-    if (!added && e->best_latency_us < at->second.best_latency_us) at->second = std::move(e).value();
-  }
-  TF_RETURN_IF_ERROR(FromRocks(it->status(), "scan knowledge base"));
-  for (const auto& [key, e] : moved) {
-    std::string value;
-    rocksdb::Status got = impl_->db->Get(rocksdb::ReadOptions(), impl_->kb, key, &value);
-    if (got.ok()) {
-      Result<KbEntry> old = DecodeKb(value);
-      if (old.ok() && !(e.best_latency_us < old->best_latency_us)) continue;
-    } else if (!got.IsNotFound()) {
-      TF_RETURN_IF_ERROR(FromRocks(got, "read knowledge base"));
-    }
-    batch.Put(impl_->kb, key, EncodeKb(e));
-  }
-  batch.Put(impl_->meta, kVersionKey, version);
+  for (const std::string& key : moves.from) batch.Delete(impl_->kb, key);
+  for (const auto& [key, e] : moves.to) batch.Put(impl_->kb, key, EncodeKb(e));
+  batch.Put(impl_->meta, Impl::kKbVersionKey, std::to_string(kKbKeyVersion));
   return impl_->Write(batch, "move knowledge-base entries to their canonical keys");
 }
 
@@ -380,33 +441,31 @@ bool Store::IsEmptyOrDatabase(const std::string& dir) {
 }
 
 Result<std::optional<KbEntry>> Store::GetKb(const OpKeyHash& hash) const {
-  return impl_->Read<KbEntry>(impl_->kb, hash.Bytes(), "read knowledge base", DecodeKb);
+  const std::string key = hash.Bytes();
+  if (impl_->kb_moves) {
+    if (auto moved = impl_->kb_moves->to.find(key); moved != impl_->kb_moves->to.end()) {
+      return std::optional<KbEntry>(moved->second);
+    }
+    if (impl_->kb_moves->from.contains(key)) return std::optional<KbEntry>();
+  }
+  return impl_->Read<KbEntry>(impl_->kb, key, "read knowledge base", DecodeKb);
 }
 
 Status Store::ForEachKb(const std::function<void(const KbEntry&)>& fn) const {
-  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->kb));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    TF_ASSIGN_OR_RETURN(KbEntry e, DecodeKb(it->value().ToString()));
+  return impl_->ScanKb("", [&fn](const std::string&, KbEntry e) -> Result<bool> {
     fn(e);
-  }
-  return FromRocks(it->status(), "scan knowledge base");
+    return true;
+  });
 }
 
 Result<Store::KbEntries> Store::KbPage(const std::string& after, size_t limit) const {
   KbEntries out;
-  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions(), impl_->kb));
-  if (after.empty()) {
-    it->SeekToFirst();
-  } else {
-    it->Seek(after);
-    if (it->Valid() && it->key() == rocksdb::Slice(after)) it->Next();
-  }
-  for (; it->Valid() && out.entries.size() < limit; it->Next()) {
-    TF_ASSIGN_OR_RETURN(KbEntry e, DecodeKb(it->value().ToString()));
+  if (limit == 0) return out;
+  TF_RETURN_IF_ERROR(impl_->ScanKb(after, [&out, limit](const std::string& key, KbEntry e) -> Result<bool> {
     out.entries.push_back(std::move(e));
-    out.last_key = it->key().ToString();
-  }
-  TF_RETURN_IF_ERROR(FromRocks(it->status(), "scan knowledge base"));
+    out.last_key = key;
+    return out.entries.size() < limit;
+  }));
   return out;
 }
 

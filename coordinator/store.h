@@ -34,7 +34,8 @@ class Store {
   // A read-only view of an existing database as it is at this moment, also while another
   // process (a coordinator, a `tune`) has it open: RocksDB's read-only instance takes no
   // lock and writes nothing. For lookups only; every write fails. kNotFound when dir holds
-  // no database.
+  // no database. A knowledge base written before kKbKeyVersion is read as Open would
+  // leave it (its moves are kept in memory, not written).
   static Result<std::unique_ptr<Store>> OpenReadOnly(const std::string& dir);
   // Whether dir is missing, empty or holds a database: a folder Open may write into
   // without scattering a database among other files.

@@ -2,6 +2,7 @@
 #include "coordinator/store.h"
 
 #include <filesystem>
+#include <map>
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
@@ -70,16 +71,37 @@ OpKey GeluKey(std::vector<int64_t> shape) {
   return k;
 }
 
-// A database an older build wrote: its entries under the keys canonical then, and no
-// key version. Forgets the version this build's Open recorded.
-void ForgetKbKeyVersion(const std::filesystem::path& dir) {
+// The column families Store opens, in its order (kb is [1], meta [4]).
+std::vector<rocksdb::ColumnFamilyDescriptor> Families() {
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const char* name : {rocksdb::kDefaultColumnFamilyName.c_str(), "kb", "tasks", "results", "meta"}) {
     families.emplace_back(name, rocksdb::ColumnFamilyOptions());
   }
+  return families;
+}
+
+// How many knowledge-base records the database in dir holds, read past Store.
+size_t StoredKbEntries(const std::filesystem::path& dir) {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.string(), families, &handles, &raw).ok());
+  EXPECT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), dir.string(), Families(), &handles, &raw).ok());
+  if (raw == nullptr) return 0;
+  std::unique_ptr<rocksdb::DB> db(raw);
+  size_t n = 0;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), handles[1]));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) ++n;
+  }
+  for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+  return n;
+}
+
+// A database an older build wrote: its entries under the keys canonical then, and no
+// key version. Forgets the version this build's Open recorded.
+void ForgetKbKeyVersion(const std::filesystem::path& dir) {
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.string(), Families(), &handles, &raw).ok());
   std::unique_ptr<rocksdb::DB> db(raw);
   EXPECT_TRUE(db->Delete(rocksdb::WriteOptions(), handles[4], "kb-key-version").ok());
   for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
@@ -93,12 +115,16 @@ TEST_F(StoreTest, OpenMovesEntriesStoredUnderAnOlderCanonicalFormToTheirKey) {
   onnx.key = GeluKey({32, 128, 3072});
   json.key = GeluKey({32 * 128, 3072});
   other.key = GeluKey({8, 128, 3072});
+  // And a pair where the spelling that moves is the faster one.
+  KbEntry fast = Entry(64, 3.0), slow = Entry(64, 6.0);
+  fast.key = GeluKey({16, 128, 768});
+  slow.key = GeluKey({16 * 128, 768});
   const OpKeyHash canonical = HashOpKey(*CanonicalOpKey(onnx.key));
   ASSERT_EQ(canonical, HashOpKey(json.key));
   {
     auto store = Open();
     // MergeKb stores under the key as given, as an older build's canonical form was.
-    ASSERT_TRUE(store->MergeKb({onnx, json, other}).ok());
+    ASSERT_TRUE(store->MergeKb({onnx, json, other, fast, slow}).ok());
     ASSERT_TRUE(store->GetKb(HashOpKey(onnx.key))->has_value());
   }
   {
@@ -106,8 +132,43 @@ TEST_F(StoreTest, OpenMovesEntriesStoredUnderAnOlderCanonicalFormToTheirKey) {
     EXPECT_TRUE(store->GetKb(HashOpKey(onnx.key))->has_value());
   }
   ForgetKbKeyVersion(dir_);
+  // What a lookup sees of the knowledge base, by key: through GetKb, ForEachKb and pages.
+  auto seen = [&](const Store& store) {
+    std::map<std::string, double> by_get;
+    for (const OpKey& k : {onnx.key, json.key, other.key, *CanonicalOpKey(other.key), fast.key, slow.key}) {
+      auto got = store.GetKb(HashOpKey(k));
+      EXPECT_TRUE(got.ok());
+      if (got.ok() && got->has_value()) by_get[k.Canonical()] = (*got)->best_latency_us;
+    }
+    std::map<std::string, double> by_scan, by_page;
+    EXPECT_TRUE(store.ForEachKb([&](const KbEntry& e) { by_scan[e.key.Canonical()] = e.best_latency_us; }).ok());
+    std::string after;
+    for (int pages = 0; pages < 10; ++pages) {  // one entry a page, so paging crosses moved and stored keys
+      auto page = store.KbPage(after, 1);
+      EXPECT_TRUE(page.ok());
+      if (!page.ok() || page->entries.empty()) break;
+      by_page[page->entries[0].key.Canonical()] = page->entries[0].best_latency_us;
+      after = page->last_key;
+    }
+    EXPECT_EQ(by_scan, by_page);
+    return std::pair(by_get, by_scan);
+  };
+  std::pair<std::map<std::string, double>, std::map<std::string, double>> read_only;
+  {
+    // A `lookup` of the folder before any writable open: it may not write, yet sees the
+    // entries where the writable open will put them.
+    auto store = Store::OpenReadOnly(dir_.string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    read_only = seen(**store);
+    EXPECT_EQ(read_only.first.size(), 3u) << "the canonical keys only";
+    EXPECT_EQ(read_only.first[CanonicalOpKey(onnx.key)->Canonical()], 4.0);
+    EXPECT_EQ(read_only.first[slow.key.Canonical()], 3.0) << "the faster spelling, moved over the stored one";
+    EXPECT_EQ(read_only.second.size(), 3u);
+  }
+  EXPECT_EQ(StoredKbEntries(dir_), 5u) << "the read-only open moved nothing on disk";
   {
     auto store = Open();
+    EXPECT_EQ(seen(*store), read_only) << "a read-only open reads what the writable open leaves";
     EXPECT_FALSE(store->GetKb(HashOpKey(onnx.key))->has_value());
     EXPECT_FALSE(store->GetKb(HashOpKey(other.key))->has_value());
     auto kept = store->GetKb(canonical);
@@ -119,8 +180,9 @@ TEST_F(StoreTest, OpenMovesEntriesStoredUnderAnOlderCanonicalFormToTheirKey) {
     EXPECT_EQ((*moved)->best_config, other.best_config);
     int entries = 0;
     ASSERT_TRUE(store->ForEachKb([&](const KbEntry&) { ++entries; }).ok());
-    EXPECT_EQ(entries, 2);
+    EXPECT_EQ(entries, 3);
   }
+  EXPECT_EQ(StoredKbEntries(dir_), 3u);
 }
 
 TEST_F(StoreTest, KnowledgeBaseKeepsOnlyTheBetterEntry) {
