@@ -26,7 +26,8 @@ constexpr const char* kSupported =
     "x*0.5*(1+erf(x/sqrt 2)), 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))), Softmax and LayerNormalization over the "
     "last axis (or written out: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta), "
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
-    "Mul gamma), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout";
+    "Mul gamma), RoPE written out as HF's apply_rotary_pos_emb (x*cos + Concat(Neg(x[..., h:]), x[..., :h])*sin over "
+    "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -86,6 +87,10 @@ bool IsGraphDType(const std::string& dtype) {
 
 bool IsStandardDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// The domain of the ops a fold writes that ONNX has no op for (Rope); a model may hold
+// them too.
+constexpr const char* kTunefleetDomain = "ai.tunefleet";
+
 // Whether Convert handles the node's op: standard ops, and Gelu / FastGelu also in the
 // com.microsoft domain (onnxruntime's). Constant is handled apart.
 bool KnownOp(const onnx::NodeProto& n) {
@@ -94,6 +99,7 @@ bool KnownOp(const onnx::NodeProto& n) {
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Identity", "Dropout"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
+  if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
 }
 
@@ -115,12 +121,14 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"Equal", "a mask or shape computed in the graph: pass an additive float mask as an input instead"},
       {"Where", "a mask applied in the graph (GPT-2's causal torch.where): pass an additive float mask as an input "
                 "and add it to the scores instead"},
-      {"Slice", "slicing a tensor (RoPE's rotate_half, a mask cut to length): tunefleet has no slicing kernel; profile "
-                "the layer without rotary embeddings, and pass masks at their length"},
-      {"Concat", "concatenating tensors (RoPE's rotate_half, a KV cache): tunefleet has no concatenation kernel; "
-                 "profile the layer without them"},
+      {"Slice", "slicing a tensor (a mask cut to length, a partial rotary embedding): tunefleet has no slicing kernel; "
+                "pass masks at their length. RoPE folds into one Rope only as x*cos + rotate_half(x)*sin over the whole "
+                "last axis, rotate_half(x) = cat(-x[..., h:], x[..., :h]), with constant slice bounds"},
+      {"Concat", "concatenating tensors (a KV cache, RoPE written otherwise than x*cos + rotate_half(x)*sin over the "
+                 "whole last axis): tunefleet has no concatenation kernel; profile the layer without them"},
       {"Split", "splitting a fused projection (GPT-2's c_attn): write one Linear per projection (q, k, v)"},
-      {"Neg", "a negation (RoPE's rotate_half): profile the layer without rotary embeddings"},
+      {"Neg", "a negation (RoPE's rotate_half when it does not fold: x*cos + cat(-x[..., h:], x[..., :h])*sin over the "
+              "whole last axis folds into one Rope)"},
   };
   const bool fold_part = IsStandardDomain(n.domain()) && kOfAFold.count(n.op_type()) > 0;
   if (auto advice = kAdvice.find(n.op_type()); IsStandardDomain(n.domain()) && advice != kAdvice.end()) {
@@ -227,6 +235,27 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
       // writes it into the producing op's output layout (NPU_MODEL.md "MatMul + Transpose").
       c.op = kReshapeOp;
     }
+  } else if (op == "Rope") {  // ai.tunefleet: Folds::Rope's, or the model's own
+    if (n.input_size() != 3) return InvalidArgument(where + ": Rope takes x, cos and sin");
+    const auto x = info.find(n.input(0));
+    const int64_t r = static_cast<int64_t>(rank(0));
+    auto axis_of = [&](const char* attr) {
+      const int64_t a = IntAttr(n, attr, -1);
+      return a < 0 ? a + r : a;
+    };
+    if (r == 0 || axis_of("axis") != r - 1 || axis_of("slice_axis") != r - 1) {
+      return InvalidArgument(fmt::format("{}: RoPE's rotate_half over axis {} of a rank-{} x: only over the last axis "
+                                         "(the head dimension) is supported",
+                                         where, IntAttr(n, "slice_axis", -1), r));
+    }
+    const int64_t d = x->second.shape.back(), half = IntAttr(n, "half", d / 2);
+    if (2 * half != d) {
+      return InvalidArgument(fmt::format("{}: RoPE rotates halves of {} of a head dimension of {}: only a rotation of "
+                                         "the whole head dimension is supported (rotary_pct 1, HF's rotate_half)",
+                                         where, half, d));
+    }
+    c.op = "Rope";
+    c.inputs = first(3);
   } else if (op == "Cast") {
     auto to = DTypeOf(static_cast<int>(IntAttr(n, "to", 0)));
     if (!to) return InvalidArgument(where + ": Cast to a dtype tunefleet does not model");
@@ -356,6 +385,7 @@ class Folds {
       if (n.op_type() == "Tanh") TanhGelu(i);
       if (n.op_type() == "Sqrt") LayerNorm(i);
       if (n.op_type() == "Sqrt") RmsNorm(i);  // where no LayerNorm was folded
+      if (n.op_type() == "Concat") Rope(i);
     }
     std::vector<std::pair<onnx::NodeProto, int>> out;
     for (int i = 0; i < g_.node_size(); ++i) {
@@ -579,6 +609,69 @@ class Folds {
     if (!gamma || !IsChannelConstant(*gamma)) return;
     nodes.push_back(scale);
     Fold(nodes, scale, Norm("RMSNormalization", {own_cast ? x : x32, *gamma}, *ms));
+  }
+
+  // Rotary position embedding as HF's apply_rotary_pos_emb exports it (Llama, Mistral,
+  // Qwen, GPT-NeoX at rotary_pct 1): x * cos + rotate_half(x) * sin, where rotate_half(x) =
+  // Concat(Neg(x[..., h:]), x[..., :h]) over one axis, anchored at the Concat; the Muls
+  // and the Add in either operand order. The slices' bounds are constants (a fixed-shape
+  // export); whether their axis is the last and h half of it is known only after shape
+  // inference, so the folded node carries them and Convert checks them.
+  void Rope(int cat) {
+    const auto& c = g_.node(cat);
+    if (c.input_size() != 2 || !Attr(c, "axis")) return;
+    const int neg = Producer(c.input(0));
+    if (neg < 0 || g_.node(neg).op_type() != "Neg" || g_.node(neg).input_size() != 1) return;
+    const auto upper = SliceOf(Producer(g_.node(neg).input(0)));  // x[..., h:]
+    const auto lower = SliceOf(Producer(c.input(1)));              // x[..., :h]
+    if (!upper || !lower || upper->x != lower->x || upper->axis != lower->axis || lower->start != 0 ||
+        lower->end <= 0 || upper->start != lower->end || upper->end < 2 * lower->end) {
+      return;
+    }
+    const std::string& x = lower->x;
+    const int by_sin = OnlyReader(c.output(0));
+    const auto sin = Other(by_sin, "Mul", c.output(0), true);
+    if (!sin) return;
+    const int add = OnlyReader(g_.node(by_sin).output(0));
+    const auto rotated = Other(add, "Add", g_.node(by_sin).output(0), true);
+    if (!rotated) return;
+    const int by_cos = Producer(*rotated);
+    const auto cos = Other(by_cos, "Mul", x, true);
+    if (!cos) return;
+    onnx::NodeProto rope;
+    rope.set_domain(kTunefleetDomain);
+    rope.set_op_type("Rope");
+    for (const std::string& in : {x, *cos, *sin}) rope.add_input(in);
+    for (const auto& [name, value] : {std::pair<const char*, int64_t>{"axis", IntAttr(c, "axis", 0)},
+                                      {"slice_axis", lower->axis},
+                                      {"half", lower->end}}) {
+      auto* a = rope.add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(value);
+    }
+    Fold({lower->node, upper->node, neg, cat, by_sin, by_cos, add}, add, std::move(rope));
+  }
+
+  // A Slice of one axis with constant bounds and step 1 (opset 10 on: bounds as inputs).
+  struct OneSlice {
+    int node = -1;
+    std::string x;
+    int64_t start = 0, end = 0, axis = 0;
+  };
+  std::optional<OneSlice> SliceOf(int i) const {
+    if (i < 0) return std::nullopt;
+    const auto& n = g_.node(i);
+    if (n.op_type() != "Slice" || n.input_size() < 4 || opset_ < 10) return std::nullopt;
+    auto one = [&](int input) -> std::optional<int64_t> {
+      auto t = constants_.find(n.input(input));
+      auto v = t == constants_.end() ? std::nullopt : IntValues(*t->second);
+      return v && v->size() == 1 ? std::optional<int64_t>(v->front()) : std::nullopt;
+    };
+    const auto start = one(1), end = one(2), axis = one(3);
+    const auto step = n.input_size() > 4 && !n.input(4).empty() ? one(4) : std::optional<int64_t>(1);
+    if (!start || !end || !axis || step != 1) return std::nullopt;
+    return OneSlice{i, n.input(0), *start, *end, *axis};
   }
 
   // A folded norm: ONNX's op over the mean's axis with its epsilon.
@@ -834,6 +927,7 @@ Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& mo
     // LayerNormalization has a schema from opset 17: a folded one in an older model is
     // inferred as the element-wise op of its input it is, shape-wise.
     if (n.op_type() == "Gelu" || n.op_type() == "FastGelu" || n.op_type() == "RMSNormalization" ||
+        (n.op_type() == "Rope" && n.domain() == kTunefleetDomain) ||
         (n.op_type() == "LayerNormalization" && opset < 17)) {
       copy->set_op_type("Relu");
       copy->set_domain("");

@@ -20,6 +20,9 @@ struct OpInfo {
   bool int8_ok;   // the op accepts int8 (computed in fp16 after a cast)
 };
 
+// Rope (rotary position embedding, x * cos + rotate_half(x) * sin over x's last axis,
+// rotate_half(x) = [-x2, x1] of its halves x1, x2): inputs x, cos, sin; its temp holds the
+// rotated half's product before the add.
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -35,6 +38,7 @@ constexpr OpInfo kOps[] = {
     {"Exp", VectorOp::kExp, VectorFamily::kElementwise, 1, 0, false},
     {"Cast", VectorOp::kCast, VectorFamily::kElementwise, 1, 0, true},
     {"FusedMulAdd", VectorOp::kFusedMulAdd, VectorFamily::kElementwise, 3, 0, false},
+    {"Rope", VectorOp::kRope, VectorFamily::kElementwise, 3, 1, false},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
     {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},
@@ -112,6 +116,13 @@ std::vector<int64_t> TileLengthValues(int64_t elements) {
   for (int64_t v = 8; v <= 65536; v *= 2) all.push_back(v);
   for (int64_t v = 96; v <= 49152; v *= 2) all.push_back(v);
   // At least 32 so every dtype has an aligned value.
+  return UpTo(std::move(all), std::max<int64_t>(elements, 32));
+}
+
+// Rope's tile lengths: whole rotary rows (both halves of a row in one tile), doubling.
+std::vector<int64_t> RotaryTileLengthValues(int64_t cols, int64_t elements) {
+  std::vector<int64_t> all;
+  for (int64_t v = cols; v <= 65536; v *= 2) all.push_back(v);
   return UpTo(std::move(all), std::max<int64_t>(elements, 32));
 }
 
@@ -211,6 +222,26 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
         }
         ++s.broadcast_inputs;
         s.broadcast_elements += Elements(in);
+      }
+      if (s.op == VectorOp::kRope) {
+        // x is the output; cos and sin broadcast to it, each row of the rotary dimension whole.
+        if (big != 0) {
+          return InvalidArgument("Rope input " + N(static_cast<int64_t>(big)) + " shape " +
+                                 ShapeText(key.inputs[big].shape) + " is larger than input 0 (x) " + ShapeText(x) +
+                                 ": x is the output, and cos and sin broadcast to it");
+        }
+        s.cols = x.back();
+        if (s.cols % 2 != 0) {
+          return InvalidArgument("Rope input 0 (x) shape " + ShapeText(x) + ": its last axis, the rotary dimension, is " +
+                                 N(s.cols) + "; it must be even (its two halves are rotated into each other)");
+        }
+        for (size_t i = 1; i < key.inputs.size(); ++i) {
+          if (key.inputs[i].shape.back() != s.cols) {
+            return InvalidArgument("Rope input " + N(static_cast<int64_t>(i)) + " (" + (i == 1 ? "cos" : "sin") +
+                                   ") shape " + ShapeText(key.inputs[i].shape) + ": its last axis must be x's, " +
+                                   N(s.cols) + " (one angle per element of a rotary row)");
+          }
+        }
       }
       if (s.op == VectorOp::kCast) {
         auto it = key.attrs.find("dst_type");
@@ -338,7 +369,10 @@ Result<SearchSpace> VectorTilingSpace(const VectorShape& shape, const SocSpec& s
   std::vector<Parameter> params;
   switch (shape.family) {
     case VectorFamily::kElementwise:
-      params = {{names[0], TileLengthValues(shape.elements)}, {names[1], {1, 2}}, {names[2], CoreValues(soc)}};
+      params = {{names[0], shape.op == VectorOp::kRope ? RotaryTileLengthValues(shape.cols, shape.elements)
+                                                       : TileLengthValues(shape.elements)},
+                {names[1], {1, 2}},
+                {names[2], CoreValues(soc)}};
       break;
     case VectorFamily::kRowwise:
       params = {{names[0], RowsPerTileValues(shape.rows)}, {names[1], {1, 2}}, {names[2], CoreValues(soc)}};

@@ -173,6 +173,11 @@ TEST(CanonicalOpKey, AVectorOpsAxesMergeIntoOneSpellingOfWhatItsKernelSees) {
       << "a mask broadcast over an inner axis keeps its shapes";
   EXPECT_EQ(CanonicalShapes(VectorKey("Mul", {{4096, 768}, {4096, 768}})), "[4096,768];[4096,768]");
   EXPECT_EQ(CanonicalShapes(VectorKey("Relu", {{768}})), "[768]");
+  EXPECT_EQ(CanonicalShapes(VectorKey("Rope", {{2, 32, 512, 128}, {1, 1, 512, 128}, {512, 128}})),
+            "[64,512,128];[512,128];[512,128]")
+      << "the rotary dimension stays an axis of its own";
+  EXPECT_EQ(CanonicalShapes(VectorKey("Rope", {{2, 32, 512, 128}, {2, 32, 512, 128}, {2, 32, 512, 128}})),
+            "[32768,128];[32768,128];[32768,128]");
   EXPECT_EQ(CanonicalShapes(VectorKey("FusedElementwise", {{32, 128, 768}, {768}}, {{"ops", "BiasAdd,Gelu"}})),
             "[4096,768];[768] ops=BiasAdd,Gelu");
   EXPECT_EQ(CanonicalShapes(VectorKey("LayerNorm", {{32, 128, 768}, {1, 768}, {768}}, {{"begin_norm_axis", "-1"}})),

@@ -40,7 +40,8 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean", "Transpose"}) {
+                         "FusedMulAdd", "Rope", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
   }
@@ -89,6 +90,35 @@ TEST_F(VectorSpace, AcceptsNumpyBroadcastingOverMiddleAxesAndNamesTheRuleOtherwi
                       "output is the largest input's shape, and each of another input's axes, aligned from the right, "
                       "must equal the output's or be 1"),
             std::string::npos);
+}
+
+// RoPE: x [b, h, s, d] rotated by cos and sin of [s, d] (or [b, 1, s, d], or x's shape).
+// A tile holds whole rotary rows, since each half of a row is read with the other.
+TEST_F(VectorSpace, RopeTilesHoldWholeRotaryRowsAndItsErrorsNameTheInput) {
+  for (int64_t d : {64, 80, 128}) {
+    auto p = MakeTuningProblem(Key("Rope", {{2, 32, 512, d}, {512, d}, {1, 1, 512, d}}), soc());
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    int valid = 0;
+    p->space.ForEachValid([&](ConfigIndex i) {
+      EXPECT_EQ(p->space.Decode(i)[0] % d, 0) << "d=" << d << " " << p->space.Describe(p->space.Decode(i));
+      ++valid;
+      return true;
+    });
+    EXPECT_GT(valid, 10) << "d=" << d;
+    EXPECT_TRUE(p->space.Validate(p->default_config).ok()) << "d=" << d;
+    EXPECT_EQ(p->default_config[0] % d, 0);
+  }
+  auto shape = VectorShapeFromOpKey(Key("Rope", {{2, 32, 512, 128}, {512, 128}, {512, 128}}));
+  ASSERT_TRUE(shape.ok());
+  EXPECT_EQ(shape->cols, 128);
+  EXPECT_EQ(shape->full_inputs, 1);
+  EXPECT_EQ(shape->broadcast_inputs, 2);
+  EXPECT_NE(KeyError(Key("Rope", {{2, 8, 63}, {8, 63}, {8, 63}})).find("rotary dimension, is 63; it must be even"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Rope", {{2, 8, 64}, {8, 64}, {8, 1}})).find("Rope input 2 (sin) shape [8,1]: its last axis"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Rope", {{8, 64}, {2, 8, 64}, {8, 64}})).find("larger than input 0 (x)"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Rope", {{8, 64}, {8, 64}})).find("exactly 3 inputs"), std::string::npos);
 }
 
 TEST_F(VectorSpace, AcceptsBroadcastOfATrailingSuffixOrOneElement) {

@@ -211,4 +211,14 @@ grep -q "^ffn.gelu  Gelu\[4096x3072\]@Ascend910B2  \[done\]" "$OUT/onnx_tune.txt
   || fail "report of the JSON layer from the ONNX model's knowledge base exited $?"
 /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert (r['tuned_kernel_nodes'], r['untuned_operators']) == (21, ['attention.scores.scale']), r" \
   "$OUT/json_from_onnx.json" || fail "the ONNX model's entries do not serve the JSON layer: $(head -c 400 "$OUT/json_from_onnx.json")"
+# A Llama-2-7B decoder layer as PyTorch exports it (scripts/make_llama_onnx.py): its two
+# RMSNorms and the RoPE of q and of k fold into one kernel each, and every kernel is tuned.
+LLAMA="$SRC/examples/llama_layer.onnx"
+timeout 300 "$TF" tune "$LLAMA" --budget 2 --strategy random --data-dir "$OUT/kb-llama" > "$OUT/llama_tune.txt" 2>&1 \
+  || fail "tune of the Llama layer exited $?: $(tail -5 "$OUT/llama_tune.txt")"
+grep -q "^/self_attn/Add  Rope\[32x2048x128,2048x128,2048x128\]@Ascend910B2  \[done\]" "$OUT/llama_tune.txt" \
+  || fail "tune of the Llama layer: no Rope named as its node: $(grep -i rope "$OUT/llama_tune.txt" | head -3)"
+"$TF" report "$LLAMA" --data-dir "$OUT/kb-llama" --json > "$OUT/llama_report.json" || fail "report of the Llama layer exited $?"
+/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 22, r" \
+  "$OUT/llama_report.json" || fail "report of the Llama layer: $(head -c 300 "$OUT/llama_report.json")"
 echo "cli profile/analyze/fuse OK"

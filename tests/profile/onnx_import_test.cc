@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -503,6 +504,108 @@ TEST(OnnxImport, AnRmsNormWrittenOutFoldsIntoOneKernel) {
   }, "node 'rms.mean' (ReduceMean)");
 }
 
+// A one-element int64 list constant (a Slice's starts, ends, axes or steps).
+void AddInts(onnx::GraphProto& g, const std::string& name, int64_t value) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(1);
+  t->add_int64_data(value);
+}
+
+void AddInput(onnx::GraphProto& g, const std::string& name, const std::vector<int64_t>& shape) {
+  auto* in = g.add_input();
+  in->set_name(name);
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT16);
+  for (int64_t d : shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+// RoPE on x [4, 16, 64] into y as HF's apply_rotary_pos_emb exports it (torch 1.13, opset
+// 17): x * cos + cat(-x[..., h:], x[..., :h]) * sin. What varies:
+struct RopeForm {
+  bool swapped = false;        // the Muls' and the Add's operands the other way round, steps left out
+  int64_t axis = 2;            // the slices' axis (PyTorch writes it positive), the Concat's is -1
+  int64_t half = 32;           // where the halves split
+  int64_t step = 1;
+  bool neg_first = true;       // cat(-x2, x1); false: cat(x1, -x2), the inverse rotation's
+  std::vector<int64_t> cos_shape = {16, 64};
+  bool neg_read_outside = false;
+};
+void WriteOutRope(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, const RopeForm& f) {
+  AddInput(g, "cos", f.cos_shape);
+  AddInput(g, "sin", f.cos_shape);
+  AddInts(g, "zero", 0);
+  AddInts(g, "half", f.half);
+  AddInts(g, "end", std::numeric_limits<int64_t>::max());
+  AddInts(g, "axis", f.axis);
+  AddInts(g, "step", f.step);
+  auto slice = [&](const char* from, const char* to, const char* out, const char* name) {
+    std::vector<std::string> in = {"x", from, to, "axis"};
+    if (!f.swapped || f.step != 1) in.push_back("step");
+    AddNode(n, "Slice", in, out, name);
+  };
+  AddNode(n, "Mul", f.swapped ? std::vector<std::string>{"cos", "x"} : std::vector<std::string>{"x", "cos"}, "xc",
+          "rope.cos");
+  slice("zero", "half", "x1", "rope.lower");
+  slice("half", "end", "x2", "rope.upper");
+  AddNode(n, "Neg", {"x2"}, "nx2", "rope.neg");
+  auto* cat = AddNode(n, "Concat", f.neg_first ? std::vector<std::string>{"nx2", "x1"} : std::vector<std::string>{"x1", "nx2"},
+                      "rot", "rope.cat");
+  auto* a = cat->add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(f.axis == 2 ? -1 : f.axis);
+  AddNode(n, "Mul", f.swapped ? std::vector<std::string>{"sin", "rot"} : std::vector<std::string>{"rot", "sin"}, "rs",
+          "rope.sin");
+  AddNode(n, "Add", f.swapped ? std::vector<std::string>{"rs", "xc"} : std::vector<std::string>{"xc", "rs"}, "y",
+          "rope.add");
+  if (f.neg_read_outside) g.add_output()->set_name("nx2");
+}
+
+// RoPE written out folds into one Rope kernel (x, cos, sin), in either operand order and
+// with cos broadcast as [s, d] or [b, 1, s, d]; a rotation it does not model is refused
+// naming what to change, and a chain that is not quite RoPE is left as its ops.
+TEST(OnnxImport, RopeWrittenOutFoldsIntoOneKernel) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const RopeForm& f) {
+    return LoadChainModel(dir.Path("rope" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) { WriteOutRope(g, n, f); });
+  };
+  std::string key;
+  for (const RopeForm& f : {RopeForm{}, RopeForm{.swapped = true, .cos_shape = {1, 16, 64}}}) {
+    auto r = load(f);
+    ASSERT_TRUE(r.ok()) << Message(r);
+    ASSERT_EQ(r->nodes.size(), 1u);
+    EXPECT_EQ(r->nodes[0].op_type, "Rope");
+    EXPECT_EQ(r->nodes[0].name, "rope.add") << "a fold is named as its last node";
+    EXPECT_EQ(r->nodes[0].inputs, (std::vector<std::string>{"x", "cos", "sin"}));
+    EXPECT_EQ(r->nodes[0].outputs[0].desc.shape, (std::vector<int64_t>{4, 16, 64}));
+    EXPECT_TRUE(r->weights.empty()) << "the slices' bounds are not weights";
+    auto run = profile::RunGraph(*r, testing::Soc910B2());
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_EQ(run->ops.size(), 1u);
+    if (key.empty()) key = run->ops[0].op_key;
+    EXPECT_EQ(run->ops[0].op_key, key) << "cos as [s, d] or [1, s, d]: one kernel, one knowledge-base key";
+  }
+  EXPECT_EQ(key, "Rope[4x16x64,16x64,16x64]@Ascend910B2");
+  // Folded, but not a rotation the kernel does: the error says which and what is.
+  EXPECT_NE(Message(load({.half = 16})).find("node 'rope.add' (Rope written out): RoPE rotates halves of 16 of a head "
+                                             "dimension of 64: only a rotation of the whole head dimension"),
+            std::string::npos)
+      << Message(load({.half = 16}));
+  EXPECT_NE(Message(load({.axis = 1, .half = 8})).find("RoPE's rotate_half over axis 1 of a rank-3 x: only over the "
+                                                       "last axis"),
+            std::string::npos)
+      << Message(load({.axis = 1, .half = 8}));
+  // Not RoPE: left as its ops, the first refused by name.
+  for (const RopeForm& f : {RopeForm{.step = 2}, RopeForm{.neg_first = false}, RopeForm{.neg_read_outside = true}}) {
+    const std::string m = Message(load(f));
+    EXPECT_NE(m.find("node 'rope.lower' (Slice): ONNX op 'Slice' has no tunefleet equivalent"), std::string::npos) << m;
+  }
+}
+
 // Found by an audit: Gelu (opset 20) and onnxruntime's FastGelu have no schema in libonnx
 // 1.12, so their shapes were never inferred; a node with no output aborted the process; a
 // custom domain's Relu was taken for the standard one; every inference failure was blamed
@@ -766,7 +869,8 @@ TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
     AddNode(n, "Relu", {"x"}, "y", "act");
   });
   EXPECT_NE(Message(slice).find("node 'rotate_half' (Slice): ONNX op 'Slice' has no tunefleet equivalent: slicing a "
-                                "tensor (RoPE's rotate_half"),
+                                "tensor (a mask cut to length, a partial rotary embedding): tunefleet has no slicing "
+                                "kernel; pass masks at their length. RoPE folds into one Rope only as"),
             std::string::npos)
       << Message(slice);
   EXPECT_EQ(Message(slice).find("dynamic_axes"), std::string::npos) << Message(slice);

@@ -34,6 +34,7 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   for (const char* op : {"Relu", "Gelu", "Sigmoid", "Tanh", "Exp"}) keys.push_back(Key(op, {shape}, dtype));
   keys.push_back(Key("Cast", {shape}, dtype, {{"dst_type", dtype == "float32" ? "float16" : "float32"}}));
   keys.push_back(Key("FusedMulAdd", {shape, shape, shape}, dtype));
+  if (last % 2 == 0) keys.push_back(Key("Rope", {shape, shape, shape}, dtype));
   keys.push_back(Key("Softmax", {shape}, dtype));
   keys.push_back(Key("LayerNorm", {shape, {last}, {last}}, dtype));
   keys.push_back(Key("RmsNorm", {shape, {last}}, dtype));
@@ -296,10 +297,26 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Sigmoid", {{16}})), 4);
   EXPECT_EQ(count(Key("Tanh", {{16}})), 5);
   EXPECT_EQ(count(Key("FusedMulAdd", {{16}, {16}, {16}})), 2);
+  EXPECT_EQ(count(Key("Rope", {{16}, {16}, {16}})), 3);
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
   EXPECT_EQ(count(Key("RmsNorm", {{4, 16}, {16}})), 4);
+}
+
+// Rope does in one pass what its written-out form does in three element-wise kernels at
+// least (x * cos, rotate_half(x) * sin, their sum), so it is faster than those three, and
+// its broadcast cos and sin cost less than full-size ones.
+TEST_F(VectorModel, RopeIsCheaperThanTheElementwiseKernelsItReplaces) {
+  const std::vector<int64_t> q = {32, 2048, 128}, angles = {2048, 128};
+  auto best = [&](const OpKey& k) { return Best(Problem(k)).second.latency_us; };
+  const double rope = best(Key("Rope", {q, angles, angles}));
+  const double written_out = 2 * best(Key("Mul", {q, angles})) + best(Key("Add", {q, q}));
+  const double full = best(Key("Rope", {q, q, q}));
+  std::printf("Rope [32,2048,128] best %.2f us; Mul, Mul, Add %.2f us; with full-size cos, sin %.2f us\n", rope,
+              written_out, full);
+  EXPECT_LT(rope, written_out);
+  EXPECT_LT(rope, full) << "cos and sin re-read from L2 rather than streamed from HBM";
 }
 
 // A mask broadcast over the heads is read from HBM once (then from L2): the Add moves

@@ -31,7 +31,8 @@ bool IsReduce(const VectorShape& s) {
 //   Tanh = (e^2x - 1)/(e^2x + 1): vmuls, vexp, vadds, vadds, vdiv = 5.
 //   Gelu, CANN's tanh form x / (1 + exp(-1.5958 (x + 0.044715 x^3))): vmul, vmul,
 //     vmuls, vadd, vmuls, vexp, vadds, vdiv = 8.
-//   FusedMulAdd: vmul, vadd = 2. Cast: one vconv (two via fp32 for fp16<->bf16).
+//   FusedMulAdd: vmul, vadd = 2. Rope, per half row: vmul x by cos, vmul the other half
+//     by sin, vsub (first half) or vadd (second) = 3. Cast: one vconv (two via fp32 for fp16<->bf16).
 //   Softmax (row fits UB): running vmax, vsub, vexp, running vadd, vmul by 1/sum = 5.
 //   LayerNorm (row fits UB): vadd (sum), vsub mean, vmul (square), vadd (sum), vmul
 //     rstd, vmul gamma, vadd beta = 7.
@@ -63,6 +64,8 @@ int OpInstructions(const VectorShape& s) {
       return 8;
     case VectorOp::kFusedMulAdd:
       return 2;
+    case VectorOp::kRope:
+      return 3;
     case VectorOp::kCast:
       return s.temps > 0 ? 2 : 1;
     case VectorOp::kSoftmax:

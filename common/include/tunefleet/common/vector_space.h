@@ -25,7 +25,7 @@ enum class VectorFamily {
 };
 
 enum class VectorOp {
-  kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd,
+  kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd, kRope,
   kSoftmax, kLayerNorm, kRmsNorm, kReduceSum, kReduceMean,
   kTranspose,
 };
@@ -47,6 +47,7 @@ struct VectorShape {
   int broadcast_inputs = 0;
   int64_t broadcast_elements = 0;
   // Row-wise: rows x cols (cols = last axis). Transpose: batch matrices of rows x cols.
+  // Rope (element-wise): cols = the rotary dimension (x's last axis), whole rows per tile.
   int64_t rows = 0, cols = 0;
   int64_t batch = 1;
   // Compute-dtype buffers of one tile besides inputs and outputs (casts, intermediates).

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""Writes examples/llama_layer.onnx: one Llama-2-7B decoder layer (hidden 4096, 32 heads of
+128, SwiGLU MLP of 11008, RMSNorm, rotary position embeddings) as PyTorch's ONNX exporter
+writes it (opset 17, float32), from a module written the way Hugging Face's
+LlamaDecoderLayer is: RMSNorm in float32 with rsqrt, q/k/v projections split into heads
+by view + transpose, apply_rotary_pos_emb with rotate_half (Slice, Neg, Concat), the
+additive causal mask as an input, softmax in float32, SiLU as x * sigmoid(x).
+Inputs: x [batch, seq, 4096], cos and sin [batch, seq, 128] (HF's position_embeddings),
+mask [batch, 1, seq, seq]; batch and seq are fixed at export (--batch, --seq), since
+rotate_half's bounds and the heads' view are constants only in a fixed-shape export.
+The weights' data is dropped after the export (each initializer points at an external
+file that is not shipped): tunefleet reads only their shapes, and the model stays small.
+Run with Debian's python3-torch and python3-onnx:
+    /usr/bin/python3 scripts/make_llama_onnx.py [--batch 1] [--seq 2048] [OUT]"""
+import argparse
+import io
+import math
+
+import onnx
+import torch
+from onnx import TensorProto
+
+HIDDEN, HEADS, HEAD_DIM, FFN, EPS = 4096, 32, 128, 11008, 1e-6
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(n))
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        variance = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(variance + EPS)
+        return self.weight * x.to(dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q_proj = torch.nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False)
+        self.k_proj = torch.nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False)
+        self.v_proj = torch.nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False)
+        self.o_proj = torch.nn.Linear(HEADS * HEAD_DIM, HIDDEN, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, HEADS, HEAD_DIM).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, HEADS, HEAD_DIM).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, HEADS, HEAD_DIM).transpose(1, 2)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q = (q * cos) + (rotate_half(q) * sin)
+        k = (k * cos) + (rotate_half(k) * sin)
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(HEAD_DIM)
+        scores = scores + mask
+        probs = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        context = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, HIDDEN)
+        return self.o_proj(context)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate_proj = torch.nn.Linear(HIDDEN, FFN, bias=False)
+        self.up_proj = torch.nn.Linear(HIDDEN, FFN, bias=False)
+        self.down_proj = torch.nn.Linear(FFN, HIDDEN, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(torch.nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.input_layernorm = RMSNorm(HIDDEN)
+        self.self_attn = Attention()
+        self.post_attention_layernorm = RMSNorm(HIDDEN)
+        self.mlp = MLP()
+
+    def forward(self, x, cos, sin, mask):
+        h = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("out", nargs="?", default="examples/llama_layer.onnx")
+    args = ap.parse_args()
+    b, s = args.batch, args.seq
+    with torch.no_grad():
+        layer = DecoderLayer().eval()
+        inputs = (torch.zeros(b, s, HIDDEN), torch.zeros(b, s, HEAD_DIM), torch.zeros(b, s, HEAD_DIM),
+                  torch.zeros(b, 1, s, s))
+        buf = io.BytesIO()
+        torch.onnx.export(layer, inputs, buf, opset_version=17, input_names=["x", "cos", "sin", "mask"],
+                          output_names=["layer_out"])
+    model = onnx.load_from_string(buf.getvalue())
+    for t in model.graph.initializer:
+        if t.raw_data and len(t.raw_data) > 64:  # a weight; small constants keep their values
+            t.ClearField("raw_data")
+            t.data_location = TensorProto.EXTERNAL
+            for key, value in (("location", "llama_layer.weights.bin"), ("offset", "0"), ("length", "0")):
+                entry = t.external_data.add()
+                entry.key, entry.value = key, value
+    model.graph.name = "llama2_7b_layer"
+    onnx.save(model, args.out)
+
+
+if __name__ == "__main__":
+    main()
