@@ -5,13 +5,16 @@ writes it (opset 17, float32), from a module written the way Hugging Face's
 LlamaDecoderLayer is: RMSNorm in float32 with rsqrt, q/k/v projections split into heads
 by view + transpose, apply_rotary_pos_emb with rotate_half (Slice, Neg, Concat), the
 additive causal mask as an input, softmax in float32, SiLU as x * sigmoid(x).
+`--config llama3-8b` writes examples/llama3_layer.onnx: Llama-3-8B's layer, grouped-query
+attention (8 key/value heads repeated for the 32 query heads by HF's repeat_kv: Unsqueeze,
+Expand, Reshape), MLP of 14336.
 Inputs: x [batch, seq, 4096], cos and sin [batch, seq, 128] (HF's position_embeddings),
 mask [batch, 1, seq, seq]; batch and seq are fixed at export (--batch, --seq), since
 rotate_half's bounds and the heads' view are constants only in a fixed-shape export.
 The weights' data is dropped after the export (each initializer points at an external
 file that is not shipped): tunefleet reads only their shapes, and the model stays small.
 Run with Debian's python3-torch and python3-onnx:
-    /usr/bin/python3 scripts/make_llama_onnx.py [--batch 1] [--seq 2048] [OUT]"""
+    /usr/bin/python3 scripts/make_llama_onnx.py [--config llama2-7b] [--batch 1] [--seq 2048] [OUT]"""
 import argparse
 import io
 import math
@@ -20,7 +23,11 @@ import onnx
 import torch
 from onnx import TensorProto
 
-HIDDEN, HEADS, HEAD_DIM, FFN, EPS = 4096, 32, 128, 11008, 1e-6
+CONFIGS = {  # hidden, heads, key/value heads, head dim, MLP, RMSNorm epsilon
+    "llama2-7b": (4096, 32, 32, 128, 11008, 1e-6),
+    "llama3-8b": (4096, 32, 8, 128, 14336, 1e-5),
+}
+HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS = CONFIGS["llama2-7b"]
 
 
 class RMSNorm(torch.nn.Module):
@@ -36,6 +43,14 @@ class RMSNorm(torch.nn.Module):
         return self.weight * x.to(dtype)
 
 
+def repeat_kv(h, n_rep):
+    b, kv, s, d = h.shape
+    if n_rep == 1:
+        return h
+    h = h[:, :, None, :, :].expand(b, kv, n_rep, s, d)
+    return h.reshape(b, kv * n_rep, s, d)
+
+
 def rotate_half(x):
     x1 = x[..., : x.shape[-1] // 2]
     x2 = x[..., x.shape[-1] // 2:]
@@ -46,18 +61,19 @@ class Attention(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.q_proj = torch.nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False)
-        self.k_proj = torch.nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False)
-        self.v_proj = torch.nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False)
+        self.k_proj = torch.nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
+        self.v_proj = torch.nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
         self.o_proj = torch.nn.Linear(HEADS * HEAD_DIM, HIDDEN, bias=False)
 
     def forward(self, x, cos, sin, mask):
         b, s, _ = x.shape
         q = self.q_proj(x).view(b, s, HEADS, HEAD_DIM).transpose(1, 2)
-        k = self.k_proj(x).view(b, s, HEADS, HEAD_DIM).transpose(1, 2)
-        v = self.v_proj(x).view(b, s, HEADS, HEAD_DIM).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, KV_HEADS, HEAD_DIM).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, KV_HEADS, HEAD_DIM).transpose(1, 2)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         q = (q * cos) + (rotate_half(q) * sin)
         k = (k * cos) + (rotate_half(k) * sin)
+        k, v = repeat_kv(k, HEADS // KV_HEADS), repeat_kv(v, HEADS // KV_HEADS)
         scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(HEAD_DIM)
         scores = scores + mask
         probs = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
@@ -93,8 +109,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=2048)
-    ap.add_argument("out", nargs="?", default="examples/llama_layer.onnx")
+    ap.add_argument("--config", choices=sorted(CONFIGS), default="llama2-7b")
+    ap.add_argument("out", nargs="?")
     args = ap.parse_args()
+    global HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS
+    HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS = CONFIGS[args.config]
+    out = args.out or ("examples/llama_layer.onnx" if args.config == "llama2-7b" else "examples/llama3_layer.onnx")
     b, s = args.batch, args.seq
     with torch.no_grad():
         layer = DecoderLayer().eval()
@@ -108,11 +128,11 @@ def main():
         if t.raw_data and len(t.raw_data) > 64:  # a weight; small constants keep their values
             t.ClearField("raw_data")
             t.data_location = TensorProto.EXTERNAL
-            for key, value in (("location", "llama_layer.weights.bin"), ("offset", "0"), ("length", "0")):
+            for key, value in (("location", out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")), ("offset", "0"), ("length", "0")):
                 entry = t.external_data.add()
                 entry.key, entry.value = key, value
-    model.graph.name = "llama2_7b_layer"
-    onnx.save(model, args.out)
+    model.graph.name = args.config.replace("-", "_") + "_layer"
+    onnx.save(model, out)
 
 
 if __name__ == "__main__":

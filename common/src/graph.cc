@@ -14,6 +14,8 @@
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/tuning_problem.h"
 
+#include "space_util.h"
+
 namespace tunefleet {
 namespace {
 
@@ -437,9 +439,14 @@ Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc) {
       if (node.inputs.size() != 1 || node.outputs.size() != 1 || in == nullptr) {
         return InvalidArgument("node '" + node.name + "': Reshape takes one input and has one output");
       }
-      if (Elements(in->desc) != Elements(node.outputs[0].desc) || in->desc.dtype != node.outputs[0].desc.dtype) {
+      // A reshape keeps the element count; a broadcast (ONNX's Expand, GQA's repeat_kv) is
+      // read at its output's shape and copies nothing.
+      const bool reshape = Elements(in->desc) == Elements(node.outputs[0].desc);
+      if ((!reshape && !space_util::BroadcastsTo(in->desc.shape, node.outputs[0].desc.shape)) ||
+          in->desc.dtype != node.outputs[0].desc.dtype) {
         return InvalidArgument("node '" + node.name + "': Reshape output '" + node.outputs[0].name +
-                               "' must keep the input's element count and dtype");
+                               "' must keep the input's dtype, and its element count or broadcast it (" +
+                               space_util::kBroadcastRule + ")");
       }
       continue;
     }

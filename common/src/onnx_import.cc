@@ -17,6 +17,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "onnx_const_fold.h"
+
 namespace tunefleet {
 namespace {
 
@@ -27,7 +29,8 @@ constexpr const char* kSupported =
     "last axis (or written out: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta), "
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
     "Mul gamma), RoPE written out as HF's apply_rotary_pos_emb (x*cos + Concat(Neg(x[..., h:]), x[..., :h])*sin over "
-    "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout";
+    "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
+    "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -45,6 +48,7 @@ struct TensorInfo {
   int elem_type = 0;
   std::vector<int64_t> shape;
   bool known = false;  // every dimension has a size
+  bool constant = false;  // an initializer or a Constant node's value
 };
 
 TensorInfo InfoOf(const onnx::TypeProto& type) {
@@ -97,7 +101,7 @@ bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout"};
+      "Identity", "Dropout", "Expand"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -112,11 +116,8 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
                 "do_constant_folding=True, the default, which computes sizes known at export)"},
       {"Gather", "shape arithmetic or an embedding lookup: export with fixed shapes and constant folding on, from the "
                  "embeddings' output on"},
-      {"ConstantOfShape", "shape arithmetic (GQA's repeat_kv expand among others): export with fixed shapes and "
-                          "constant folding on; for grouped-query attention, profile the layer with as many key/value "
-                          "heads as query heads"},
-      {"Expand", "a broadcast written out (GQA's repeat_kv): profile the layer with as many key/value heads as query "
-                 "heads; element-wise ops broadcast on their own"},
+      {"ConstantOfShape", "shape arithmetic on a tensor's shape: export with fixed shapes and constant folding on "
+                          "(arithmetic on constants only, such as GQA's repeat_kv writes, is folded)"},
       {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
       {"Equal", "a mask or shape computed in the graph: pass an additive float mask as an input instead"},
       {"Where", "a mask applied in the graph (GPT-2's causal torch.where): pass an additive float mask as an input "
@@ -266,6 +267,15 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
              op == "Dropout") {
     c.op = kReshapeOp;
     c.inputs = first(1);  // the shape / axes inputs are data of the view, not tensors it reads
+  } else if (op == "Expand") {
+    // A broadcast view (GQA's repeat_kv): its reader reads the input at the expanded shape,
+    // as a stride-0 view or CANN's grouped-query attention does; nothing is copied.
+    if (n.input_size() != 2 || !info.count(n.input(1)) || !info.at(n.input(1)).constant) {
+      return InvalidArgument(where + ": Expand's shape is computed from a tensor: export with fixed shapes and "
+                                     "constant folding on");
+    }
+    c.op = kReshapeOp;
+    c.inputs = first(1);
   } else {
     return InvalidArgument(UnknownOpMessage(n, where));
   }
@@ -990,12 +1000,13 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
 
   TF_RETURN_IF_ERROR(SizeSymbolicDims(g, initializers, options, path));
   TF_RETURN_IF_ERROR(CheckDataFlow(g, initializers, path));
+  onnx_fold::FoldConstantArithmetic(g);
   // Constants: initializers and Constant nodes (the GELU fold reads their values).
   std::map<std::string, const onnx::TensorProto*> constant_values;
   std::map<std::string, TensorInfo> constants;
   for (const auto& t : g.initializer()) {
     constant_values[t.name()] = &t;
-    constants[t.name()] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true};
+    constants[t.name()] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true, true};
   }
   std::deque<onnx::TensorProto> made;  // Constants' scalar and list forms, as tensors
   for (const auto& n : g.node()) {
@@ -1008,7 +1019,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     }
     const onnx::TensorProto& t = made.emplace_back(std::move(*value));
     constant_values[n.output(0)] = &t;
-    constants[n.output(0)] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true};
+    constants[n.output(0)] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true, true};
   }
   // torch.onnx.export writes equal initializers once and the others as Identity of it (a
   // freshly initialised model's LayerNorm gammas): such an Identity's output is that

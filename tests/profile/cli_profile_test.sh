@@ -221,4 +221,17 @@ grep -q "^/self_attn/Add  Rope\[32x2048x128,2048x128,2048x128\]@Ascend910B2  \[d
 "$TF" report "$LLAMA" --data-dir "$OUT/kb-llama" --json > "$OUT/llama_report.json" || fail "report of the Llama layer exited $?"
 /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 22, r" \
   "$OUT/llama_report.json" || fail "report of the Llama layer: $(head -c 300 "$OUT/llama_report.json")"
+# Llama-3-8B's layer: grouped-query attention, 8 key/value heads repeated for 32 query heads
+# (repeat_kv's Expand, its shape computed from constants), so k and v are projected to
+# 1024 and rotated at 8 heads, and the attention's BatchMatMuls run at 32.
+LLAMA3="$SRC/examples/llama3_layer.onnx"
+timeout 300 "$TF" tune "$LLAMA3" --budget 2 --strategy random --data-dir "$OUT/kb-llama3" > "$OUT/llama3_tune.txt" 2>&1 \
+  || fail "tune of the Llama-3 layer exited $?: $(tail -5 "$OUT/llama3_tune.txt")"
+for want in "^/self_attn/k_proj/MatMul  MatMul\[2048x4096,4096x1024\]" "^/self_attn/Add_1  Rope\[8x2048x128," \
+  "^/self_attn/MatMul_1  BatchMatMul\[1x32x2048x2048,1x32x2048x128\]"; do
+  grep -q "$want" "$OUT/llama3_tune.txt" || fail "tune of the Llama-3 layer: no line matches $want"
+done
+"$TF" report "$LLAMA3" --data-dir "$OUT/kb-llama3" --json > "$OUT/llama3_report.json" || fail "report of the Llama-3 layer exited $?"
+/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 22, r" \
+  "$OUT/llama3_report.json" || fail "report of the Llama-3 layer: $(head -c 300 "$OUT/llama3_report.json")"
 echo "cli profile/analyze/fuse OK"

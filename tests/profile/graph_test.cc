@@ -159,14 +159,27 @@ TEST(GraphModel, AnOpItsTuningProblemRejectsNamesTheNode) {
   EXPECT_NE(s.message().find("node 'mm' (MatMul)"), std::string::npos) << s.message();
 }
 
-TEST(GraphModel, AReshapeMustKeepTheElementCount) {
+// A view keeps the element count (a reshape) or broadcasts its input (an expand: GQA's
+// grouped key/value heads read at the query heads' count); anything else is refused.
+TEST(GraphModel, AViewKeepsTheElementCountOrBroadcasts) {
   auto j = TwoOpGraph();
   j["nodes"][1] = Node("view", "Reshape", {"h"}, Tensor("y", {1024, 512}));
   auto g = GraphFromJson(j);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   Status s = ValidateGraphOps(*g, testing::Soc910B2());
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("node 'view'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("node 'view': Reshape output 'y' must keep the input's dtype, and its element count or "
+                             "broadcast it"),
+            std::string::npos)
+      << s.message();
+  j["nodes"][1] = Node("view", "Reshape", {"h"}, Tensor("y", {4, 1024, 1024}));
+  g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_TRUE(ValidateGraphOps(*g, testing::Soc910B2()).ok()) << "a broadcast of [1024, 1024] to [4, 1024, 1024]";
+  j["nodes"][1] = Node("view", "Reshape", {"h"}, Tensor("y", {1024, 4, 1024}));
+  g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_FALSE(ValidateGraphOps(*g, testing::Soc910B2()).ok()) << "4x the elements, but no broadcast of [1024, 1024]";
 }
 
 TEST(GraphModel, AKernelsDeclaredOutputMustBeWhatTheOpWrites) {

@@ -513,11 +513,21 @@ void AddInts(onnx::GraphProto& g, const std::string& name, int64_t value) {
   t->add_int64_data(value);
 }
 
-void AddInput(onnx::GraphProto& g, const std::string& name, const std::vector<int64_t>& shape) {
+// An int64 list constant of one axis, or a scalar.
+void AddInts(onnx::GraphProto& g, const std::string& name, const std::vector<int64_t>& values, bool scalar = false) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+void AddInput(onnx::GraphProto& g, const std::string& name, const std::vector<int64_t>& shape,
+              int type = onnx::TensorProto::FLOAT16) {
   auto* in = g.add_input();
   in->set_name(name);
   auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT16);
+  tt->set_elem_type(type);
   for (int64_t d : shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
 }
 
@@ -604,6 +614,99 @@ TEST(OnnxImport, RopeWrittenOutFoldsIntoOneKernel) {
     const std::string m = Message(load(f));
     EXPECT_NE(m.find("node 'rope.lower' (Slice): ONNX op 'Slice' has no tunefleet equivalent"), std::string::npos) << m;
   }
+}
+
+// GQA's repeat_kv as torch 1.13 exports it at fixed shapes: Unsqueeze, an Expand whose
+// shape is arithmetic on constants (ConstantOfShape, Mul, Equal, Where), Reshape. The
+// arithmetic folds, the Expand is a broadcast view, and the attention's BatchMatMul reads
+// the key at the query heads' count. Here x [4, 16, 64] is the key of 4 heads, repeated
+// twice, and the Reshape's shape is written with the folder's other ops.
+TEST(OnnxImport, GroupedKeyValueHeadsExpandAsAViewAfterTheirShapeArithmeticFolds) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const WriteNodes& write) {
+    return LoadChainModel(dir.Path("gqa" + std::to_string(file++) + ".onnx"), 17, write);
+  };
+  auto repeat_kv = [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "q", {8, 16, 64});
+    AddInts(g, "at1", {1});
+    AddNode(n, "Unsqueeze", {"x", "at1"}, "k1", "kv.unsqueeze");  // [4, 1, 16, 64]
+    AddInts(g, "want", {4, 2, 16, 64});
+    AddInts(g, "rank", {4});
+    auto* ones = AddNode(n, "ConstantOfShape", {"rank"}, "ones", "kv.ones");
+    auto* value = ones->add_attribute();
+    value->set_name("value");
+    value->set_type(onnx::AttributeProto::TENSOR);
+    value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+    value->mutable_t()->add_dims(1);
+    value->mutable_t()->add_int64_data(1);
+    AddInts(g, "minus1", {-1}, true);
+    AddNode(n, "Mul", {"ones", "minus1"}, "neg", "kv.neg");
+    AddNode(n, "Equal", {"want", "neg"}, "is_neg", "kv.equal");
+    AddNode(n, "Where", {"is_neg", "ones", "want"}, "shape", "kv.where");
+    AddNode(n, "Expand", {"k1", "shape"}, "k2", "kv.expand");  // [4, 2, 16, 64]
+    // [8, 16, 64], written as a Shape's output turned into the reshape's target is:
+    AddInts(g, "kv_shape", {4, 16, 64});
+    AddInts(g, "zero", {0}, true);
+    AddInts(g, "two", {2}, true);
+    AddInts(g, "one", {1}, true);
+    AddInts(g, "tail", {1, 2});
+    AddNode(n, "Gather", {"kv_shape", "zero"}, "kv", "s.kv");                  // 4
+    AddNode(n, "Mul", {"kv", "two"}, "heads", "s.heads");                      // 8
+    AddNode(n, "Unsqueeze", {"heads", "zero_axis"}, "heads1", "s.heads1");     // [8]
+    AddInts(g, "zero_axis", {0});
+    AddNode(n, "Gather", {"kv_shape", "tail"}, "rest", "s.rest");              // [16, 64]
+    auto* cat = AddNode(n, "Concat", {"heads1", "rest"}, "s0", "s.concat");     // [8, 16, 64]
+    auto* axis = cat->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(0);
+    AddNode(n, "Add", {"s0", "one"}, "s1", "s.add");
+    AddNode(n, "Sub", {"s1", "one"}, "s2", "s.sub");
+    AddNode(n, "Div", {"s2", "one"}, "s3", "s.div");
+    auto* narrow = AddNode(n, "Cast", {"s3"}, "s4", "s.cast");
+    auto* to = narrow->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::INT64);
+    AddNode(n, "Unsqueeze", {"s4", "zero_axis"}, "s5", "s.unsqueeze");        // [1, 3]
+    AddNode(n, "Squeeze", {"s5", "zero_axis"}, "s6", "s.squeeze");            // [3]
+    AddNode(n, "Reshape", {"k2", "s6"}, "k", "kv.reshape");                   // [8, 16, 64]
+    auto* t = AddNode(n, "Transpose", {"k"}, "kt", "k.transpose");
+    auto* perm = t->add_attribute();
+    perm->set_name("perm");
+    perm->set_type(onnx::AttributeProto::INTS);
+    for (int64_t p : {0, 2, 1}) perm->add_ints(p);
+    AddNode(n, "MatMul", {"q", "kt"}, "y", "scores");
+  };
+  auto r = load(repeat_kv);
+  ASSERT_TRUE(r.ok()) << Message(r);
+  std::vector<std::string> kernels;
+  for (const auto& node : r->nodes) {
+    if (!node.IsView()) kernels.push_back(node.op_type);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"Transpose", "BatchMatMul"})) << "the shape arithmetic is folded";
+  ASSERT_NE(FindNode(*r, "kv.expand"), nullptr);
+  EXPECT_EQ(FindNode(*r, "kv.expand")->outputs[0].desc.shape, (std::vector<int64_t>{4, 2, 16, 64}));
+  EXPECT_EQ(FindNode(*r, "kv.reshape")->outputs[0].desc.shape, (std::vector<int64_t>{8, 16, 64}));
+  EXPECT_TRUE(r->weights.empty()) << "shape constants are not weights";
+  auto run = profile::RunGraph(*r, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->ops.size(), 2u);
+  EXPECT_EQ(run->ops[1].op_key, "BatchMatMul[8x16x64,8x64x16]@Ascend910B2");
+  // Buffers: the key's 4 heads x, q, the transposed key and the scores, in fp16. The
+  // expand and the reshape copy nothing.
+  EXPECT_EQ(run->memory.no_reuse_bytes, (4 * 16 * 64 + 8 * 16 * 64 + 8 * 64 * 16 + 8 * 16 * 16) * 2);
+
+  // An Expand whose shape is a tensor the graph computes is refused saying what to export.
+  auto computed = load([](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "runtime_shape", {3}, onnx::TensorProto::INT64);
+    AddNode(n, "Expand", {"x", "runtime_shape"}, "y", "kv.expand");
+  });
+  EXPECT_NE(Message(computed).find("node 'kv.expand' (Expand): Expand's shape is computed from a tensor: export with "
+                                   "fixed shapes"),
+            std::string::npos)
+      << Message(computed);
 }
 
 // Found by an audit: Gelu (opset 20) and onnxruntime's FastGelu have no schema in libonnx

@@ -21,8 +21,9 @@
 namespace tunefleet {
 
 // Op type of a metadata-only view: no kernel, no time; its output aliases its input's
-// buffer (same element count). Stands in for Reshape/Flatten and for the head-split
-// permutes that CANN fuses into the producing MatMul (NPU_MODEL.md "MatMul + Transpose").
+// buffer (same element count, or a broadcast of it read at the larger shape). Stands in
+// for Reshape/Flatten, for the head-split permutes that CANN fuses into the producing
+// MatMul (NPU_MODEL.md "MatMul + Transpose") and for ONNX's Expand.
 inline constexpr const char* kReshapeOp = "Reshape";
 
 struct NamedTensor {

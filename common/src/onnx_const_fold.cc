@@ -1,0 +1,309 @@
+#include "onnx_const_fold.h"
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tunefleet::onnx_fold {
+namespace {
+
+using onnx::TensorProto;
+
+// An integer or bool tensor's values, widened to int64.
+struct Ints {
+  int type = TensorProto::INT64;  // INT64, INT32 or BOOL
+  std::vector<int64_t> dims;
+  std::vector<int64_t> v;
+};
+
+std::optional<int64_t> Count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && n > kMaxElements / d)) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+bool IsIntType(int t) { return t == TensorProto::INT64 || t == TensorProto::INT32 || t == TensorProto::BOOL; }
+
+std::optional<Ints> Read(const TensorProto& t) {
+  if (!IsIntType(t.data_type()) || t.data_location() == TensorProto::EXTERNAL) return std::nullopt;
+  Ints out;
+  out.type = t.data_type();
+  out.dims.assign(t.dims().begin(), t.dims().end());
+  const auto n = Count(out.dims);
+  if (!n) return std::nullopt;
+  const std::string& raw = t.raw_data();
+  if (!raw.empty()) {
+    const size_t width = out.type == TensorProto::INT64 ? 8 : out.type == TensorProto::INT32 ? 4 : 1;
+    if (raw.size() != static_cast<size_t>(*n) * width) return std::nullopt;
+    for (size_t i = 0; i < static_cast<size_t>(*n); ++i) {
+      if (width == 8) {
+        int64_t x = 0;
+        std::memcpy(&x, raw.data() + i * 8, 8);
+        out.v.push_back(x);
+      } else if (width == 4) {
+        int32_t x = 0;
+        std::memcpy(&x, raw.data() + i * 4, 4);
+        out.v.push_back(x);
+      } else {
+        out.v.push_back(raw[i] != 0);
+      }
+    }
+  } else if (out.type == TensorProto::INT64) {
+    out.v.assign(t.int64_data().begin(), t.int64_data().end());
+  } else {
+    out.v.assign(t.int32_data().begin(), t.int32_data().end());  // INT32 and BOOL
+  }
+  if (static_cast<int64_t>(out.v.size()) != *n) return std::nullopt;
+  return out;
+}
+
+TensorProto Write(const Ints& x) {
+  TensorProto t;
+  t.set_data_type(x.type);
+  for (int64_t d : x.dims) t.add_dims(d);
+  for (int64_t v : x.v) {
+    if (x.type == TensorProto::INT64) {
+      t.add_int64_data(v);
+    } else {
+      t.add_int32_data(static_cast<int32_t>(v));
+    }
+  }
+  return t;
+}
+
+// NumPy broadcasting of the inputs into a tensor of `type`, fn computing each element from
+// the inputs' elements at that position.
+std::optional<Ints> Broadcast(const std::vector<const Ints*>& in, int type,
+                              const std::function<std::optional<int64_t>(const std::vector<int64_t>&)>& fn) {
+  size_t rank = 0;
+  for (const Ints* t : in) rank = std::max(rank, t->dims.size());
+  std::vector<int64_t> dims(rank, 1);
+  for (const Ints* t : in) {
+    for (size_t i = 0; i < t->dims.size(); ++i) {
+      int64_t& o = dims[rank - t->dims.size() + i];
+      const int64_t d = t->dims[i];
+      if (d == o || d == 1) continue;
+      if (o != 1) return std::nullopt;
+      o = d;
+    }
+  }
+  const auto n = Count(dims);
+  if (!n) return std::nullopt;
+  Ints out{type, dims, {}};
+  std::vector<int64_t> at(rank, 0), args(in.size());
+  for (int64_t k = 0; k < *n; ++k) {
+    for (size_t j = 0; j < in.size(); ++j) {
+      const Ints& t = *in[j];
+      int64_t flat = 0;
+      for (size_t i = 0; i < t.dims.size(); ++i) {
+        flat = flat * t.dims[i] + (t.dims[i] == 1 ? 0 : at[rank - t.dims.size() + i]);
+      }
+      args[j] = t.v[static_cast<size_t>(flat)];
+    }
+    auto r = fn(args);
+    if (!r) return std::nullopt;
+    out.v.push_back(*r);
+    for (size_t i = rank; i-- > 0;) {
+      if (++at[i] < dims[i]) break;
+      at[i] = 0;
+    }
+  }
+  return out;
+}
+
+const onnx::AttributeProto* Attr(const onnx::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+// An axis of `rank` axes, negative counting from the end; nullopt when out of range.
+std::optional<size_t> Axis(int64_t a, size_t rank) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (a < -r || a >= r) return std::nullopt;
+  return static_cast<size_t>(a < 0 ? a + r : a);
+}
+
+// Unsqueeze's and Squeeze's axes: an input from opset 13, an attribute before.
+std::optional<std::vector<int64_t>> AxesOf(const onnx::NodeProto& n, const std::vector<const Ints*>& in) {
+  if (in.size() >= 2) return in[1]->v;
+  if (const auto* a = Attr(n, "axes")) return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  return std::nullopt;
+}
+
+std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*>& in) {
+  const std::string& op = n.op_type();
+  using Op = std::function<std::optional<int64_t>(int64_t, int64_t)>;
+  auto binary = [&](int type, const Op& f) -> std::optional<Ints> {
+    if (in.size() != 2 || in[0]->type != in[1]->type) return std::nullopt;
+    return Broadcast(in, type, [&](const std::vector<int64_t>& a) { return f(a[0], a[1]); });
+  };
+  const int type = in.empty() ? TensorProto::INT64 : in[0]->type;
+  const bool arithmetic = type != TensorProto::BOOL;
+  if (op == "Add" && arithmetic) return binary(type, [](int64_t a, int64_t b) { return a + b; });
+  if (op == "Sub" && arithmetic) return binary(type, [](int64_t a, int64_t b) { return a - b; });
+  if (op == "Mul" && arithmetic) return binary(type, [](int64_t a, int64_t b) { return a * b; });
+  if (op == "Div" && arithmetic) {
+    return binary(type, [](int64_t a, int64_t b) { return b == 0 ? std::nullopt : std::optional<int64_t>(a / b); });
+  }
+  if (op == "Equal") return binary(TensorProto::BOOL, [](int64_t a, int64_t b) { return int64_t{a == b}; });
+  if (op == "Where") {
+    if (in.size() != 3 || in[0]->type != TensorProto::BOOL || in[1]->type != in[2]->type) return std::nullopt;
+    return Broadcast(in, in[1]->type, [](const std::vector<int64_t>& a) { return a[0] ? a[1] : a[2]; });
+  }
+  if (op == "ConstantOfShape") {
+    if (in.size() != 1 || in[0]->dims.size() != 1) return std::nullopt;
+    const auto* value = Attr(n, "value");
+    if (value == nullptr || !value->has_t()) return std::nullopt;  // float 0 by default: not shape arithmetic
+    auto fill = Read(value->t());
+    if (!fill || fill->v.size() != 1) return std::nullopt;
+    Ints out{fill->type, in[0]->v, {}};
+    const auto count = Count(out.dims);
+    if (!count) return std::nullopt;
+    out.v.assign(static_cast<size_t>(*count), fill->v[0]);
+    return out;
+  }
+  if (op == "Concat") {
+    const auto* axis_attr = Attr(n, "axis");
+    if (in.empty() || axis_attr == nullptr) return std::nullopt;
+    const size_t rank = in[0]->dims.size();
+    const auto axis = Axis(axis_attr->i(), rank);
+    if (!axis) return std::nullopt;
+    Ints out{type, in[0]->dims, {}};
+    out.dims[*axis] = 0;
+    for (const Ints* t : in) {
+      if (t->type != type || t->dims.size() != rank) return std::nullopt;
+      for (size_t i = 0; i < rank; ++i) {
+        if (i != *axis && t->dims[i] != in[0]->dims[i]) return std::nullopt;
+      }
+      out.dims[*axis] += t->dims[*axis];
+    }
+    if (!Count(out.dims)) return std::nullopt;
+    int64_t outer = 1;
+    for (size_t i = 0; i < *axis; ++i) outer *= out.dims[i];
+    for (int64_t o = 0; o < outer; ++o) {
+      for (const Ints* t : in) {
+        const int64_t block = outer == 0 ? 0 : static_cast<int64_t>(t->v.size()) / outer;
+        out.v.insert(out.v.end(), t->v.begin() + o * block, t->v.begin() + (o + 1) * block);
+      }
+    }
+    return out;
+  }
+  if (op == "Unsqueeze" || op == "Squeeze") {
+    auto axes = AxesOf(n, in);
+    Ints out = *in[0];
+    if (op == "Squeeze") {
+      std::vector<bool> drop(out.dims.size(), !axes);  // no axes: every axis of size 1
+      for (int64_t a : axes.value_or(std::vector<int64_t>{})) {
+        const auto at = Axis(a, out.dims.size());
+        if (!at || out.dims[*at] != 1) return std::nullopt;
+        drop[*at] = true;
+      }
+      std::vector<int64_t> kept;
+      for (size_t i = 0; i < out.dims.size(); ++i) {
+        if (!(drop[i] && out.dims[i] == 1)) kept.push_back(out.dims[i]);
+      }
+      out.dims = kept;
+      return out;
+    }
+    if (!axes) return std::nullopt;
+    const size_t rank = out.dims.size() + axes->size();
+    std::vector<bool> inserted(rank, false);
+    for (int64_t a : *axes) {
+      const auto at = Axis(a, rank);
+      if (!at || inserted[*at]) return std::nullopt;
+      inserted[*at] = true;
+    }
+    std::vector<int64_t> dims;
+    for (size_t i = 0, k = 0; i < rank; ++i) dims.push_back(inserted[i] ? 1 : out.dims[k++]);
+    out.dims = dims;
+    return out;
+  }
+  if (op == "Cast") {
+    const auto* to = Attr(n, "to");
+    if (to == nullptr || !IsIntType(static_cast<int>(to->i()))) return std::nullopt;
+    Ints out = *in[0];
+    out.type = static_cast<int>(to->i());
+    for (int64_t& v : out.v) {
+      if (out.type == TensorProto::BOOL) v = v != 0;
+      if (out.type == TensorProto::INT32 && (v < INT32_MIN || v > INT32_MAX)) return std::nullopt;
+    }
+    return out;
+  }
+  if (op == "Gather") {
+    const auto* axis_attr = Attr(n, "axis");
+    if (in.size() != 2 || in[0]->dims.size() != 1 || (axis_attr != nullptr && !Axis(axis_attr->i(), 1))) {
+      return std::nullopt;
+    }
+    const int64_t size = in[0]->dims[0];
+    Ints out{type, in[1]->dims, {}};
+    for (int64_t i : in[1]->v) {
+      if (i < -size || i >= size) return std::nullopt;
+      out.v.push_back(in[0]->v[static_cast<size_t>(i < 0 ? i + size : i)]);
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+// A Constant node's value when it is an integer or bool tensor.
+std::optional<Ints> ConstantValue(const onnx::NodeProto& n) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "value" && a.has_t()) return Read(a.t());
+    if (a.name() == "value_int") return Ints{TensorProto::INT64, {}, {a.i()}};
+    if (a.name() == "value_ints") {
+      return Ints{TensorProto::INT64, {a.ints_size()}, std::vector<int64_t>(a.ints().begin(), a.ints().end())};
+    }
+  }
+  return std::nullopt;
+}
+
+bool IsStandard(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+
+}  // namespace
+
+int FoldConstantArithmetic(onnx::GraphProto& g) {
+  std::map<std::string, Ints> known;
+  for (const auto& t : g.initializer()) {
+    if (auto v = Read(t)) known.emplace(t.name(), std::move(*v));
+  }
+  int folded = 0;
+  for (auto& n : *g.mutable_node()) {
+    if (!IsStandard(n) || n.output_size() != 1) continue;
+    if (n.op_type() == "Constant") {
+      if (auto v = ConstantValue(n)) known[n.output(0)] = std::move(*v);
+      continue;
+    }
+    std::vector<const Ints*> in;
+    for (const auto& name : n.input()) {
+      auto it = name.empty() ? known.end() : known.find(name);
+      if (it == known.end()) break;
+      in.push_back(&it->second);
+    }
+    if (in.empty() || static_cast<int>(in.size()) != n.input_size()) continue;
+    auto value = Eval(n, in);
+    if (!value) continue;
+    onnx::NodeProto c;
+    c.set_name(n.name());
+    c.set_op_type("Constant");
+    c.add_output(n.output(0));
+    auto* a = c.add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    *a->mutable_t() = Write(*value);
+    known[n.output(0)] = std::move(*value);
+    n = std::move(c);
+    ++folded;
+  }
+  return folded;
+}
+
+}  // namespace tunefleet::onnx_fold
