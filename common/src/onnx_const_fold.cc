@@ -139,20 +139,41 @@ std::optional<std::vector<int64_t>> AxesOf(const onnx::NodeProto& n, const std::
   return std::nullopt;
 }
 
+// v when the type holds it: a result that overflows is not folded (the node stays, and
+// is refused or run as it is), never wrapped.
+std::optional<int64_t> Fit(int type, std::optional<int64_t> v) {
+  if (v && type == TensorProto::INT32 && (*v < INT32_MIN || *v > INT32_MAX)) return std::nullopt;
+  return v;
+}
+
+bool AddOverflows(int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b, r); }
+bool SubOverflows(int64_t a, int64_t b, int64_t* r) { return __builtin_sub_overflow(a, b, r); }
+bool MulOverflows(int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); }
+
 std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*>& in) {
   const std::string& op = n.op_type();
   using Op = std::function<std::optional<int64_t>(int64_t, int64_t)>;
   auto binary = [&](int type, const Op& f) -> std::optional<Ints> {
     if (in.size() != 2 || in[0]->type != in[1]->type) return std::nullopt;
-    return Broadcast(in, type, [&](const std::vector<int64_t>& a) { return f(a[0], a[1]); });
+    return Broadcast(in, type, [&](const std::vector<int64_t>& a) { return Fit(type, f(a[0], a[1])); });
   };
   const int type = in.empty() ? TensorProto::INT64 : in[0]->type;
   const bool arithmetic = type != TensorProto::BOOL;
-  if (op == "Add" && arithmetic) return binary(type, [](int64_t a, int64_t b) { return a + b; });
-  if (op == "Sub" && arithmetic) return binary(type, [](int64_t a, int64_t b) { return a - b; });
-  if (op == "Mul" && arithmetic) return binary(type, [](int64_t a, int64_t b) { return a * b; });
+  // f(a, b, &r) stores a op b in r and says whether it overflowed.
+  auto checked = [](bool (*f)(int64_t, int64_t, int64_t*)) -> Op {
+    return [f](int64_t a, int64_t b) -> std::optional<int64_t> {
+      int64_t r = 0;
+      if (f(a, b, &r)) return std::nullopt;
+      return r;
+    };
+  };
+  if (op == "Add" && arithmetic) return binary(type, checked(AddOverflows));
+  if (op == "Sub" && arithmetic) return binary(type, checked(SubOverflows));
+  if (op == "Mul" && arithmetic) return binary(type, checked(MulOverflows));
   if (op == "Div" && arithmetic) {
-    return binary(type, [](int64_t a, int64_t b) { return b == 0 ? std::nullopt : std::optional<int64_t>(a / b); });
+    return binary(type, [](int64_t a, int64_t b) {
+      return b == 0 || (a == INT64_MIN && b == -1) ? std::nullopt : std::optional<int64_t>(a / b);
+    });
   }
   if (op == "Equal") return binary(TensorProto::BOOL, [](int64_t a, int64_t b) { return int64_t{a == b}; });
   if (op == "Where") {

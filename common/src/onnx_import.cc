@@ -123,8 +123,8 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"Where", "a mask applied in the graph (GPT-2's causal torch.where): pass an additive float mask as an input "
                 "and add it to the scores instead"},
       {"Slice", "slicing a tensor (a mask cut to length, a partial rotary embedding): tunefleet has no slicing kernel; "
-                "pass masks at their length. RoPE folds into one Rope only as x*cos + rotate_half(x)*sin over the whole "
-                "last axis, rotate_half(x) = cat(-x[..., h:], x[..., :h]), with constant slice bounds"},
+                "pass masks at their length. RoPE folds into one Rope only as x*cos + rotate_half(x)*sin over the "
+                "whole last axis, rotate_half(x) = cat(-x[..., h:], x[..., :h]), with constant slice bounds"},
       {"Concat", "concatenating tensors (a KV cache, RoPE written otherwise than x*cos + rotate_half(x)*sin over the "
                  "whole last axis): tunefleet has no concatenation kernel; profile the layer without them"},
       {"Split", "splitting a fused projection (GPT-2's c_attn): write one Linear per projection (q, k, v)"},
@@ -1006,7 +1006,8 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   std::map<std::string, TensorInfo> constants;
   for (const auto& t : g.initializer()) {
     constant_values[t.name()] = &t;
-    constants[t.name()] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true, true};
+    constants[t.name()] =
+        TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true, true};
   }
   std::deque<onnx::TensorProto> made;  // Constants' scalar and list forms, as tensors
   for (const auto& n : g.node()) {
@@ -1019,7 +1020,8 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     }
     const onnx::TensorProto& t = made.emplace_back(std::move(*value));
     constant_values[n.output(0)] = &t;
-    constants[n.output(0)] = TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true, true};
+    constants[n.output(0)] =
+        TensorInfo{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), true, true};
   }
   // torch.onnx.export writes equal initializers once and the others as Identity of it (a
   // freshly initialised model's LayerNorm gammas): such an Identity's output is that

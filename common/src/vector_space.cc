@@ -232,8 +232,9 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
         }
         s.cols = x.back();
         if (s.cols % 2 != 0) {
-          return InvalidArgument("Rope input 0 (x) shape " + ShapeText(x) + ": its last axis, the rotary dimension, is " +
-                                 N(s.cols) + "; it must be even (its two halves are rotated into each other)");
+          return InvalidArgument("Rope input 0 (x) shape " + ShapeText(x) +
+                                 ": its last axis, the rotary dimension, is " + N(s.cols) +
+                                 "; it must be even (its two halves are rotated into each other)");
         }
         for (size_t i = 1; i < key.inputs.size(); ++i) {
           if (key.inputs[i].shape.back() != s.cols) {

@@ -560,8 +560,9 @@ void WriteOutRope(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, const Ro
   slice("zero", "half", "x1", "rope.lower");
   slice("half", "end", "x2", "rope.upper");
   AddNode(n, "Neg", {"x2"}, "nx2", "rope.neg");
-  auto* cat = AddNode(n, "Concat", f.neg_first ? std::vector<std::string>{"nx2", "x1"} : std::vector<std::string>{"x1", "nx2"},
-                      "rot", "rope.cat");
+  const std::vector<std::string> halves =
+      f.neg_first ? std::vector<std::string>{"nx2", "x1"} : std::vector<std::string>{"x1", "nx2"};
+  auto* cat = AddNode(n, "Concat", halves, "rot", "rope.cat");
   auto* a = cat->add_attribute();
   a->set_name("axis");
   a->set_type(onnx::AttributeProto::INT);
@@ -707,6 +708,19 @@ TEST(OnnxImport, GroupedKeyValueHeadsExpandAsAViewAfterTheirShapeArithmeticFolds
                                    "fixed shapes"),
             std::string::npos)
       << Message(computed);
+  // Arithmetic that overflows is not folded (INT64_MIN / -1 trapped the process): the node
+  // stays, and is refused by name like any other.
+  for (const char* op : {"Div", "Mul", "Add", "Sub"}) {
+    auto overflow = load([&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+      const bool sub = std::string(op) == "Sub";
+      AddInts(g, "big", {std::string(op) == "Div" || sub ? std::numeric_limits<int64_t>::min()
+                                                         : std::numeric_limits<int64_t>::max()});
+      AddInts(g, "by", {std::string(op) == "Div" ? -1 : sub ? 1 : 2});
+      AddNode(n, op, {"big", "by"}, "shape", "big.arith");
+      AddNode(n, "Reshape", {"x", "shape"}, "y", "view");
+    });
+    EXPECT_NE(Message(overflow).find("node 'big.arith'"), std::string::npos) << op << ": " << Message(overflow);
+  }
 }
 
 // Found by an audit: Gelu (opset 20) and onnxruntime's FastGelu have no schema in libonnx
