@@ -8,8 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "onnx_util.h"
+
 namespace tunefleet::onnx_fold {
 namespace {
+
+using onnx_util::Attr;
 
 using onnx::TensorProto;
 
@@ -116,13 +120,6 @@ std::optional<Ints> Broadcast(const std::vector<const Ints*>& in, int type,
     }
   }
   return out;
-}
-
-const onnx::AttributeProto* Attr(const onnx::NodeProto& n, const char* name) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return &a;
-  }
-  return nullptr;
 }
 
 // An axis of `rank` axes, negative counting from the end; nullopt when out of range.
@@ -277,17 +274,9 @@ std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*
 
 // A Constant node's value when it is an integer or bool tensor.
 std::optional<Ints> ConstantValue(const onnx::NodeProto& n) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == "value" && a.has_t()) return Read(a.t());
-    if (a.name() == "value_int") return Ints{TensorProto::INT64, {}, {a.i()}};
-    if (a.name() == "value_ints") {
-      return Ints{TensorProto::INT64, {a.ints_size()}, std::vector<int64_t>(a.ints().begin(), a.ints().end())};
-    }
-  }
-  return std::nullopt;
+  const auto t = onnx_util::ConstantTensor(n);
+  return t ? Read(*t) : std::nullopt;
 }
-
-bool IsStandard(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 
 }  // namespace
 
@@ -298,7 +287,7 @@ int FoldConstantArithmetic(onnx::GraphProto& g) {
   }
   int folded = 0;
   for (auto& n : *g.mutable_node()) {
-    if (!IsStandard(n) || n.output_size() != 1) continue;
+    if (!onnx_util::IsStandardDomain(n.domain()) || n.output_size() != 1) continue;
     if (n.op_type() == "Constant") {
       if (auto v = ConstantValue(n)) known[n.output(0)] = std::move(*v);
       continue;

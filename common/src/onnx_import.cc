@@ -18,9 +18,16 @@
 #include <nlohmann/json.hpp>
 
 #include "onnx_const_fold.h"
+#include "onnx_util.h"
 
 namespace tunefleet {
 namespace {
+
+using onnx_util::Attr;
+using onnx_util::ConstantTensor;
+using onnx_util::IntAttr;
+using onnx_util::IntsAttr;
+using onnx_util::IsStandardDomain;
 
 constexpr const char* kDefaultSoc = "Ascend910B2";
 constexpr const char* kSupported =
@@ -64,20 +71,6 @@ TensorInfo InfoOf(const onnx::TypeProto& type) {
   return t;
 }
 
-const onnx::AttributeProto* Attr(const onnx::NodeProto& n, const std::string& name) {
-  for (const auto& a : n.attribute()) {
-    if (a.name() == name) return &a;
-  }
-  return nullptr;
-}
-int64_t IntAttr(const onnx::NodeProto& n, const std::string& name, int64_t fallback) {
-  const auto* a = Attr(n, name);
-  return a ? a->i() : fallback;
-}
-std::vector<int64_t> IntsAttr(const onnx::NodeProto& n, const std::string& name) {
-  const auto* a = Attr(n, name);
-  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>();
-}
 std::string Join(const std::vector<int64_t>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
@@ -89,7 +82,6 @@ bool IsGraphDType(const std::string& dtype) {
   return dtype == "float16" || dtype == "bfloat16" || dtype == "float32" || dtype == "int8";
 }
 
-bool IsStandardDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
 // The domain of the ops a fold writes that ONNX has no op for (Rope); a model may hold
 // them too.
@@ -803,34 +795,6 @@ class Folds {
   std::vector<int> replaced_by_;          // node -> the last node of the chain folded into it
   std::map<int, onnx::NodeProto> folded_;  // last node -> what replaces the chain
 };
-
-// A Constant node's value as a tensor: `value`, or the scalar and list forms
-// (value_float(s), value_int(s)); nullopt for the others (sparse, strings).
-std::optional<onnx::TensorProto> ConstantTensor(const onnx::NodeProto& n) {
-  for (const auto& a : n.attribute()) {
-    onnx::TensorProto t;
-    if (a.name() == "value" && a.has_t()) return a.t();
-    if (a.name() == "value_float") {
-      t.set_data_type(onnx::TensorProto::FLOAT);
-      t.add_float_data(a.f());
-    } else if (a.name() == "value_int") {
-      t.set_data_type(onnx::TensorProto::INT64);
-      t.add_int64_data(a.i());
-    } else if (a.name() == "value_floats") {
-      t.set_data_type(onnx::TensorProto::FLOAT);
-      t.add_dims(a.floats_size());
-      for (float f : a.floats()) t.add_float_data(f);
-    } else if (a.name() == "value_ints") {
-      t.set_data_type(onnx::TensorProto::INT64);
-      t.add_dims(a.ints_size());
-      for (int64_t i : a.ints()) t.add_int64_data(i);
-    } else {
-      continue;
-    }
-    return t;
-  }
-  return std::nullopt;
-}
 
 // A node's name, or for a nameless one <OpType>_<its index in the file>.
 std::string NodeName(const onnx::NodeProto& n, int index) {
