@@ -18,42 +18,11 @@ using namespace space_util;
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
-// "2", "2,2", "[2, 2]" or "(2,2)" -> {2, 2}. Errors name the attribute.
+// "2", "2,2", "[2, 2]" or "(2,2)" -> {2, 2}; absent -> {}. Errors name the attribute.
 Result<std::vector<int64_t>> IntList(const OpKey& key, const std::string& name) {
   auto it = key.attrs.find(name);
   if (it == key.attrs.end()) return std::vector<int64_t>{};
-  std::vector<int64_t> out;
-  std::string cur;
-  size_t commas = 0;
-  auto flush = [&]() -> Status {
-    if (cur.empty()) return Status::Ok();
-    int64_t v = 0;
-    const auto [end, ec] = std::from_chars(cur.data(), cur.data() + cur.size(), v);
-    if (ec != std::errc() || end != cur.data() + cur.size()) {
-      return InvalidArgument("Conv2D attr '" + name + "' must be integers like \"2,2\", got '" +
-                             it->second + "'");
-    }
-    out.push_back(v);
-    cur.clear();
-    return Status::Ok();
-  };
-  for (char ch : it->second) {
-    if (ch == '[' || ch == ']' || ch == '(' || ch == ')' || std::isspace(static_cast<unsigned char>(ch))) {
-      TF_RETURN_IF_ERROR(flush());
-    } else if (ch == ',') {
-      TF_RETURN_IF_ERROR(flush());
-      if (out.size() != ++commas) {
-        return InvalidArgument("Conv2D attr '" + name + "' has an empty element: '" + it->second + "'");
-      }
-    } else {
-      cur += ch;
-    }
-  }
-  TF_RETURN_IF_ERROR(flush());
-  if (out.empty()) {
-    return InvalidArgument("Conv2D attr '" + name + "' is empty; give integers like \"1,1\"");
-  }
-  return out;
+  return ParseIntList(it->second, "Conv2D attr '" + name + "'", "1,1");
 }
 
 // Pads, strides and dilations beyond this are no convolution's (and their sums with H/W

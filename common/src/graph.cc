@@ -426,6 +426,37 @@ OpKey NodeOpKey(const GraphIndex& index, const GraphNode& node) {
   return NodeOpKeyWith(index.graph(), node, [&](const std::string& name) { return index.FindTensor(name); });
 }
 
+namespace {
+
+// A window view (attrs.slice_starts: ONNX's Split and Slice) reads the part of its input
+// that starts there and has the output's shape, on every axis.
+Status CheckSliceView(const GraphNode& node, const NamedTensor& in, const std::string& text) {
+  const std::string what = "node '" + node.name + "': Reshape attrs." + kSliceStartsAttr;
+  TF_ASSIGN_OR_RETURN(std::vector<int64_t> starts, space_util::ParseIntList(text, what, "0,0,768"));
+  const auto& from = in.desc.shape;
+  const auto& to = node.outputs[0].desc.shape;
+  if (in.desc.dtype != node.outputs[0].desc.dtype) {
+    return InvalidArgument("node '" + node.name + "': Reshape output '" + node.outputs[0].name +
+                           "' must keep the input's dtype " + in.desc.dtype);
+  }
+  if (starts.size() != from.size() || to.size() != from.size()) {
+    return InvalidArgument(fmt::format("{}='{}': a window view gives one start per axis of its input {} and keeps its "
+                                       "rank (output {})",
+                                       what, text, space_util::ShapeText(from), space_util::ShapeText(to)));
+  }
+  for (size_t a = 0; a < from.size(); ++a) {
+    if (starts[a] < 0 || starts[a] > from[a] - to[a]) {
+      return InvalidArgument(fmt::format("{}='{}': on axis {} the window [{}, {}) is outside the input's {} (input {}, "
+                                         "output {})",
+                                         what, text, a, starts[a], starts[a] + to[a], from[a],
+                                         space_util::ShapeText(from), space_util::ShapeText(to)));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) { return ValidateGraphOps(GraphIndex(graph), soc); }
 
 Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc) {
@@ -438,6 +469,10 @@ Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc) {
       const NamedTensor* in = node.inputs.empty() ? nullptr : index.FindTensor(node.inputs[0]);
       if (node.inputs.size() != 1 || node.outputs.size() != 1 || in == nullptr) {
         return InvalidArgument("node '" + node.name + "': Reshape takes one input and has one output");
+      }
+      if (auto starts = node.attrs.find(kSliceStartsAttr); starts != node.attrs.end()) {
+        TF_RETURN_IF_ERROR(CheckSliceView(node, *in, starts->second));
+        continue;
       }
       // A reshape keeps the element count; a broadcast (ONNX's Expand, GQA's repeat_kv) is
       // read at its output's shape and copies nothing.

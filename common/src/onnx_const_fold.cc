@@ -1,8 +1,10 @@
 #include "onnx_const_fold.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,12 +19,15 @@ using onnx_util::Attr;
 
 using onnx::TensorProto;
 
-// An integer or bool tensor's values, widened to int64.
+// An integer or bool tensor's values, widened to int64; or a float scalar's, in `f`.
 struct Ints {
-  int type = TensorProto::INT64;  // INT64, INT32 or BOOL
+  int type = TensorProto::INT64;  // INT64, INT32 or BOOL; FLOAT or DOUBLE (one element)
   std::vector<int64_t> dims;
   std::vector<int64_t> v;
+  std::vector<double> f;
 };
+
+bool IsFloatType(int t) { return t == TensorProto::FLOAT || t == TensorProto::DOUBLE; }
 
 std::optional<int64_t> Count(const std::vector<int64_t>& dims) {
   int64_t n = 1;
@@ -36,7 +41,13 @@ std::optional<int64_t> Count(const std::vector<int64_t>& dims) {
 bool IsIntType(int t) { return t == TensorProto::INT64 || t == TensorProto::INT32 || t == TensorProto::BOOL; }
 
 std::optional<Ints> Read(const TensorProto& t) {
-  if (!IsIntType(t.data_type()) || t.data_location() == TensorProto::EXTERNAL) return std::nullopt;
+  if (t.data_location() == TensorProto::EXTERNAL) return std::nullopt;
+  if (IsFloatType(t.data_type())) {
+    const auto x = onnx_util::ScalarValue(t);
+    if (!x) return std::nullopt;
+    return Ints{t.data_type(), std::vector<int64_t>(t.dims().begin(), t.dims().end()), {}, {*x}};
+  }
+  if (!IsIntType(t.data_type())) return std::nullopt;
   Ints out;
   out.type = t.data_type();
   out.dims.assign(t.dims().begin(), t.dims().end());
@@ -72,6 +83,13 @@ TensorProto Write(const Ints& x) {
   TensorProto t;
   t.set_data_type(x.type);
   for (int64_t d : x.dims) t.add_dims(d);
+  for (double f : x.f) {
+    if (x.type == TensorProto::FLOAT) {
+      t.add_float_data(static_cast<float>(f));
+    } else {
+      t.add_double_data(f);
+    }
+  }
   for (int64_t v : x.v) {
     if (x.type == TensorProto::INT64) {
       t.add_int64_data(v);
@@ -100,7 +118,7 @@ std::optional<Ints> Broadcast(const std::vector<const Ints*>& in, int type,
   }
   const auto n = Count(dims);
   if (!n) return std::nullopt;
-  Ints out{type, dims, {}};
+  Ints out{type, dims, {}, {}};
   std::vector<int64_t> at(rank, 0), args(in.size());
   for (int64_t k = 0; k < *n; ++k) {
     for (size_t j = 0; j < in.size(); ++j) {
@@ -147,8 +165,37 @@ bool AddOverflows(int64_t a, int64_t b, int64_t* r) { return __builtin_add_overf
 bool SubOverflows(int64_t a, int64_t b, int64_t* r) { return __builtin_sub_overflow(a, b, r); }
 bool MulOverflows(int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); }
 
+// Arithmetic on float scalars (PyTorch's attention scale, GPT-2's `full([], d ** 0.5)`:
+// Pow(64, 0.5), a ConstantOfShape of the empty shape, Add): Add, Sub, Mul, Div, Pow, Sqrt,
+// each result a finite number.
+std::optional<Ints> EvalFloat(const onnx::NodeProto& n, const std::vector<const Ints*>& in) {
+  const std::string& op = n.op_type();
+  const int type = in[0]->type;
+  std::vector<int64_t> dims;
+  for (const Ints* t : in) {
+    if (t->type != type || t->f.size() != 1) return std::nullopt;
+    if (t->dims.size() > dims.size()) dims = t->dims;  // every axis 1: the longest rank
+  }
+  std::optional<double> r;
+  const double a = in[0]->f[0], b = in.size() > 1 ? in[1]->f[0] : 0;
+  if (in.size() == 2 && op == "Add") r = a + b;
+  if (in.size() == 2 && op == "Sub") r = a - b;
+  if (in.size() == 2 && op == "Mul") r = a * b;
+  if (in.size() == 2 && op == "Div") r = a / b;
+  if (in.size() == 2 && op == "Pow") r = std::pow(a, b);
+  if (in.size() == 1 && op == "Sqrt") r = std::sqrt(a);
+  if (!r || !std::isfinite(*r) || (type == TensorProto::FLOAT && std::abs(*r) > std::numeric_limits<float>::max())) {
+    return std::nullopt;
+  }
+  return Ints{type, dims, {}, {*r}};
+}
+
 std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*>& in) {
   const std::string& op = n.op_type();
+  if (!in.empty() && IsFloatType(in[0]->type)) return EvalFloat(n, in);
+  for (const Ints* t : in) {
+    if (IsFloatType(t->type)) return std::nullopt;  // a float beside integers (Where's branches)
+  }
   using Op = std::function<std::optional<int64_t>(int64_t, int64_t)>;
   auto binary = [&](int type, const Op& f) -> std::optional<Ints> {
     if (in.size() != 2 || in[0]->type != in[1]->type) return std::nullopt;
@@ -182,11 +229,12 @@ std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*
     const auto* value = Attr(n, "value");
     if (value == nullptr || !value->has_t()) return std::nullopt;  // float 0 by default: not shape arithmetic
     auto fill = Read(value->t());
-    if (!fill || fill->v.size() != 1) return std::nullopt;
-    Ints out{fill->type, in[0]->v, {}};
+    if (!fill || fill->v.size() + fill->f.size() != 1) return std::nullopt;
+    Ints out{fill->type, in[0]->v, {}, {}};
     const auto count = Count(out.dims);
-    if (!count) return std::nullopt;
-    out.v.assign(static_cast<size_t>(*count), fill->v[0]);
+    if (!count || (!fill->f.empty() && *count != 1)) return std::nullopt;  // floats: scalars only
+    out.v.assign(fill->v.empty() ? 0 : static_cast<size_t>(*count), fill->v.empty() ? 0 : fill->v[0]);
+    out.f = fill->f;
     return out;
   }
   if (op == "Concat") {
@@ -195,7 +243,7 @@ std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*
     const size_t rank = in[0]->dims.size();
     const auto axis = Axis(axis_attr->i(), rank);
     if (!axis) return std::nullopt;
-    Ints out{type, in[0]->dims, {}};
+    Ints out{type, in[0]->dims, {}, {}};
     out.dims[*axis] = 0;
     for (const Ints* t : in) {
       if (t->type != type || t->dims.size() != rank) return std::nullopt;
@@ -262,7 +310,7 @@ std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*
       return std::nullopt;
     }
     const int64_t size = in[0]->dims[0];
-    Ints out{type, in[1]->dims, {}};
+    Ints out{type, in[1]->dims, {}, {}};
     for (int64_t i : in[1]->v) {
       if (i < -size || i >= size) return std::nullopt;
       out.v.push_back(in[0]->v[static_cast<size_t>(i < 0 ? i + size : i)]);

@@ -27,7 +27,9 @@ using onnx_util::Attr;
 using onnx_util::ConstantTensor;
 using onnx_util::IntAttr;
 using onnx_util::IntsAttr;
+using onnx_util::IntValues;
 using onnx_util::IsStandardDomain;
+using onnx_util::ScalarValue;
 
 constexpr const char* kDefaultSoc = "Ascend910B2";
 constexpr const char* kSupported =
@@ -37,7 +39,9 @@ constexpr const char* kSupported =
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
     "Mul gamma), RoPE written out as HF's apply_rotary_pos_emb (x*cos + Concat(Neg(x[..., h:]), x[..., :h])*sin over "
     "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
-    "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only)";
+    "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Split and Slice "
+    "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1), Where (a select: GPT-2's causal "
+    "torch.where)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -45,6 +49,7 @@ std::optional<std::string> DTypeOf(int onnx_type) {
     case onnx::TensorProto::FLOAT16: return "float16";
     case onnx::TensorProto::BFLOAT16: return "bfloat16";
     case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::BOOL: return "int8";  // one byte an element (Where's condition)
     case onnx::TensorProto::INT32: return "int32";
     case onnx::TensorProto::INT64: return "int64";
     default: return std::nullopt;
@@ -89,11 +94,16 @@ constexpr const char* kTunefleetDomain = "ai.tunefleet";
 
 // Whether Convert handles the node's op: standard ops, and Gelu / FastGelu also in the
 // com.microsoft domain (onnxruntime's). Constant is handled apart.
+// Split and Slice: each output a window view of the input (GraphFromOnnxFile).
+bool IsWindowOp(const onnx::NodeProto& n) {
+  return IsStandardDomain(n.domain()) && (n.op_type() == "Split" || n.op_type() == "Slice");
+}
+
 bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand"};
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -111,15 +121,10 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"ConstantOfShape", "shape arithmetic on a tensor's shape: export with fixed shapes and constant folding on "
                           "(arithmetic on constants only, such as GQA's repeat_kv writes, is folded)"},
       {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
-      {"Equal", "a mask or shape computed in the graph: pass an additive float mask as an input instead"},
-      {"Where", "a mask applied in the graph (GPT-2's causal torch.where): pass an additive float mask as an input "
-                "and add it to the scores instead"},
-      {"Slice", "slicing a tensor (a mask cut to length, a partial rotary embedding): tunefleet has no slicing kernel; "
-                "pass masks at their length. RoPE folds into one Rope only as x*cos + rotate_half(x)*sin over the "
-                "whole last axis, rotate_half(x) = cat(-x[..., h:], x[..., :h]), with constant slice bounds"},
+      {"Equal", "a mask or shape computed in the graph from a tensor: pass the mask as an input instead (bool for a "
+                "Where, or an additive float mask)"},
       {"Concat", "concatenating tensors (a KV cache, RoPE written otherwise than x*cos + rotate_half(x)*sin over the "
                  "whole last axis): tunefleet has no concatenation kernel; profile the layer without them"},
-      {"Split", "splitting a fused projection (GPT-2's c_attn): write one Linear per projection (q, k, v)"},
       {"Neg", "a negation (RoPE's rotate_half when it does not fold: x*cos + cat(-x[..., h:], x[..., :h])*sin over the "
               "whole last axis folds into one Rope)"},
   };
@@ -188,6 +193,9 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
              op == "Tanh" || op == "Exp") {
     c.op = op;
     c.inputs = first(n.input_size());
+  } else if (op == "Where") {
+    c.op = "Where";  // condition (bool, carried as int8), x, y
+    c.inputs = first(3);
   } else if (op == "Gelu" || (op == "FastGelu" && n.input_size() == 1)) {
     c.op = "Gelu";
     c.inputs = first(1);
@@ -274,82 +282,80 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
   return c;
 }
 
-// IEEE half (and bfloat16) bits as a float.
-double HalfToDouble(uint32_t h) {
-  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
-  double v = exp == 0 ? std::ldexp(static_cast<double>(frac), -24)
-                      : exp == 31 ? std::numeric_limits<double>::infinity()
-                                  : std::ldexp(static_cast<double>(frac | 0x400), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
-
-// Integer values of a constant (int64 or int32), as ReduceMean's axes input (opset 18).
-std::optional<std::vector<int64_t>> IntValues(const onnx::TensorProto& t) {
-  std::vector<int64_t> v;
-  const std::string& raw = t.raw_data();
-  if (t.data_type() == onnx::TensorProto::INT32 && !raw.empty()) {
-    if (raw.size() % 4 != 0) return std::nullopt;
-    std::vector<int32_t> narrow(raw.size() / 4);
-    std::memcpy(narrow.data(), raw.data(), raw.size());
-    v.assign(narrow.begin(), narrow.end());
-  } else if (t.data_type() == onnx::TensorProto::INT64) {
-    if (!raw.empty()) {
-      if (raw.size() % 8 != 0) return std::nullopt;
-      v.resize(raw.size() / 8);
-      std::memcpy(v.data(), raw.data(), raw.size());
-    } else {
-      v.assign(t.int64_data().begin(), t.int64_data().end());
+// The start on every axis of each window a Split or Slice cuts from its input (one per
+// output; an output not written is skipped by the caller), as a view's attrs.slice_starts.
+// The windows' shapes are ONNX's inferred ones. kInvalidArgument, saying what to export
+// instead, for bounds computed from a tensor or a step other than 1.
+Result<std::vector<std::vector<int64_t>>> WindowStarts(
+    const onnx::NodeProto& n, const std::string& where, const std::map<std::string, TensorInfo>& info,
+    const std::map<std::string, const onnx::TensorProto*>& constants, int opset) {
+  const auto in = info.find(n.input(0));
+  if (in == info.end() || !in->second.known) return InvalidArgument(where + ": its input's shape is not known");
+  const std::vector<int64_t>& shape = in->second.shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  auto axis_of = [&](int64_t a) -> Result<size_t> {
+    if (a < -rank || a >= rank) {
+      return InvalidArgument(fmt::format("{}: axis {} is outside its input's {} axes", where, a, rank));
     }
-  } else if (t.data_type() == onnx::TensorProto::INT32) {
-    v.assign(t.int32_data().begin(), t.int32_data().end());
-  } else {
-    return std::nullopt;
-  }
-  return v;
-}
-
-// The one value of a tensor given as a typed field or as raw bytes.
-template <typename T, typename Repeated>
-std::optional<double> OneValue(const Repeated& typed, const std::string& raw) {
-  if (typed.size() == 1) return typed.Get(0);
-  T v{};
-  if (raw.size() != sizeof v) return std::nullopt;
-  std::memcpy(&v, raw.data(), sizeof v);
-  return v;
-}
-
-// The value of a one-element constant (float, double, float16, bfloat16), if it holds one.
-std::optional<double> ScalarValue(const onnx::TensorProto& t) {
-  int64_t n = 1;
-  for (int64_t d : t.dims()) n *= d;
-  if (n != 1 || t.dims_size() > 1) return std::nullopt;  // more axes would broadcast x's rank up
-  const std::string& raw = t.raw_data();
-  switch (t.data_type()) {
-    case onnx::TensorProto::INT64:
-    case onnx::TensorProto::INT32: {
-      auto v = IntValues(t);
-      return v && v->size() == 1 ? std::optional<double>(static_cast<double>(v->front())) : std::nullopt;
-    }
-    case onnx::TensorProto::FLOAT: return OneValue<float>(t.float_data(), raw);
-    case onnx::TensorProto::DOUBLE: return OneValue<double>(t.double_data(), raw);
-    case onnx::TensorProto::FLOAT16:
-    case onnx::TensorProto::BFLOAT16: {
-      uint16_t bits = 0;
-      if (t.int32_data_size() == 1) {
-        bits = static_cast<uint16_t>(t.int32_data(0));
-      } else if (raw.size() == 2) {
-        std::memcpy(&bits, raw.data(), 2);
-      } else {
-        return std::nullopt;
+    return static_cast<size_t>(a < 0 ? a + rank : a);
+  };
+  if (n.op_type() == "Split") {
+    TF_ASSIGN_OR_RETURN(const size_t axis, axis_of(IntAttr(n, "axis", 0)));
+    std::vector<std::vector<int64_t>> starts;
+    int64_t at = 0;
+    for (int o = 0; o < n.output_size(); ++o) {
+      starts.emplace_back(shape.size(), 0);
+      starts.back()[axis] = at;
+      const auto out = info.find(n.output(o));
+      if (out == info.end() || !out->second.known || out->second.shape.size() != shape.size()) {
+        return InvalidArgument(fmt::format("{}: ONNX shape inference gave no shape for its output {}", where, o));
       }
-      if (t.data_type() == onnx::TensorProto::FLOAT16) return HalfToDouble(bits);
-      const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-      float f = 0;
-      std::memcpy(&f, &wide, sizeof f);
-      return f;
+      at += out->second.shape[axis];
     }
-    default: return std::nullopt;
+    return starts;
   }
+  // Slice: bounds as constant inputs from opset 10, attributes before.
+  auto ints = [&](int input, const char* attr) -> Result<std::optional<std::vector<int64_t>>> {
+    if (opset < 10) {
+      if (Attr(n, attr) == nullptr) return std::optional<std::vector<int64_t>>();
+      return std::optional<std::vector<int64_t>>(IntsAttr(n, attr));
+    }
+    if (input >= n.input_size() || n.input(input).empty()) return std::optional<std::vector<int64_t>>();
+    auto c = constants.find(n.input(input));
+    auto v = c == constants.end() ? std::nullopt : IntValues(*c->second);
+    if (!v) {
+      return InvalidArgument(fmt::format("{}: its {} are computed from a tensor: export with fixed shapes and constant "
+                                         "folding on, so that a Slice's bounds are constants",
+                                         where, attr));
+    }
+    return std::optional<std::vector<int64_t>>(std::move(*v));
+  };
+  TF_ASSIGN_OR_RETURN(auto begin, ints(1, "starts"));
+  TF_ASSIGN_OR_RETURN(auto end, ints(2, "ends"));
+  TF_ASSIGN_OR_RETURN(auto axes, ints(3, "axes"));
+  TF_ASSIGN_OR_RETURN(auto steps, ints(4, "steps"));
+  if (!begin || !end || begin->size() != end->size()) {
+    return InvalidArgument(where + ": a Slice needs as many starts as ends");
+  }
+  if (!axes) {
+    axes.emplace();
+    for (size_t a = 0; a < begin->size(); ++a) axes->push_back(static_cast<int64_t>(a));
+  }
+  if (axes->size() != begin->size() || (steps && steps->size() != begin->size())) {
+    return InvalidArgument(where + ": a Slice needs one axis and one step per start");
+  }
+  std::vector<int64_t> starts(shape.size(), 0);
+  for (size_t i = 0; i < begin->size(); ++i) {
+    if (steps && (*steps)[i] != 1) {
+      return InvalidArgument(fmt::format("{}: a Slice with step {} reads every so many elements; only step 1 (a window "
+                                         "of its input, read as a view) is supported",
+                                         where, (*steps)[i]));
+    }
+    TF_ASSIGN_OR_RETURN(const size_t axis, axis_of((*axes)[i]));
+    const int64_t dim = shape[axis], b = (*begin)[i];
+    starts[axis] = std::clamp<int64_t>(b < 0 ? b + dim : b, 0, dim);
+  }
+  return std::vector<std::vector<int64_t>>{starts};
 }
 
 // Exporters write some ops CANN's graph engine fuses as several primitive nodes; these
@@ -1013,7 +1019,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
     if (!KnownOp(n)) return InvalidArgument(UnknownOpMessage(n, where));
     if (n.output_size() == 0 || n.output(0).empty()) return InvalidArgument(where + ": it has no output");
-    for (int o = 1; o < n.output_size(); ++o) {
+    for (int o = 1; o < n.output_size() && !IsWindowOp(n); ++o) {
       if (n.output(o).empty()) continue;
       bool read = graph_outputs.count(n.output(o)) > 0;
       for (const auto& [other, k] : nodes) {
@@ -1037,11 +1043,40 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   out.name = g.name().empty() ? std::filesystem::path(path).stem().string() : g.name();
   out.soc = options.soc.empty() ? kDefaultSoc : options.soc;
   std::set<std::string> referenced;
+  auto output_desc = [&](const std::string& where, const std::string& name) -> Result<TensorDesc> {
+    const auto t = info.find(name);
+    if (t == info.end() || !t->second.known) {
+      return InvalidArgument(where + ": ONNX shape inference gave no shape for its output '" + name + "'");
+    }
+    auto dtype = DTypeOf(t->second.elem_type);
+    if (!dtype || !IsGraphDType(*dtype)) {
+      return InvalidArgument(where + ": its output '" + name + "' is " +
+                             onnx::TensorProto::DataType_Name(t->second.elem_type) +
+                             ", a dtype tunefleet's graphs do not carry (float16, bfloat16, float32, int8)");
+    }
+    return TensorDesc{t->second.shape, Precision(*dtype), "ND"};
+  };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const onnx::NodeProto& n = nodes[i].first;
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
     const std::string& name = node_names[i];
     const std::string where = Where(path, name, n, folds.Folded(nodes[i].second));
+    if (IsWindowOp(n)) {
+      TF_ASSIGN_OR_RETURN(auto starts, WindowStarts(n, where, info, constant_values, opset));
+      for (int o = 0; o < n.output_size(); ++o) {
+        if (n.output(o).empty()) continue;
+        GraphNode view;
+        view.name = o == 0 ? name : fmt::format("{}.{}", name, o);  // Split: one view per output
+        view.op_type = kReshapeOp;
+        view.inputs = {n.input(0)};
+        referenced.insert(n.input(0));
+        view.attrs[kSliceStartsAttr] = Join(starts[static_cast<size_t>(o)]);
+        TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(o)));
+        view.outputs.push_back({n.output(o), std::move(desc)});
+        out.nodes.push_back(std::move(view));
+      }
+      continue;
+    }
     TF_ASSIGN_OR_RETURN(Converted c, Convert(n, where, info, opset));
     if (c.op == "Cast") {
       // A Cast to the dtype its input already has (PyTorch's .to() of a tensor of that
@@ -1063,24 +1098,15 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       node.inputs.push_back(std::move(input));
     }
     node.attrs = std::move(c.attrs);
-    const auto t = info.find(n.output(0));
-    if (t == info.end() || !t->second.known) {
-      return InvalidArgument(where + ": ONNX shape inference gave no shape for its output '" + n.output(0) + "'");
-    }
-    auto dtype = DTypeOf(t->second.elem_type);
-    if (!dtype || !IsGraphDType(*dtype)) {
-      return InvalidArgument(where + ": its output '" + n.output(0) + "' is " +
-                             onnx::TensorProto::DataType_Name(t->second.elem_type) +
-                             ", a dtype tunefleet's graphs do not carry (float16, bfloat16, float32, int8)");
-    }
-    node.outputs.push_back({n.output(0), TensorDesc{t->second.shape, Precision(*dtype), "ND"}});
+    TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
+    node.outputs.push_back({n.output(0), std::move(desc)});
     out.nodes.push_back(std::move(node));
   }
   auto tensor = [&](const std::string& name, const TensorInfo& t) -> Result<NamedTensor> {
     auto dtype = DTypeOf(t.elem_type);
     if (!dtype || !IsGraphDType(*dtype)) {
       return InvalidArgument(fmt::format("{}: tensor '{}' is {}, a dtype tunefleet's graphs do not carry (float16, "
-                                         "bfloat16, float32 and int8 are: an int64 attention mask or token ids are data "
+                                         "bfloat16, float32, int8 and bool, as int8, are: an int64 attention mask or token ids are data "
                                          "the NPU model has no kernel for; export the model from its embeddings on, "
                                          "with the mask folded into the scores or left out)",
                                          path, name, onnx::TensorProto::DataType_Name(t.elem_type)));

@@ -4,11 +4,15 @@
 // common/src/.
 #pragma once
 
+#include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
+
+#include "tunefleet/common/status.h"
 
 namespace tunefleet::space_util {
 
@@ -49,6 +53,39 @@ inline bool BroadcastsTo(const std::vector<int64_t>& in, const std::vector<int64
 inline constexpr const char* kBroadcastRule =
     "the output is the largest input's shape, and each of another input's axes, aligned from the right, must equal "
     "the output's or be 1 (NumPy's rule, with one input of the output's shape)";
+
+// "2", "2,2", "[2, 2]" or "(2,2)" -> {2, 2}. `what` names the text in errors ("Conv2D
+// attr 'pads'"), `example` shows a valid one.
+inline Result<std::vector<int64_t>> ParseIntList(const std::string& text, const std::string& what,
+                                                 const std::string& example) {
+  std::vector<int64_t> out;
+  std::string cur;
+  size_t commas = 0;
+  auto flush = [&]() -> Status {
+    if (cur.empty()) return Status::Ok();
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(cur.data(), cur.data() + cur.size(), v);
+    if (ec != std::errc() || end != cur.data() + cur.size()) {
+      return InvalidArgument(what + " must be integers like \"" + example + "\", got '" + text + "'");
+    }
+    out.push_back(v);
+    cur.clear();
+    return Status::Ok();
+  };
+  for (char ch : text) {
+    if (ch == '[' || ch == ']' || ch == '(' || ch == ')' || std::isspace(static_cast<unsigned char>(ch))) {
+      TF_RETURN_IF_ERROR(flush());
+    } else if (ch == ',') {
+      TF_RETURN_IF_ERROR(flush());
+      if (out.size() != ++commas) return InvalidArgument(what + " has an empty element: '" + text + "'");
+    } else {
+      cur += ch;
+    }
+  }
+  TF_RETURN_IF_ERROR(flush());
+  if (out.empty()) return InvalidArgument(what + " is empty; give integers like \"" + example + "\"");
+  return out;
+}
 
 // The `name` of every entry of an op table, in table order.
 template <typename Table>

@@ -23,6 +23,9 @@ struct OpInfo {
 // Rope (rotary position embedding, x * cos + rotate_half(x) * sin over x's last axis,
 // rotate_half(x) = [-x2, x1] of its halves x1, x2): inputs x, cos, sin; its temp holds the
 // rotated half's product before the add.
+// Where (select, ONNX's Where, CANN's Select): inputs condition, x, y; the condition is a
+// bool tensor, one byte an element, declared int8 (graphs carry no bool), and charged at the
+// data's width like the other inputs (docs/architecture.md).
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -39,6 +42,7 @@ constexpr OpInfo kOps[] = {
     {"Cast", VectorOp::kCast, VectorFamily::kElementwise, 1, 0, true},
     {"FusedMulAdd", VectorOp::kFusedMulAdd, VectorFamily::kElementwise, 3, 0, false},
     {"Rope", VectorOp::kRope, VectorFamily::kElementwise, 3, 1, false},
+    {"Where", VectorOp::kWhere, VectorFamily::kElementwise, 3, 0, false},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
     {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},
@@ -185,17 +189,27 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
       if (d <= 0) return InvalidArgument(where + " shape " + ShapeText(t.shape) + " has a non-positive axis");
     }
     if (t.format != "ND") return InvalidArgument(where + " format " + t.format + ": vector ops take ND");
-    if (t.dtype != key.inputs[0].dtype) {
-      return InvalidArgument(where + " dtype " + t.dtype + " differs from input 0's " + key.inputs[0].dtype);
+  }
+  // Where's input 0 is its condition; its data are inputs 1 and 2.
+  const size_t data = info->op == VectorOp::kWhere ? 1 : 0;
+  if (data == 1 && key.inputs[0].dtype != "int8") {
+    return InvalidArgument("Where input 0 (the condition) dtype " + key.inputs[0].dtype +
+                           ": a condition is bool, one byte an element; declare it int8");
+  }
+  for (size_t i = data + 1; i < key.inputs.size(); ++i) {
+    if (key.inputs[i].dtype != key.inputs[data].dtype) {
+      return InvalidArgument(op + " input " + N(static_cast<int64_t>(i)) + " dtype " + key.inputs[i].dtype +
+                             " differs from input " + N(static_cast<int64_t>(data)) + "'s " + key.inputs[data].dtype);
     }
   }
   VectorShape s;
   s.op = info->op;
   s.family = info->family;
-  TF_ASSIGN_OR_RETURN(s.dtype, ParseDType(key.inputs[0].dtype));
+  TF_ASSIGN_OR_RETURN(s.dtype, ParseDType(key.inputs[data].dtype));
   s.out_dtype = s.dtype;
   if (!IsFloat(s.dtype) && !info->int8_ok) {
-    return InvalidArgument(op + " input 0 dtype int8 is not supported (use float16, bfloat16 or float32)");
+    return InvalidArgument(op + " input " + N(static_cast<int64_t>(data)) +
+                           " dtype int8 is not supported (use float16, bfloat16 or float32)");
   }
   s.temps = info->temps;
   const std::vector<int64_t>& x = key.inputs[0].shape;

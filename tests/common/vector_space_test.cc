@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -119,6 +119,41 @@ TEST_F(VectorSpace, RopeTilesHoldWholeRotaryRowsAndItsErrorsNameTheInput) {
             std::string::npos);
   EXPECT_NE(KeyError(Key("Rope", {{8, 64}, {2, 8, 64}, {8, 64}})).find("larger than input 0 (x)"), std::string::npos);
   EXPECT_NE(KeyError(Key("Rope", {{8, 64}, {8, 64}})).find("exactly 3 inputs"), std::string::npos);
+}
+
+// Where (select): a bool condition, declared int8, picks x or y; GPT-2's causal mask
+// [1, 1, s, s] and its fill value broadcast over the scores [b, h, s, s].
+TEST_F(VectorSpace, WhereTakesAnInt8ConditionAndItsDataInTheirOwnDtype) {
+  auto where = [&](std::vector<std::vector<int64_t>> shapes, const char* cond, const char* x, const char* y) {
+    OpKey k = Key("Where", std::move(shapes), x);
+    k.inputs[0].dtype = cond;
+    k.inputs[2].dtype = y;
+    return k;
+  };
+  const OpKey causal = where({{1, 1, 128, 128}, {32, 12, 128, 128}, {1}}, "int8", "float16", "float16");
+  auto shape = VectorShapeFromOpKey(causal);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->dtype, DType::kFloat16) << "the data's dtype, not the condition's";
+  EXPECT_EQ(shape->out_dtype, DType::kFloat16);
+  EXPECT_EQ(shape->elements, 32 * 12 * 128 * 128);
+  EXPECT_EQ(shape->full_inputs, 1);
+  EXPECT_EQ(shape->broadcast_inputs, 2);
+  auto p = MakeTuningProblem(causal, soc());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->space.Validate(p->default_config).ok());
+  EXPECT_EQ(WrittenDType(causal).value(), DType::kFloat16);
+  EXPECT_NE(KeyError(where({{8, 64}, {8, 64}, {1}}, "float16", "float16", "float16"))
+                .find("Where input 0 (the condition) dtype float16: a condition is bool, one byte an element; declare "
+                      "it int8"),
+            std::string::npos);
+  EXPECT_NE(KeyError(where({{8, 64}, {8, 64}, {1}}, "int8", "float16", "float32"))
+                .find("Where input 2 dtype float32 differs from input 1's float16"),
+            std::string::npos);
+  EXPECT_NE(KeyError(where({{8, 64}, {8, 64}, {1}}, "int8", "int8", "int8")).find("Where input 1 dtype int8 is not "
+                                                                                   "supported"),
+            std::string::npos);
+  EXPECT_NE(KeyError(where({{8, 64}, {8, 63}, {1}}, "int8", "float16", "float16")).find("does not broadcast"),
+            std::string::npos);
 }
 
 TEST_F(VectorSpace, AcceptsBroadcastOfATrailingSuffixOrOneElement) {

@@ -234,4 +234,19 @@ done
 "$TF" report "$LLAMA3" --data-dir "$OUT/kb-llama3" --json > "$OUT/llama3_report.json" || fail "report of the Llama-3 layer exited $?"
 /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 22, r" \
   "$OUT/llama3_report.json" || fail "report of the Llama-3 layer: $(head -c 300 "$OUT/llama3_report.json")"
+# GPT-2's block as PyTorch exports it (scripts/make_gpt2_onnx.py): the fused c_attn is
+# split into q, k and v (window views: the attention's BatchMatMul reads q and k at their
+# heads' shapes), the causal mask is a Where over the scores with the bool buffer's window,
+# and the scale computed as Pow(64, 0.5) folds to a constant; every kernel is tuned.
+GPT2="$SRC/examples/gpt2_layer.onnx"
+timeout 300 "$TF" tune "$GPT2" --budget 2 --strategy random --data-dir "$OUT/kb-gpt2" > "$OUT/gpt2_tune.txt" 2>&1 \
+  || fail "tune of the GPT-2 layer exited $?: $(tail -5 "$OUT/gpt2_tune.txt")"
+for want in "^/attn/c_attn/Gemm  Gemm\[8192x768,768x2304,2304\]" \
+  "^/attn/MatMul  BatchMatMul\[8x12x1024x64,8x12x64x1024\]" "^/attn/Div  Div\[98304x1024,1\]" \
+  "^/attn/Where  Where\[int8:1024x1024,96x1024x1024,1\]"; do
+  grep -q "$want" "$OUT/gpt2_tune.txt" || fail "tune of the GPT-2 layer: no line matches $want"
+done
+"$TF" report "$GPT2" --data-dir "$OUT/kb-gpt2" --json > "$OUT/gpt2_report.json" || fail "report of the GPT-2 layer exited $?"
+/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 14, r" \
+  "$OUT/gpt2_report.json" || fail "report of the GPT-2 layer: $(head -c 300 "$OUT/gpt2_report.json")"
 echo "cli profile/analyze/fuse OK"

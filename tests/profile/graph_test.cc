@@ -182,6 +182,39 @@ TEST(GraphModel, AViewKeepsTheElementCountOrBroadcasts) {
   EXPECT_FALSE(ValidateGraphOps(*g, testing::Soc910B2()).ok()) << "4x the elements, but no broadcast of [1024, 1024]";
 }
 
+// A window view (attrs.slice_starts: ONNX's Split and Slice) reads a part of its input at
+// a start per axis; the window must lie inside the input, and a wrong count or bound is
+// named.
+TEST(GraphModel, AWindowViewLiesInsideItsInput) {
+  auto with = [](std::vector<int64_t> shape, const char* starts) {
+    auto j = TwoOpGraph();
+    j["nodes"][1] = Node("q", "Reshape", {"h"}, Tensor("q_out", shape));
+    j["nodes"][1]["attrs"] = {{"slice_starts", starts}};
+    j["nodes"].push_back(Node("act", "Relu", {"q_out"}, Tensor("y", shape)));
+    auto g = GraphFromJson(j);
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    return g.ok() ? ValidateGraphOps(*g, testing::Soc910B2()) : g.status();
+  };
+  EXPECT_TRUE(with({1024, 256}, "0,768").ok()) << "the last quarter of the columns";
+  EXPECT_TRUE(with({1, 1024}, "[1023, 0]").ok()) << "the last row";
+  EXPECT_TRUE(with({1024, 1024}, "0,0").ok()) << "the whole input";
+  const Status past = with({1024, 256}, "0,769");
+  EXPECT_NE(past.message().find("node 'q': Reshape attrs.slice_starts='0,769': on axis 1 the window [769, 1025) is "
+                                "outside the input's 1024"),
+            std::string::npos)
+      << past.message();
+  EXPECT_NE(with({1024, 256}, "0,-1").message().find("the window [-1, 255)"), std::string::npos);
+  const Status rank = with({1024, 256}, "0");
+  EXPECT_NE(rank.message().find("a window view gives one start per axis of its input [1024,1024]"), std::string::npos)
+      << rank.message();
+  EXPECT_NE(with({1024, 256, 1}, "0,0,0").message().find("keeps its rank"), std::string::npos);
+  EXPECT_NE(with({1024, 256}, "0,x").message().find("attrs.slice_starts must be integers"), std::string::npos);
+  // Without the attribute, fewer elements are no view.
+  auto j = TwoOpGraph();
+  j["nodes"][1] = Node("q", "Reshape", {"h"}, Tensor("y", {1024, 256}));
+  EXPECT_FALSE(ValidateGraphOps(*GraphFromJson(j), testing::Soc910B2()).ok());
+}
+
 TEST(GraphModel, AKernelsDeclaredOutputMustBeWhatTheOpWrites) {
   // It sizes the D2H copy, the consumers' reads and peak memory: a MatMul declared to
   // write 7 elements was profiled with a 10 us copy instead of 681 us.

@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -610,10 +611,11 @@ TEST(OnnxImport, RopeWrittenOutFoldsIntoOneKernel) {
                                                        "last axis"),
             std::string::npos)
       << Message(load({.axis = 1, .half = 8}));
-  // Not RoPE: left as its ops, the first refused by name.
+  // Not RoPE: left as its ops; its slices are views, and its Neg is refused by name.
   for (const RopeForm& f : {RopeForm{.step = 2}, RopeForm{.neg_first = false}, RopeForm{.neg_read_outside = true}}) {
     const std::string m = Message(load(f));
-    EXPECT_NE(m.find("node 'rope.lower' (Slice): ONNX op 'Slice' has no tunefleet equivalent"), std::string::npos) << m;
+    EXPECT_NE(m.find("node 'rope.neg' (Neg): ONNX op 'Neg' has no tunefleet equivalent: a negation"), std::string::npos)
+        << m;
   }
 }
 
@@ -721,6 +723,182 @@ TEST(OnnxImport, GroupedKeyValueHeadsExpandAsAViewAfterTheirShapeArithmeticFolds
     });
     EXPECT_NE(Message(overflow).find("node 'big.arith'"), std::string::npos) << op << ": " << Message(overflow);
   }
+}
+
+// GPT-2's attention as torch 1.13 exports it at fixed shapes: one c_attn MatMul, a Split
+// into q, k and v, the causal mask a Slice of a bool buffer, applied by Where with a
+// fill value. Split and Slice are window views of their input (nothing is copied: PyTorch's
+// split and slicing are views too), Where is a select kernel whose condition is carried
+// as int8.
+TEST(OnnxImport, SplitAndSliceAreWindowViewsAndWhereSelects) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const WriteNodes& write) {
+    return LoadChainModel(dir.Path("gpt2_" + std::to_string(file++) + ".onnx"), 17, write);
+  };
+  auto initializer = [](onnx::GraphProto& g, const std::string& name, int type, std::vector<int64_t> dims) {
+    auto* t = g.add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : dims) t->add_dims(d);
+    return t;
+  };
+  auto attention = [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    initializer(g, "w_qkv", onnx::TensorProto::FLOAT16, {64, 192});
+    AddNode(n, "MatMul", {"x", "w_qkv"}, "qkv", "c_attn");  // [4, 16, 192]
+    AddInts(g, "split", {64, 64, 64});
+    auto* split = AddNode(n, "Split", {"qkv", "split"}, "q", "qkv.split");
+    split->add_output("k");
+    split->add_output("v");
+    auto* axis = split->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(-1);
+    auto* t = AddNode(n, "Transpose", {"k"}, "kt", "k.transpose");
+    auto* perm = t->add_attribute();
+    perm->set_name("perm");
+    perm->set_type(onnx::AttributeProto::INTS);
+    for (int64_t p : {0, 2, 1}) perm->add_ints(p);
+    AddNode(n, "MatMul", {"q", "kt"}, "scores", "scores");  // [4, 16, 16]
+    initializer(g, "bias", onnx::TensorProto::BOOL, {1, 32, 32})->set_raw_data(std::string(32 * 32, '\1'));
+    AddInts(g, "starts", {16, 0});
+    AddInts(g, "ends", {32, -16});
+    AddInts(g, "axes", {1, -1});
+    AddNode(n, "Slice", {"bias", "starts", "ends", "axes"}, "causal", "mask.slice");  // [1, 16, 16]
+    auto* fill = initializer(g, "fill", onnx::TensorProto::FLOAT16, {});
+    fill->add_int32_data(0xfbff);  // -65504
+    AddNode(n, "Where", {"causal", "scores", "fill"}, "masked", "mask.where");
+    auto* softmax = AddNode(n, "Softmax", {"masked"}, "p", "softmax");
+    auto* sa = softmax->add_attribute();
+    sa->set_name("axis");
+    sa->set_type(onnx::AttributeProto::INT);
+    sa->set_i(-1);
+    AddNode(n, "MatMul", {"p", "v"}, "y", "context");  // [4, 16, 64]
+  };
+  auto r = load(attention);
+  ASSERT_TRUE(r.ok()) << Message(r);
+  std::vector<std::string> kernels;
+  for (const auto& node : r->nodes) {
+    if (!node.IsView()) kernels.push_back(node.op_type);
+  }
+  EXPECT_EQ(kernels,
+            (std::vector<std::string>{"BatchMatMul", "Transpose", "BatchMatMul", "Where", "Softmax", "BatchMatMul"}));
+  // One view per Split output, each starting where the one before ended.
+  for (const auto& [name, starts, out] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"qkv.split", "0,0,0", "q"}, {"qkv.split.1", "0,0,64", "k"}, {"qkv.split.2", "0,0,128", "v"}}) {
+    const GraphNode* view = FindNode(*r, name);
+    ASSERT_NE(view, nullptr) << name;
+    EXPECT_TRUE(view->IsView()) << name;
+    EXPECT_EQ(view->inputs, (std::vector<std::string>{"qkv"})) << name;
+    EXPECT_EQ(view->attrs.at(kSliceStartsAttr), starts) << name;
+    EXPECT_EQ(view->outputs[0].name, out);
+    EXPECT_EQ(view->outputs[0].desc.shape, (std::vector<int64_t>{4, 16, 64})) << name;
+  }
+  const GraphNode* mask = FindNode(*r, "mask.slice");
+  ASSERT_NE(mask, nullptr);
+  EXPECT_EQ(mask->attrs.at(kSliceStartsAttr), "0,16,0") << "negative axes and ends counted from the end";
+  EXPECT_EQ(mask->outputs[0].desc.shape, (std::vector<int64_t>{1, 16, 16}));
+  EXPECT_EQ(mask->outputs[0].desc.dtype, "int8") << "a bool is one byte";
+  EXPECT_EQ(FindNode(*r, "mask.where")->inputs, (std::vector<std::string>{"causal", "scores", "fill"}));
+  auto run = profile::RunGraph(*r, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->ops.size(), 6u);
+  EXPECT_EQ(run->ops[1].op_key, "Transpose[4x16x64]@Ascend910B2") << "k read at its window's shape";
+  EXPECT_EQ(run->ops[3].op_key.rfind("Where[", 0), 0u) << run->ops[3].op_key;
+  EXPECT_NE(run->ops[3].op_key.find("int8"), std::string::npos) << run->ops[3].op_key;
+  // Buffers: the weights (w_qkv, the bool buffer, the fill value), x, qkv, the transposed
+  // key, the scores, masked, p and y. The split and the slice copy nothing.
+  EXPECT_EQ(run->memory.no_reuse_bytes,
+            64 * 192 * 2 + 32 * 32 + 2 + (4 * 16 * 64 + 4 * 16 * 192 + 4 * 64 * 16 + 3 * 4 * 16 * 16 + 4 * 16 * 64) * 2);
+
+  // What is not a window is refused saying what to export instead.
+  auto strided = load([](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInts(g, "s0", {0});
+    AddInts(g, "s1", {64});
+    AddInts(g, "axis", {2});
+    AddInts(g, "step", {2});
+    AddNode(n, "Slice", {"x", "s0", "s1", "axis", "step"}, "y", "even");
+  });
+  EXPECT_NE(Message(strided).find("node 'even' (Slice): a Slice with step 2 reads every so many elements; only step 1"),
+            std::string::npos)
+      << Message(strided);
+  auto computed = load([](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "len", {1}, onnx::TensorProto::INT64);
+    AddInts(g, "s0", {0});
+    AddNode(n, "Slice", {"x", "s0", "len"}, "y", "cut");
+  });
+  EXPECT_NE(Message(computed).find("node 'cut' (Slice): its ends are computed from a tensor: export with fixed shapes"),
+            std::string::npos)
+      << Message(computed);
+}
+
+// PyTorch computes some float constants at export as arithmetic on float scalars: GPT-2's
+// attention scale full([], 64 ** 0.5) is Pow(64, 0.5), a ConstantOfShape of the empty shape
+// and an Add. They fold to their value, which the folds then read: a GELU whose sqrt(2/pi)
+// is written as Sqrt(Div(2, pi)) is one Gelu, and one whose value is wrong is not.
+TEST(OnnxImport, ArithmeticOnFloatScalarsFoldsToItsValue) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const WriteNodes& write) {
+    return LoadChainModel(dir.Path("scalars" + std::to_string(file++) + ".onnx"), 17, write);
+  };
+  auto scale = load([](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddScalar(g, "d", 64);
+    AddScalar(g, "half", 0.5f);
+    AddNode(n, "Pow", {"d", "half"}, "root", "scale.pow");
+    AddInts(g, "no_axes", std::vector<int64_t>{});
+    auto* zeros = AddNode(n, "ConstantOfShape", {"no_axes"}, "zero", "scale.zeros");
+    auto* value = zeros->add_attribute();
+    value->set_name("value");
+    value->set_type(onnx::AttributeProto::TENSOR);
+    value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    value->mutable_t()->add_dims(1);
+    value->mutable_t()->add_float_data(0);
+    AddNode(n, "Add", {"zero", "root"}, "scale", "scale.add");
+    AddNode(n, "Div", {"x", "scale"}, "y", "scores.scale");
+  });
+  ASSERT_TRUE(scale.ok()) << Message(scale);
+  ASSERT_EQ(scale->nodes.size(), 1u);
+  EXPECT_EQ(scale->nodes[0].op_type, "Div");
+  ASSERT_EQ(scale->weights.size(), 1u) << "the folded scale is the Div's one constant";
+  EXPECT_EQ(scale->weights[0].name, "scale");
+  EXPECT_EQ(scale->weights[0].desc.shape, (std::vector<int64_t>{1}));
+  for (const float two : {2.0f, 3.0f}) {
+    auto r = load([&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+      WriteOutTanhGelu(g, n, "x", "y", "gelu.", /*pow=*/true);
+      auto& inits = *g.mutable_initializer();
+      inits.erase(std::find_if(inits.begin(), inits.end(), [](const auto& t) { return t.name() == "gelu.beta"; }));
+      AddScalar(g, "two", two);
+      AddScalar(g, "pi", 3.14159265f);
+      std::vector<onnx::NodeProto> computed;
+      AddNode(computed, "Div", {"two", "pi"}, "ratio", "beta.div");
+      AddNode(computed, "Sqrt", {"ratio"}, "gelu.beta", "beta.sqrt");
+      n.insert(n.begin(), computed.begin(), computed.end());
+    });
+    if (two == 2.0f) {
+      ASSERT_TRUE(r.ok()) << Message(r);
+      ASSERT_EQ(r->nodes.size(), 1u) << "sqrt(2 / pi) folded to 0.7979, then the GELU";
+      EXPECT_EQ(r->nodes[0].op_type, "Gelu");
+    } else {
+      EXPECT_NE(Message(r).find("node 'gelu.pow' (Pow)"), std::string::npos) << "sqrt(3 / pi) is no GELU's constant: "
+                                                                            << Message(r);
+    }
+  }
+  // A float beside integers or bools is not folded (Where's branches read as integers
+  // overran them): the select stays a kernel.
+  auto select = load([](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    auto* cond = g.add_initializer();
+    cond->set_name("cond");
+    cond->set_data_type(onnx::TensorProto::BOOL);
+    for (int64_t d : {4, 16, 64}) cond->add_dims(d);
+    cond->set_raw_data(std::string(4 * 16 * 64, '\1'));
+    AddScalar(g, "a", 1);
+    AddScalar(g, "b", 2);
+    AddNode(n, "Where", {"cond", "a", "b"}, "picked", "select");
+    AddNode(n, "Add", {"x", "picked"}, "y", "add");
+  });
+  ASSERT_TRUE(select.ok()) << Message(select);
+  EXPECT_EQ(FindNode(*select, "select")->op_type, "Where");
 }
 
 // Found by an audit: Gelu (opset 20) and onnxruntime's FastGelu have no schema in libonnx
@@ -977,20 +1155,21 @@ TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
   EXPECT_NE(Message(shape).find("node 'shape' (Shape): ONNX op 'Shape' has no tunefleet equivalent: shape arithmetic"),
             std::string::npos)
       << Message(shape);
-  // A fixed-shape export's Slice (RoPE's rotate_half) is not told to export with fixed
-  // shapes (an audit found every such op given the dynamic-axes advice).
-  auto slice = LoadChainModel(dir.Path("slice.onnx"), 14, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
-    AddScalar(graph, "zero", 0);
-    AddScalar(graph, "half", 32);
-    AddNode(n, "Slice", {"x", "zero", "half"}, "x1", "rotate_half");
+  // A fixed-shape export's Concat (a KV cache) is not told to export with fixed shapes
+  // (an audit found every such op given the dynamic-axes advice).
+  auto concat = LoadChainModel(dir.Path("concat.onnx"), 14, [](onnx::GraphProto&, std::vector<onnx::NodeProto>& n) {
+    auto* cat = AddNode(n, "Concat", {"x", "x"}, "kv", "cache");
+    auto* axis = cat->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(1);
     AddNode(n, "Relu", {"x"}, "y", "act");
   });
-  EXPECT_NE(Message(slice).find("node 'rotate_half' (Slice): ONNX op 'Slice' has no tunefleet equivalent: slicing a "
-                                "tensor (a mask cut to length, a partial rotary embedding): tunefleet has no slicing "
-                                "kernel; pass masks at their length. RoPE folds into one Rope only as"),
+  EXPECT_NE(Message(concat).find("node 'cache' (Concat): ONNX op 'Concat' has no tunefleet equivalent: concatenating "
+                                 "tensors (a KV cache"),
             std::string::npos)
-      << Message(slice);
-  EXPECT_EQ(Message(slice).find("dynamic_axes"), std::string::npos) << Message(slice);
+      << Message(concat);
+  EXPECT_EQ(Message(concat).find("dynamic_axes"), std::string::npos) << Message(concat);
   // HF's additive mask, one per sequence broadcast over the heads: [b, 1, s] over [b, h, s].
   auto masked = LoadChainModel(dir.Path("mask.onnx"), 14, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
     auto* in = graph.add_input();

@@ -35,6 +35,8 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   keys.push_back(Key("Cast", {shape}, dtype, {{"dst_type", dtype == "float32" ? "float16" : "float32"}}));
   keys.push_back(Key("FusedMulAdd", {shape, shape, shape}, dtype));
   if (last % 2 == 0) keys.push_back(Key("Rope", {shape, shape, shape}, dtype));
+  keys.push_back(Key("Where", {shape, shape, {1}}, dtype));
+  keys.back().inputs[0].dtype = "int8";  // the condition: bool, one byte an element
   keys.push_back(Key("Softmax", {shape}, dtype));
   keys.push_back(Key("LayerNorm", {shape, {last}, {last}}, dtype));
   keys.push_back(Key("RmsNorm", {shape, {last}}, dtype));
@@ -298,6 +300,9 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Tanh", {{16}})), 5);
   EXPECT_EQ(count(Key("FusedMulAdd", {{16}, {16}, {16}})), 2);
   EXPECT_EQ(count(Key("Rope", {{16}, {16}, {16}})), 3);
+  OpKey where = Key("Where", {{16}, {16}, {16}});
+  where.inputs[0].dtype = "int8";
+  EXPECT_EQ(count(where), 2) << "vcmp into a select mask, vsel";
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);

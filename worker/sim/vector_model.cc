@@ -32,7 +32,8 @@ bool IsReduce(const VectorShape& s) {
 //   Gelu, CANN's tanh form x / (1 + exp(-1.5958 (x + 0.044715 x^3))): vmul, vmul,
 //     vmuls, vadd, vmuls, vexp, vadds, vdiv = 8.
 //   FusedMulAdd: vmul, vadd = 2. Rope, per half row: vmul x by cos, vmul the other half
-//     by sin, vsub (first half) or vadd (second) = 3. Cast: one vconv (two via fp32 for fp16<->bf16).
+//     by sin, vsub (first half) or vadd (second) = 3. Where: vcmp (the condition into a
+//     select mask), vsel = 2. Cast: one vconv (two via fp32 for fp16<->bf16).
 //   Softmax (row fits UB): running vmax, vsub, vexp, running vadd, vmul by 1/sum = 5.
 //   LayerNorm (row fits UB): vadd (sum), vsub mean, vmul (square), vadd (sum), vmul
 //     rstd, vmul gamma, vadd beta = 7.
@@ -63,6 +64,7 @@ int OpInstructions(const VectorShape& s) {
     case VectorOp::kGelu:
       return 8;
     case VectorOp::kFusedMulAdd:
+    case VectorOp::kWhere:
       return 2;
     case VectorOp::kRope:
       return 3;

@@ -21,10 +21,16 @@
 namespace tunefleet {
 
 // Op type of a metadata-only view: no kernel, no time; its output aliases its input's
-// buffer (same element count, or a broadcast of it read at the larger shape). Stands in
-// for Reshape/Flatten, for the head-split permutes that CANN fuses into the producing
-// MatMul (NPU_MODEL.md "MatMul + Transpose") and for ONNX's Expand.
+// buffer (same element count, a broadcast of it read at the larger shape, or a window of
+// it). Stands in for Reshape/Flatten, for the head-split permutes that CANN fuses into the
+// producing MatMul (NPU_MODEL.md "MatMul + Transpose"), for ONNX's Expand, and for Split
+// and Slice (PyTorch's split and narrow are views).
 inline constexpr const char* kReshapeOp = "Reshape";
+// A view's attribute making it a window: its start on every input axis ("0,0,768"); the
+// output's shape is the window's. Its reader's key and time are those of a tensor of the
+// window's shape: the longer row stride of a window that cuts the last axis (a q of a
+// fused QKV) is not charged (docs/architecture.md, simulator limits).
+inline constexpr const char* kSliceStartsAttr = "slice_starts";
 
 struct NamedTensor {
   std::string name;
