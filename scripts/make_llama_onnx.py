@@ -11,10 +11,14 @@ Expand, Reshape), MLP of 14336.
 Inputs: x [batch, seq, 4096], cos and sin [batch, seq, 128] (HF's position_embeddings),
 mask [batch, 1, seq, seq]; batch and seq are fixed at export (--batch, --seq), since
 rotate_half's bounds and the heads' view are constants only in a fixed-shape export.
+`--past N` writes a decoding step with a KV cache (examples/llama_decode_layer.onnx with
+`--seq 1 --past 2047`): inputs past_k and past_v [batch, key/value heads, N, 128], joined
+with the new keys and values on the sequence axis (Concat), the mask [batch, 1, seq,
+N + seq], outputs the layer's and the present keys and values.
 The weights' data is dropped after the export (each initializer points at an external
 file that is not shipped): tunefleet reads only their shapes, and the model stays small.
 Run with Debian's python3-torch and python3-onnx:
-    /usr/bin/python3 scripts/make_llama_onnx.py [--config llama2-7b] [--batch 1] [--seq 2048] [OUT]"""
+    /usr/bin/python3 scripts/make_llama_onnx.py [--config llama2-7b] [--batch 1] [--seq 2048] [--past 0] [OUT]"""
 import argparse
 import io
 import math
@@ -65,7 +69,7 @@ class Attention(torch.nn.Module):
         self.v_proj = torch.nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
         self.o_proj = torch.nn.Linear(HEADS * HEAD_DIM, HIDDEN, bias=False)
 
-    def forward(self, x, cos, sin, mask):
+    def forward(self, x, cos, sin, mask, past_k=None, past_v=None):
         b, s, _ = x.shape
         q = self.q_proj(x).view(b, s, HEADS, HEAD_DIM).transpose(1, 2)
         k = self.k_proj(x).view(b, s, KV_HEADS, HEAD_DIM).transpose(1, 2)
@@ -73,12 +77,15 @@ class Attention(torch.nn.Module):
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         q = (q * cos) + (rotate_half(q) * sin)
         k = (k * cos) + (rotate_half(k) * sin)
+        if past_k is not None:
+            k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+        present = (k, v)
         k, v = repeat_kv(k, HEADS // KV_HEADS), repeat_kv(v, HEADS // KV_HEADS)
         scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(HEAD_DIM)
         scores = scores + mask
         probs = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         context = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, HIDDEN)
-        return self.o_proj(context)
+        return self.o_proj(context), present
 
 
 class MLP(torch.nn.Module):
@@ -100,9 +107,11 @@ class DecoderLayer(torch.nn.Module):
         self.post_attention_layernorm = RMSNorm(HIDDEN)
         self.mlp = MLP()
 
-    def forward(self, x, cos, sin, mask):
-        h = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
-        return h + self.mlp(self.post_attention_layernorm(h))
+    def forward(self, x, cos, sin, mask, past_k=None, past_v=None):
+        attn, present = self.self_attn(self.input_layernorm(x), cos, sin, mask, past_k, past_v)
+        h = x + attn
+        out = h + self.mlp(self.post_attention_layernorm(h))
+        return out if past_k is None else (out, *present)
 
 
 def main():
@@ -110,19 +119,25 @@ def main():
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--config", choices=sorted(CONFIGS), default="llama2-7b")
+    ap.add_argument("--past", type=int, default=0, help="KV cache length: export a decoding step")
     ap.add_argument("out", nargs="?")
     args = ap.parse_args()
     global HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS
     HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS = CONFIGS[args.config]
-    out = args.out or ("examples/llama_layer.onnx" if args.config == "llama2-7b" else "examples/llama3_layer.onnx")
-    b, s = args.batch, args.seq
+    name = ("llama" if args.config == "llama2-7b" else "llama3") + ("_decode" if args.past else "")
+    out = args.out or f"examples/{name}_layer.onnx"
+    b, s, past = args.batch, args.seq, args.past
     with torch.no_grad():
         layer = DecoderLayer().eval()
         inputs = (torch.zeros(b, s, HIDDEN), torch.zeros(b, s, HEAD_DIM), torch.zeros(b, s, HEAD_DIM),
-                  torch.zeros(b, 1, s, s))
+                  torch.zeros(b, 1, s, past + s))
+        names, outputs = ["x", "cos", "sin", "mask"], ["layer_out"]
+        if past:
+            inputs += (torch.zeros(b, KV_HEADS, past, HEAD_DIM), torch.zeros(b, KV_HEADS, past, HEAD_DIM))
+            names += ["past_k", "past_v"]
+            outputs += ["present_k", "present_v"]
         buf = io.BytesIO()
-        torch.onnx.export(layer, inputs, buf, opset_version=17, input_names=["x", "cos", "sin", "mask"],
-                          output_names=["layer_out"])
+        torch.onnx.export(layer, inputs, buf, opset_version=17, input_names=names, output_names=outputs)
     model = onnx.load_from_string(buf.getvalue())
     for t in model.graph.initializer:
         if t.raw_data and len(t.raw_data) > 64:  # a weight; small constants keep their values
@@ -131,7 +146,7 @@ def main():
             for key, value in (("location", out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")), ("offset", "0"), ("length", "0")):
                 entry = t.external_data.add()
                 entry.key, entry.value = key, value
-    model.graph.name = args.config.replace("-", "_") + "_layer"
+    model.graph.name = args.config.replace("-", "_") + ("_decode" if past else "") + "_layer"
     onnx.save(model, out)
 
 

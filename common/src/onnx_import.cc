@@ -41,7 +41,7 @@ constexpr const char* kSupported =
     "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
     "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Split and Slice "
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1), Where (a select: GPT-2's causal "
-    "torch.where)";
+    "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -103,7 +103,7 @@ bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand", "Split", "Slice", "Where"};
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -123,8 +123,6 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
       {"Equal", "a mask or shape computed in the graph from a tensor: pass the mask as an input instead (bool for a "
                 "Where, or an additive float mask)"},
-      {"Concat", "concatenating tensors (a KV cache, RoPE written otherwise than x*cos + rotate_half(x)*sin over the "
-                 "whole last axis): tunefleet has no concatenation kernel; profile the layer without them"},
       {"Neg", "a negation (RoPE's rotate_half when it does not fold: x*cos + cat(-x[..., h:], x[..., :h])*sin over the "
               "whole last axis folds into one Rope)"},
   };
@@ -193,6 +191,17 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
              op == "Tanh" || op == "Exp") {
     c.op = op;
     c.inputs = first(n.input_size());
+  } else if (op == "Concat") {
+    // A copy kernel (a KV cache's past and new keys, a partial rotary embedding's rotated
+    // and passed parts), or a view of its one input.
+    c.inputs = first(n.input_size());
+    const int64_t r = static_cast<int64_t>(rank(0)), axis = IntAttr(n, "axis", 0);
+    if (n.input_size() == 1) {
+      c.op = kReshapeOp;
+    } else {
+      c.op = "Concat";
+      c.attrs["axis"] = std::to_string(axis < 0 ? axis + r : axis);
+    }
   } else if (op == "Where") {
     c.op = "Where";  // condition (bool, carried as int8), x, y
     c.inputs = first(3);
@@ -252,7 +261,8 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     const int64_t d = x->second.shape.back(), half = IntAttr(n, "half", d / 2);
     if (2 * half != d) {
       return InvalidArgument(fmt::format("{}: RoPE rotates halves of {} of a head dimension of {}: only a rotation of "
-                                         "the whole head dimension is supported (rotary_pct 1, HF's rotate_half)",
+                                         "the whole head dimension is supported (HF's rotate_half; a partial rotary embedding, GPT-NeoX's "
+                                         "rotary_pct < 1, rotates its slice x[..., :r] whole and concatenates x[..., r:])",
                                          where, half, d));
     }
     c.op = "Rope";

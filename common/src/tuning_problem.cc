@@ -63,6 +63,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {kFusedElementwiseOp, {"ops"}},
       {"Cast", {"dst_type"}},
       {"Transpose", {"perm"}},
+      {"Concat", {"axis"}},
       {"Softmax", {"axis"}},
       {"LayerNorm", {"begin_norm_axis"}},
       {"ReduceSum", {"axes"}},
@@ -120,7 +121,9 @@ Result<VectorShape> VectorShapeOf(const OpKey& key) {
 // is kept only when it parses to the same VectorShape, so the space and timing are the
 // key's own.
 void CanonicalVectorShapes(OpKey& key) {
-  if (key.op_type != kFusedElementwiseOp && !IsVectorOpType(key.op_type)) return;
+  // Concat's cost is its inputs' and output's element counts, but the axis it joins them on
+  // is the op: its key keeps its axes.
+  if ((key.op_type != kFusedElementwiseOp && !IsVectorOpType(key.op_type)) || key.op_type == "Concat") return;
   const Result<VectorShape> shape = VectorShapeOf(key);
   if (!shape.ok()) return;
   OpKey out = key;

@@ -1,6 +1,7 @@
 #include "tunefleet/common/vector_space.h"
 
 #include <algorithm>
+#include <charconv>
 #include <initializer_list>
 #include <numeric>
 
@@ -15,7 +16,7 @@ struct OpInfo {
   const char* name;
   VectorOp op;
   VectorFamily family;
-  int inputs;     // required inputs
+  int inputs;     // required inputs; 0: two or more (Concat)
   int temps;      // intermediate compute-dtype buffers of the op itself
   bool int8_ok;   // the op accepts int8 (computed in fp16 after a cast)
 };
@@ -26,6 +27,9 @@ struct OpInfo {
 // Where (select, ONNX's Where, CANN's Select): inputs condition, x, y; the condition is a
 // bool tensor, one byte an element, declared int8 (graphs carry no bool), and charged at the
 // data's width like the other inputs (docs/architecture.md).
+// Concat (CANN's ConcatD): its inputs, equal but on attrs.axis, copied into one output
+// through UB (MTE2 in, MTE3 out, no vector instruction); it reads as many elements as it
+// writes, so it is timed as one full input of the output's elements.
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -43,6 +47,7 @@ constexpr OpInfo kOps[] = {
     {"FusedMulAdd", VectorOp::kFusedMulAdd, VectorFamily::kElementwise, 3, 0, false},
     {"Rope", VectorOp::kRope, VectorFamily::kElementwise, 3, 1, false},
     {"Where", VectorOp::kWhere, VectorFamily::kElementwise, 3, 0, false},
+    {"Concat", VectorOp::kConcat, VectorFamily::kElementwise, 0, 0, true},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
     {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},
@@ -69,6 +74,22 @@ Status CheckLastAxis(const OpKey& key, const char* attr, size_t rank) {
 }
 
 bool IsFloat(DType d) { return d != DType::kInt8; }
+
+// Concat's attrs.axis (required; negative counts from the end) of its inputs' rank.
+Result<size_t> ConcatAxis(const OpKey& key) {
+  auto it = key.attrs.find("axis");
+  const int64_t rank = static_cast<int64_t>(key.inputs[0].shape.size());
+  int64_t axis = 0;
+  if (it == key.attrs.end() ||
+      std::from_chars(it->second.data(), it->second.data() + it->second.size(), axis).ptr !=
+          it->second.data() + it->second.size() ||
+      it->second.empty() || axis < -rank || axis >= rank) {
+    return InvalidArgument("Concat needs attrs.axis, the axis its inputs are joined on: an integer in [" +
+                           N(-rank) + ", " + N(rank - 1) + "]" +
+                           (it == key.attrs.end() ? std::string() : ", got '" + it->second + "'"));
+  }
+  return static_cast<size_t>(axis < 0 ? axis + rank : axis);
+}
 
 // The vector unit computes bf16 in fp32 and int8 in fp16 (no bf16/int8 arithmetic):
 // one cast temp per input.
@@ -177,7 +198,10 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   const OpInfo* info = FindOp(key.op_type);
   if (info == nullptr) return InvalidArgument("op type '" + key.op_type + "' is not a vector op");
   const std::string& op = key.op_type;
-  if (static_cast<int>(key.inputs.size()) != info->inputs) {
+  if (info->inputs == 0 && key.inputs.size() < 2) {
+    return InvalidArgument(op + " needs at least 2 inputs, got " + N(static_cast<int64_t>(key.inputs.size())));
+  }
+  if (info->inputs != 0 && static_cast<int>(key.inputs.size()) != info->inputs) {
     return InvalidArgument(op + " needs exactly " + N(info->inputs) + " input" +
                            (info->inputs > 1 ? "s" : "") + ", got " + N(static_cast<int64_t>(key.inputs.size())));
   }
@@ -214,6 +238,23 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   s.temps = info->temps;
   const std::vector<int64_t>& x = key.inputs[0].shape;
 
+  if (s.op == VectorOp::kConcat) {
+    TF_ASSIGN_OR_RETURN(const size_t axis, ConcatAxis(key));
+    for (size_t i = 0; i < key.inputs.size(); ++i) {
+      const std::vector<int64_t>& in = key.inputs[i].shape;
+      bool same = in.size() == x.size();
+      for (size_t d = 0; same && d < x.size(); ++d) same = d == axis || in[d] == x[d];
+      if (!same) {
+        return InvalidArgument("Concat input " + N(static_cast<int64_t>(i)) + " shape " + ShapeText(in) +
+                               " must equal input 0's " + ShapeText(x) + " on every axis but attrs.axis " +
+                               N(static_cast<int64_t>(axis)));
+      }
+      s.elements += Elements(in);
+    }
+    s.full_inputs = 1;  // its inputs together are read once, as many elements as it writes
+    s.compute_dtype = s.dtype;  // copied, not computed
+    return s;
+  }
   switch (s.family) {
     case VectorFamily::kElementwise: {
       // The output takes the largest input's shape; the others equal it or broadcast.

@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "Concat", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -154,6 +154,34 @@ TEST_F(VectorSpace, WhereTakesAnInt8ConditionAndItsDataInTheirOwnDtype) {
             std::string::npos);
   EXPECT_NE(KeyError(where({{8, 64}, {8, 63}, {1}}, "int8", "float16", "float16")).find("does not broadcast"),
             std::string::npos);
+}
+
+// Concat copies its inputs, equal on every axis but the one they are joined on, into one
+// output: a KV cache's past and new keys [b, h, s, d] on the sequence axis.
+TEST_F(VectorSpace, ConcatJoinsInputsEqualButOnItsAxisAndKeepsItsAxesInItsKey) {
+  const OpKey kv = Key("Concat", {{1, 32, 2047, 128}, {1, 32, 1, 128}}, "float16", {{"axis", "-2"}});
+  auto shape = VectorShapeFromOpKey(kv);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->elements, 32 * 2048 * 128);
+  EXPECT_EQ(shape->full_inputs, 1) << "read as many elements as it writes";
+  EXPECT_EQ(shape->broadcast_inputs, 0);
+  EXPECT_EQ(OutputElements(kv), 32 * 2048 * 128);
+  auto p = MakeTuningProblem(kv, soc());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->space.Validate(p->default_config).ok());
+  EXPECT_EQ(CanonicalOpKey(kv)->Canonical(), kv.Canonical()) << "the joined axis is the op: no axes merged";
+  EXPECT_TRUE(VectorShapeFromOpKey(Key("Concat", {{4, 8}, {4, 8}, {4, 8}}, "int8", {{"axis", "1"}})).ok())
+      << "three inputs, int8: a copy";
+  EXPECT_NE(KeyError(Key("Concat", {{4, 8}, {4, 9}}, "float16", {{"axis", "0"}}))
+                .find("Concat input 1 shape [4,9] must equal input 0's [4,8] on every axis but attrs.axis 0"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Concat", {{4, 8}, {4, 8, 1}}, "float16", {{"axis", "0"}})).find("input 1 shape [4,8,1]"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Concat", {{4, 8}, {4, 8}})).find("Concat needs attrs.axis, the axis its inputs are joined "
+                                                          "on: an integer in [-2, 1]"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Concat", {{4, 8}, {4, 8}}, "float16", {{"axis", "2"}})).find("got '2'"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Concat", {{4, 8}}, "float16", {{"axis", "0"}})).find("at least 2 inputs"), std::string::npos);
 }
 
 TEST_F(VectorSpace, AcceptsBroadcastOfATrailingSuffixOrOneElement) {

@@ -211,42 +211,41 @@ grep -q "^ffn.gelu  Gelu\[4096x3072\]@Ascend910B2  \[done\]" "$OUT/onnx_tune.txt
   || fail "report of the JSON layer from the ONNX model's knowledge base exited $?"
 /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert (r['tuned_kernel_nodes'], r['untuned_operators']) == (21, ['attention.scores.scale']), r" \
   "$OUT/json_from_onnx.json" || fail "the ONNX model's entries do not serve the JSON layer: $(head -c 400 "$OUT/json_from_onnx.json")"
+# Tunes an ONNX example (2 random evaluations per op), checks that each pattern matches a
+# line tune prints, and that report then finds every one of its kernels tuned.
+check_onnx_tune() {  # label model kernels pattern...
+  local label=$1 model=$2 kernels=$3
+  shift 3
+  local kb="$OUT/kb-$label" log="$OUT/${label}_tune.txt" report="$OUT/${label}_report.json"
+  timeout 300 "$TF" tune "$model" --budget 2 --strategy random --data-dir "$kb" > "$log" 2>&1 \
+    || fail "tune of $label exited $?: $(tail -5 "$log")"
+  for want in "$@"; do
+    grep -q "$want" "$log" || fail "tune of $label: no line matches $want: $(head -5 "$log")"
+  done
+  "$TF" report "$model" --data-dir "$kb" --json > "$report" || fail "report of $label exited $?"
+  /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == int(sys.argv[2]), r" \
+    "$report" "$kernels" || fail "report of $label: $(head -c 300 "$report")"
+}
 # A Llama-2-7B decoder layer as PyTorch exports it (scripts/make_llama_onnx.py): its two
 # RMSNorms and the RoPE of q and of k fold into one kernel each, and every kernel is tuned.
-LLAMA="$SRC/examples/llama_layer.onnx"
-timeout 300 "$TF" tune "$LLAMA" --budget 2 --strategy random --data-dir "$OUT/kb-llama" > "$OUT/llama_tune.txt" 2>&1 \
-  || fail "tune of the Llama layer exited $?: $(tail -5 "$OUT/llama_tune.txt")"
-grep -q "^/self_attn/Add  Rope\[32x2048x128,2048x128,2048x128\]@Ascend910B2  \[done\]" "$OUT/llama_tune.txt" \
-  || fail "tune of the Llama layer: no Rope named as its node: $(grep -i rope "$OUT/llama_tune.txt" | head -3)"
-"$TF" report "$LLAMA" --data-dir "$OUT/kb-llama" --json > "$OUT/llama_report.json" || fail "report of the Llama layer exited $?"
-/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 22, r" \
-  "$OUT/llama_report.json" || fail "report of the Llama layer: $(head -c 300 "$OUT/llama_report.json")"
+check_onnx_tune llama "$SRC/examples/llama_layer.onnx" 22 \
+  "^/self_attn/Add  Rope\[32x2048x128,2048x128,2048x128\]@Ascend910B2  \[done\]"
 # Llama-3-8B's layer: grouped-query attention, 8 key/value heads repeated for 32 query heads
 # (repeat_kv's Expand, its shape computed from constants), so k and v are projected to
 # 1024 and rotated at 8 heads, and the attention's BatchMatMuls run at 32.
-LLAMA3="$SRC/examples/llama3_layer.onnx"
-timeout 300 "$TF" tune "$LLAMA3" --budget 2 --strategy random --data-dir "$OUT/kb-llama3" > "$OUT/llama3_tune.txt" 2>&1 \
-  || fail "tune of the Llama-3 layer exited $?: $(tail -5 "$OUT/llama3_tune.txt")"
-for want in "^/self_attn/k_proj/MatMul  MatMul\[2048x4096,4096x1024\]" "^/self_attn/Add_1  Rope\[8x2048x128," \
-  "^/self_attn/MatMul_1  BatchMatMul\[1x32x2048x2048,1x32x2048x128\]"; do
-  grep -q "$want" "$OUT/llama3_tune.txt" || fail "tune of the Llama-3 layer: no line matches $want"
-done
-"$TF" report "$LLAMA3" --data-dir "$OUT/kb-llama3" --json > "$OUT/llama3_report.json" || fail "report of the Llama-3 layer exited $?"
-/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 22, r" \
-  "$OUT/llama3_report.json" || fail "report of the Llama-3 layer: $(head -c 300 "$OUT/llama3_report.json")"
+check_onnx_tune llama3 "$SRC/examples/llama3_layer.onnx" 22 "^/self_attn/k_proj/MatMul  MatMul\[2048x4096,4096x1024\]" \
+  "^/self_attn/Add_1  Rope\[8x2048x128," "^/self_attn/MatMul_1  BatchMatMul\[1x32x2048x2048,1x32x2048x128\]"
+# A decoding step of the Llama-2 layer with a KV cache of 2047 positions (--past 2047): the
+# past keys and values are joined with the new ones by a Concat kernel each, and the
+# attention's BatchMatMuls read 2048 positions.
+check_onnx_tune llama_decode "$SRC/examples/llama_decode_layer.onnx" 24 \
+  "^/self_attn/Concat_2  Concat\[1x32x2047x128,1x32x1x128\]{axis=2}" \
+  "^/self_attn/MatMul  BatchMatMul\[1x32x1x128,1x32x128x2048\]" "^/self_attn/q_proj/MatMul  MatMul\[1x4096,4096x4096\]"
 # GPT-2's block as PyTorch exports it (scripts/make_gpt2_onnx.py): the fused c_attn is
 # split into q, k and v (window views: the attention's BatchMatMul reads q and k at their
 # heads' shapes), the causal mask is a Where over the scores with the bool buffer's window,
-# and the scale computed as Pow(64, 0.5) folds to a constant; every kernel is tuned.
-GPT2="$SRC/examples/gpt2_layer.onnx"
-timeout 300 "$TF" tune "$GPT2" --budget 2 --strategy random --data-dir "$OUT/kb-gpt2" > "$OUT/gpt2_tune.txt" 2>&1 \
-  || fail "tune of the GPT-2 layer exited $?: $(tail -5 "$OUT/gpt2_tune.txt")"
-for want in "^/attn/c_attn/Gemm  Gemm\[8192x768,768x2304,2304\]" \
+# and the scale computed as Pow(64, 0.5) folds to a constant.
+check_onnx_tune gpt2 "$SRC/examples/gpt2_layer.onnx" 14 "^/attn/c_attn/Gemm  Gemm\[8192x768,768x2304,2304\]" \
   "^/attn/MatMul  BatchMatMul\[8x12x1024x64,8x12x64x1024\]" "^/attn/Div  Div\[98304x1024,1\]" \
-  "^/attn/Where  Where\[int8:1024x1024,96x1024x1024,1\]"; do
-  grep -q "$want" "$OUT/gpt2_tune.txt" || fail "tune of the GPT-2 layer: no line matches $want"
-done
-"$TF" report "$GPT2" --data-dir "$OUT/kb-gpt2" --json > "$OUT/gpt2_report.json" || fail "report of the GPT-2 layer exited $?"
-/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 14, r" \
-  "$OUT/gpt2_report.json" || fail "report of the GPT-2 layer: $(head -c 300 "$OUT/gpt2_report.json")"
+  "^/attn/Where  Where\[int8:1024x1024,96x1024x1024,1\]"
 echo "cli profile/analyze/fuse OK"

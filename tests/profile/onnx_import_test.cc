@@ -542,6 +542,7 @@ struct RopeForm {
   bool neg_first = true;       // cat(-x2, x1); false: cat(x1, -x2), the inverse rotation's
   std::vector<int64_t> cos_shape = {16, 64};
   bool neg_read_outside = false;
+  std::string x = "x", out = "y";  // what it rotates, and into
 };
 void WriteOutRope(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, const RopeForm& f) {
   AddInput(g, "cos", f.cos_shape);
@@ -552,11 +553,11 @@ void WriteOutRope(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, const Ro
   AddInts(g, "axis", f.axis);
   AddInts(g, "step", f.step);
   auto slice = [&](const char* from, const char* to, const char* out, const char* name) {
-    std::vector<std::string> in = {"x", from, to, "axis"};
+    std::vector<std::string> in = {f.x, from, to, "axis"};
     if (!f.swapped || f.step != 1) in.push_back("step");
     AddNode(n, "Slice", in, out, name);
   };
-  AddNode(n, "Mul", f.swapped ? std::vector<std::string>{"cos", "x"} : std::vector<std::string>{"x", "cos"}, "xc",
+  AddNode(n, "Mul", f.swapped ? std::vector<std::string>{"cos", f.x} : std::vector<std::string>{f.x, "cos"}, "xc",
           "rope.cos");
   slice("zero", "half", "x1", "rope.lower");
   slice("half", "end", "x2", "rope.upper");
@@ -570,7 +571,7 @@ void WriteOutRope(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, const Ro
   a->set_i(f.axis == 2 ? -1 : f.axis);
   AddNode(n, "Mul", f.swapped ? std::vector<std::string>{"sin", "rot"} : std::vector<std::string>{"rot", "sin"}, "rs",
           "rope.sin");
-  AddNode(n, "Add", f.swapped ? std::vector<std::string>{"rs", "xc"} : std::vector<std::string>{"xc", "rs"}, "y",
+  AddNode(n, "Add", f.swapped ? std::vector<std::string>{"rs", "xc"} : std::vector<std::string>{"xc", "rs"}, f.out,
           "rope.add");
   if (f.neg_read_outside) g.add_output()->set_name("nx2");
 }
@@ -617,6 +618,57 @@ TEST(OnnxImport, RopeWrittenOutFoldsIntoOneKernel) {
     EXPECT_NE(m.find("node 'rope.neg' (Neg): ONNX op 'Neg' has no tunefleet equivalent: a negation"), std::string::npos)
         << m;
   }
+}
+
+// Concat is a copy kernel: GPT-NeoX's partial rotary embedding (rotary_pct 0.5 here) rotates
+// x[..., :32] whole (one Rope of a window) and concatenates x[..., 32:]; a KV cache joins
+// the past keys and the new ones on the sequence axis.
+TEST(OnnxImport, ConcatCopiesAPartialRotaryEmbeddingsPartsAndAKvCache) {
+  testing::ScratchDir dir;
+  auto partial = LoadChainModel(dir.Path("partial_rope.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInts(g, "r0", 0);
+    AddInts(g, "r", 32);
+    AddInts(g, "r_end", 64);
+    AddInts(g, "last", -1);
+    AddNode(n, "Slice", {"x", "r0", "r", "last"}, "x_rot", "rot.slice");
+    AddNode(n, "Slice", {"x", "r", "r_end", "last"}, "x_pass", "pass.slice");
+    WriteOutRope(g, n, {.half = 16, .cos_shape = {16, 32}, .x = "x_rot", .out = "x_rotated"});
+    auto* cat = AddNode(n, "Concat", {"x_rotated", "x_pass"}, "y", "rope.concat");
+    auto* axis = cat->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(-1);
+  });
+  ASSERT_TRUE(partial.ok()) << Message(partial);
+  std::vector<std::string> kernels;
+  for (const auto& node : partial->nodes) {
+    if (!node.IsView()) kernels.push_back(node.op_type);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"Rope", "Concat"}));
+  EXPECT_EQ(FindNode(*partial, "rope.concat")->attrs.at("axis"), "2") << "counted from the front";
+  auto run = profile::RunGraph(*partial, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->ops.size(), 2u);
+  EXPECT_EQ(run->ops[0].op_key, "Rope[4x16x32,16x32,16x32]@Ascend910B2") << "the rotated window, whole";
+  EXPECT_EQ(run->ops[1].op_key, "Concat[4x16x32,4x16x32]{axis=2}@Ascend910B2");
+
+  auto cache = LoadChainModel(dir.Path("kv_cache.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "past", {4, 112, 64});
+    auto* cat = AddNode(n, "Concat", {"past", "x"}, "k", "cache.concat");  // [4, 128, 64]
+    auto* axis = cat->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(1);
+    AddNode(n, "Relu", {"k"}, "y", "act");
+  });
+  ASSERT_TRUE(cache.ok()) << Message(cache);
+  const GraphNode* joined = FindNode(*cache, "cache.concat");
+  ASSERT_NE(joined, nullptr);
+  EXPECT_EQ(joined->op_type, "Concat");
+  EXPECT_EQ(joined->outputs[0].desc.shape, (std::vector<int64_t>{4, 128, 64}));
+  auto cache_run = profile::RunGraph(*cache, testing::Soc910B2());
+  ASSERT_TRUE(cache_run.ok()) << cache_run.status().ToString();
+  EXPECT_GE(cache_run->ops[0].estimate.hbm_bytes, 2.0 * 2 * 4 * 128 * 64) << "reads and writes every element";
 }
 
 // GQA's repeat_kv as torch 1.13 exports it at fixed shapes: Unsqueeze, an Expand whose
@@ -1155,21 +1207,16 @@ TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
   EXPECT_NE(Message(shape).find("node 'shape' (Shape): ONNX op 'Shape' has no tunefleet equivalent: shape arithmetic"),
             std::string::npos)
       << Message(shape);
-  // A fixed-shape export's Concat (a KV cache) is not told to export with fixed shapes
-  // (an audit found every such op given the dynamic-axes advice).
-  auto concat = LoadChainModel(dir.Path("concat.onnx"), 14, [](onnx::GraphProto&, std::vector<onnx::NodeProto>& n) {
-    auto* cat = AddNode(n, "Concat", {"x", "x"}, "kv", "cache");
-    auto* axis = cat->add_attribute();
-    axis->set_name("axis");
-    axis->set_type(onnx::AttributeProto::INT);
-    axis->set_i(1);
+  // A fixed-shape export's Neg (RoPE's rotate_half written otherwise) is not told to export
+  // with fixed shapes (an audit found every such op given the dynamic-axes advice).
+  auto neg = LoadChainModel(dir.Path("neg.onnx"), 14, [](onnx::GraphProto&, std::vector<onnx::NodeProto>& n) {
+    AddNode(n, "Neg", {"x"}, "nx", "negate");
     AddNode(n, "Relu", {"x"}, "y", "act");
   });
-  EXPECT_NE(Message(concat).find("node 'cache' (Concat): ONNX op 'Concat' has no tunefleet equivalent: concatenating "
-                                 "tensors (a KV cache"),
+  EXPECT_NE(Message(neg).find("node 'negate' (Neg): ONNX op 'Neg' has no tunefleet equivalent: a negation"),
             std::string::npos)
-      << Message(concat);
-  EXPECT_EQ(Message(concat).find("dynamic_axes"), std::string::npos) << Message(concat);
+      << Message(neg);
+  EXPECT_EQ(Message(neg).find("dynamic_axes"), std::string::npos) << Message(neg);
   // HF's additive mask, one per sequence broadcast over the heads: [b, 1, s] over [b, h, s].
   auto masked = LoadChainModel(dir.Path("mask.onnx"), 14, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
     auto* in = graph.add_input();

@@ -37,6 +37,7 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   if (last % 2 == 0) keys.push_back(Key("Rope", {shape, shape, shape}, dtype));
   keys.push_back(Key("Where", {shape, shape, {1}}, dtype));
   keys.back().inputs[0].dtype = "int8";  // the condition: bool, one byte an element
+  keys.push_back(Key("Concat", {shape, shape}, dtype, {{"axis", "0"}}));
   keys.push_back(Key("Softmax", {shape}, dtype));
   keys.push_back(Key("LayerNorm", {shape, {last}, {last}}, dtype));
   keys.push_back(Key("RmsNorm", {shape, {last}}, dtype));
@@ -303,6 +304,7 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   OpKey where = Key("Where", {{16}, {16}, {16}});
   where.inputs[0].dtype = "int8";
   EXPECT_EQ(count(where), 2) << "vcmp into a select mask, vsel";
+  EXPECT_EQ(count(Key("Concat", {{16}, {16}}, "bfloat16", {{"axis", "0"}})), 0) << "a copy, not a computation";
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);

@@ -33,7 +33,7 @@ bool IsReduce(const VectorShape& s) {
 //     vmuls, vadd, vmuls, vexp, vadds, vdiv = 8.
 //   FusedMulAdd: vmul, vadd = 2. Rope, per half row: vmul x by cos, vmul the other half
 //     by sin, vsub (first half) or vadd (second) = 3. Where: vcmp (the condition into a
-//     select mask), vsel = 2. Cast: one vconv (two via fp32 for fp16<->bf16).
+//     select mask), vsel = 2. Concat: none (a copy through UB). Cast: one vconv (two via fp32 for fp16<->bf16).
 //   Softmax (row fits UB): running vmax, vsub, vexp, running vadd, vmul by 1/sum = 5.
 //   LayerNorm (row fits UB): vadd (sum), vsub mean, vmul (square), vadd (sum), vmul
 //     rstd, vmul gamma, vadd beta = 7.
@@ -80,6 +80,7 @@ int OpInstructions(const VectorShape& s) {
     case VectorOp::kReduceMean:
       return 1;
     case VectorOp::kTranspose:
+    case VectorOp::kConcat:
       return 0;
   }
   return 0;
@@ -130,7 +131,7 @@ int PerRowInstructions(const VectorShape& s) {
 // Casts around the arithmetic when the vector unit computes in another dtype
 // (bf16 in fp32, int8 in fp16): one vconv per input in, one out.
 int CastInstructions(const VectorShape& s) {
-  if (s.op == VectorOp::kCast || s.op == VectorOp::kTranspose) return 0;
+  if (s.op == VectorOp::kCast || s.op == VectorOp::kTranspose || s.op == VectorOp::kConcat) return 0;
   if (s.compute_dtype == s.dtype) return 0;
   const int inputs = s.family == VectorFamily::kElementwise ? s.full_inputs + s.broadcast_inputs : 1;
   return inputs + (IsReduce(s) ? 0 : 1);
