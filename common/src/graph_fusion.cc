@@ -6,6 +6,8 @@
 
 #include "tunefleet/common/fused_space.h"
 
+#include "space_util.h"
+
 namespace tunefleet {
 namespace {
 
@@ -120,16 +122,51 @@ Step HeadStep(const Graph& graph, const FusionChain& chain, std::string* x) {
   return AsFirstStep(graph, head, x);
 }
 
-// Walks from `x` through the chain ops that alone read each value.
-std::vector<int> WalkSteps(const Graph& graph, const GraphNode* cube, std::string x) {
-  std::vector<int> steps;
+// A view a cube chain may fuse over: a reshape (no window, no broadcast) of `x` that keeps
+// its last axis, so a bias still runs along it.
+bool IsReshapeOf(const Graph& graph, const GraphNode& node, const std::string& x) {
+  if (!node.IsView() || node.attrs.count(kSliceStartsAttr) || node.inputs.size() != 1 || node.inputs[0] != x ||
+      node.outputs.size() != 1) {
+    return false;
+  }
+  const NamedTensor* in = graph.FindTensor(x);
+  const auto& out = node.outputs[0].desc;
+  return in != nullptr && !in->desc.shape.empty() && !out.shape.empty() &&
+         space_util::Elements(in->desc.shape) == space_util::Elements(out.shape) &&
+         in->desc.shape.back() == out.shape.back();
+}
+
+// Walks from `x` through the chain ops that alone read each value (a cube chain also
+// through reshape views, when a step follows them).
+FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::string x) {
+  FusionChain chain{head, {}, cube != nullptr, {}};
   for (;;) {
-    const int next = OnlyReader(graph, x);
-    if (next < 0 || AsStep(graph, cube, graph.nodes[next], x).op.empty()) break;
-    steps.push_back(next);
+    int next = OnlyReader(graph, x);
+    std::vector<int> views;
+    std::string through = x;
+    while (cube != nullptr && next >= 0 && IsReshapeOf(graph, graph.nodes[next], through)) {
+      views.push_back(next);
+      through = graph.nodes[next].outputs[0].name;
+      next = OnlyReader(graph, through);
+    }
+    if (next < 0 || AsStep(graph, cube, graph.nodes[next], through).op.empty()) break;
+    chain.steps.push_back(next);
+    chain.views.push_back(std::move(views));
     x = graph.nodes[next].outputs[0].name;
   }
-  return steps;
+  return chain;
+}
+
+// The views step i of `chain` reads through (none for a chain found before views were).
+const std::vector<int>& ViewsBefore(const FusionChain& chain, size_t i) {
+  static const std::vector<int> none;
+  return i < chain.views.size() ? chain.views[i] : none;
+}
+
+// `x` after the views step i reads through.
+std::string Through(const Graph& graph, const FusionChain& chain, size_t i, std::string x) {
+  for (int v : ViewsBefore(chain, i)) x = graph.nodes[v].outputs[0].name;
+  return x;
 }
 
 // As the Transpose op reads it (vector_space.cc): no perm, or one written "0,2,1" or
@@ -166,7 +203,7 @@ std::vector<FusionChain> FindFusionChains(const Graph& graph) {
   for (size_t h = 0; h < graph.nodes.size(); ++h) {
     const GraphNode& head = graph.nodes[h];
     if (!IsCubeHead(graph, head) || head.outputs.size() != 1) continue;
-    FusionChain chain{static_cast<int>(h), WalkSteps(graph, &head, head.outputs[0].name), true};
+    FusionChain chain = WalkSteps(graph, static_cast<int>(h), &head, head.outputs[0].name);
     if (chain.steps.empty()) continue;
     in_cube_chain.insert(chain.steps.begin(), chain.steps.end());
     chains.push_back(std::move(chain));
@@ -182,7 +219,7 @@ std::vector<FusionChain> FindFusionChains(const Graph& graph) {
       std::string px;
       if (!AsFirstStep(graph, graph.nodes[producer], &px).op.empty()) continue;  // inside another's chain
     }
-    FusionChain chain{static_cast<int>(h), WalkSteps(graph, nullptr, graph.nodes[h].outputs[0].name), false};
+    FusionChain chain = WalkSteps(graph, static_cast<int>(h), nullptr, graph.nodes[h].outputs[0].name);
     if (!chain.steps.empty()) chains.push_back(std::move(chain));
   }
   return chains;
@@ -209,7 +246,7 @@ std::string FusedEpilogue(const Graph& graph, const Fusion& fusion) {
   if (!cube) x = head.outputs[0].name;
   for (size_t i = 0; i < fusion.length; ++i) {
     const GraphNode& node = graph.nodes[fusion.chain.steps[i]];
-    ops += (ops.empty() ? "" : ",") + AsStep(graph, cube, node, x).op;
+    ops += (ops.empty() ? "" : ",") + AsStep(graph, cube, node, Through(graph, fusion.chain, i, x)).op;
     x = node.outputs[0].name;
   }
   return ops;
@@ -217,7 +254,7 @@ std::string FusedEpilogue(const Graph& graph, const Fusion& fusion) {
 
 Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusions, const SocSpec& soc) {
   std::vector<bool> removed(graph.nodes.size(), false);
-  std::vector<std::optional<GraphNode>> replacement(graph.nodes.size());
+  std::vector<std::vector<GraphNode>> replacement(graph.nodes.size());  // views of operands, then the fused node
   for (const Fusion& f : fusions) {
     const auto& steps = f.chain.steps;
     if (f.chain.head < 0 || static_cast<size_t>(f.chain.head) >= graph.nodes.size() || f.length == 0 ||
@@ -254,27 +291,46 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
       fused.attrs["ops"] = FusedEpilogue(graph, f);
       x = head.outputs[0].name;
     }
+    std::vector<int> members{f.chain.head};
+    std::vector<GraphNode> operand_views;  // full-size operands read at the head's output shape
     for (size_t i = 0; i < f.length; ++i) {
       const GraphNode& node = graph.nodes[steps[i]];
-      const Step step = AsStep(graph, cube, node, x);
+      const Step step = AsStep(graph, cube, node, Through(graph, f.chain, i, x));
       if (step.op.empty()) return InvalidArgument("fusion '" + fused.name + "': '" + node.name + "' is not a chain step");
-      fused.inputs.insert(fused.inputs.end(), step.operands.begin(), step.operands.end());
+      const auto& views = ViewsBefore(f.chain, i);
+      members.insert(members.end(), views.begin(), views.end());
+      for (const std::string& operand : step.operands) {
+        const NamedTensor* t = graph.FindTensor(operand);
+        const NamedTensor& at = head.outputs[0];
+        if (cube == nullptr || t == nullptr || t->desc.shape == at.desc.shape ||
+            space_util::Elements(t->desc.shape) != space_util::Elements(at.desc.shape)) {
+          fused.inputs.push_back(operand);
+          continue;
+        }
+        GraphNode view;
+        view.name = fused.name + "/" + operand;
+        view.op_type = kReshapeOp;
+        view.inputs = {operand};
+        view.outputs = {{view.name, TensorDesc{at.desc.shape, t->desc.dtype, t->desc.format}}};
+        fused.inputs.push_back(view.name);
+        operand_views.push_back(std::move(view));
+      }
       x = node.outputs[0].name;
     }
     fused.outputs = graph.nodes[steps[f.length - 1]].outputs;
-    std::vector<int> members{f.chain.head};
     members.insert(members.end(), steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(f.length));
     for (int m : members) {
       if (removed[m]) return InvalidArgument("fusion '" + fused.name + "' shares node '" + graph.nodes[m].name + "' with another");
       removed[m] = true;
     }
-    replacement[steps[f.length - 1]] = std::move(fused);
+    operand_views.push_back(std::move(fused));
+    replacement[steps[f.length - 1]] = std::move(operand_views);
   }
   Graph out = graph;
   out.nodes.clear();
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (replacement[i]) {
-      out.nodes.push_back(std::move(*replacement[i]));
+    if (!replacement[i].empty()) {
+      for (GraphNode& node : replacement[i]) out.nodes.push_back(std::move(node));
     } else if (!removed[i]) {
       out.nodes.push_back(graph.nodes[i]);
     }

@@ -177,6 +177,62 @@ TEST(ApplyFusions, TheFusedNodeTakesTheHeadsInputsThenTheOperandsAndWritesTheLas
   EXPECT_NE(shared.status().message().find("shares node 'layer1.0.add'"), std::string::npos) << shared.status().ToString();
 }
 
+// HF GPT-2's Conv1D is addmm over a view: Gemm [b*s, k] x [k, n], then a view to
+// [b, s, n] before the Gelu or the residual Add. A cube chain reads through such a view
+// (it keeps the element count and the last axis); the residual [b, s, n] is read at the
+// Gemm's [b*s, n] through a view of its own. A view that splits the last axis ends the chain.
+TEST(FusionChains, ACubeChainReadsThroughAReshapeThatKeepsTheLastAxis) {
+  nlohmann::json j = {
+      {"soc", "Ascend910B2"},
+      {"inputs", {Tensor("x", {8, 128, 768})}},
+      {"weights", {Tensor("w1", {768, 3072}), Tensor("b1", {3072}), Tensor("w2", {3072, 768}), Tensor("b2", {768})}},
+      {"outputs", {"y", "heads"}},
+      {"nodes",
+       {Node("x2d", "Reshape", {"x"}, Tensor("x_rows", {1024, 768})),
+        Node("c_fc", "Gemm", {"x_rows", "w1", "b1"}, Tensor("h_rows", {1024, 3072})),
+        Node("c_fc.view", "Reshape", {"h_rows"}, Tensor("h", {8, 128, 3072})),
+        Node("gelu", "Gelu", {"h"}, Tensor("g", {8, 128, 3072})),
+        Node("g2d", "Reshape", {"g"}, Tensor("g_rows", {1024, 3072})),
+        Node("c_proj", "Gemm", {"g_rows", "w2", "b2"}, Tensor("o_rows", {1024, 768})),
+        Node("c_proj.view", "Reshape", {"o_rows"}, Tensor("o", {8, 128, 768})),
+        Node("residual", "Add", {"x", "o"}, Tensor("y", {8, 128, 768})),
+        Node("again", "Gemm", {"x_rows", "w1"}, Tensor("a_rows", {1024, 3072})),
+        Node("split_heads", "Reshape", {"a_rows"}, Tensor("a", {1024, 48, 64})),
+        Node("act", "Relu", {"a"}, Tensor("heads", {1024, 48, 64}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  std::vector<std::vector<std::string>> names;
+  for (const auto& c : chains) names.push_back(Names(*g, c));
+  ASSERT_EQ(names.size(), 2u) << "the head split's view changes the last axis: no chain through it";
+  EXPECT_EQ(names[0], (std::vector<std::string>{"c_fc", "gelu"}));
+  EXPECT_EQ(names[1], (std::vector<std::string>{"c_proj", "residual"}));
+  auto fused = ApplyFusions(*g, {{chains[0], 1}, {chains[1], 1}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(FindNode(*fused, "c_fc.view"), nullptr) << "fused over";
+  const GraphNode* fc = FindNode(*fused, "c_fc+gelu");
+  ASSERT_NE(fc, nullptr);
+  EXPECT_EQ(fc->attrs.at("epilogue"), "BiasAdd,Gelu");
+  EXPECT_EQ(fc->outputs[0].desc.shape, (std::vector<int64_t>{8, 128, 3072})) << "it writes what the Gelu wrote";
+  const GraphNode* proj = FindNode(*fused, "c_proj+residual");
+  ASSERT_NE(proj, nullptr);
+  EXPECT_EQ(proj->attrs.at("epilogue"), "BiasAdd,Add");
+  ASSERT_EQ(proj->inputs.size(), 4u);
+  const GraphNode* residual = FindNode(*fused, proj->inputs[3]);
+  ASSERT_NE(residual, nullptr) << proj->inputs[3];
+  EXPECT_TRUE(residual->IsView());
+  EXPECT_EQ(residual->inputs, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(residual->outputs[0].desc.shape, (std::vector<int64_t>{1024, 768})) << "the residual at the Gemm's shape";
+  auto before = RunGraph(*g, testing::Soc910B2());
+  auto after = RunGraph(*fused, testing::Soc910B2());
+  ASSERT_TRUE(before.ok() && after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->ops.size(), before->ops.size() - 2);
+  EXPECT_LT(after->step_us, before->step_us);
+  auto chosen = ChooseFusions(*g, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->Applied(), 2u);
+}
+
 TEST(ChooseFusions, TheBertLayerFusesEveryChainAndRunsAShorterStep) {
   const Graph g = testing::LoadExample("bert_base_layer.json");
   auto r = ChooseFusions(g, testing::Soc910B2());

@@ -28,6 +28,12 @@ struct FusionChain {
   int head = -1;           // index in Graph::nodes
   std::vector<int> steps;  // indices, in chain order (at least one)
   bool cube = true;        // the head is a cube op
+  // A cube chain may read through reshape views (HF GPT-2's Conv1D: addmm, then view):
+  // views[i] are the views between step i's x and the value before it, in order (empty
+  // for most). A view fused over keeps the element count and the last axis; the fused
+  // op writes the last step's output, and an operand of that step's full shape is read
+  // through a view at the head's output shape.
+  std::vector<std::vector<int>> views;
 };
 
 // Every chain of the graph, longest: the cube ones in node order, then the element-wise
