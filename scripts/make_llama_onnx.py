@@ -15,6 +15,9 @@ rotate_half's bounds and the heads' view are constants only in a fixed-shape exp
 `--seq 1 --past 2047`): inputs past_k and past_v [batch, key/value heads, N, 128], joined
 with the new keys and values on the sequence axis (Concat), the mask [batch, 1, seq,
 N + seq], outputs the layer's and the present keys and values.
+`--dynamic` exports batch and seq as dynamic axes instead (examples/llama_dynamic_layer.onnx):
+the views' shapes and rotate_half's bounds are then computed from Shape ops, which the
+import folds once --dim batch=N --dim seq=N size them.
 The weights' data is dropped after the export (each initializer points at an external
 file that is not shipped): tunefleet reads only their shapes, and the model stays small.
 Run with Debian's python3-torch and python3-onnx:
@@ -120,13 +123,18 @@ def main():
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--config", choices=sorted(CONFIGS), default="llama2-7b")
     ap.add_argument("--past", type=int, default=0, help="KV cache length: export a decoding step")
+    ap.add_argument("--dynamic", action="store_true", help="batch and seq as dynamic axes")
     ap.add_argument("out", nargs="?")
     args = ap.parse_args()
     global HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS
     HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS = CONFIGS[args.config]
-    name = ("llama" if args.config == "llama2-7b" else "llama3") + ("_decode" if args.past else "")
+    if args.dynamic and args.past:
+        ap.error("--dynamic exports the layer without a KV cache: leave out --past")
+    name = ("llama" if args.config == "llama2-7b" else "llama3") + ("_decode" if args.past else "") + \
+        ("_dynamic" if args.dynamic else "")
     out = args.out or f"examples/{name}_layer.onnx"
     b, s, past = args.batch, args.seq, args.past
+    torch.nn.Linear.reset_parameters = lambda self: None  # the weights' values are dropped: skip their init
     with torch.no_grad():
         layer = DecoderLayer().eval()
         inputs = (torch.zeros(b, s, HIDDEN), torch.zeros(b, s, HEAD_DIM), torch.zeros(b, s, HEAD_DIM),
@@ -137,7 +145,10 @@ def main():
             names += ["past_k", "past_v"]
             outputs += ["present_k", "present_v"]
         buf = io.BytesIO()
-        torch.onnx.export(layer, inputs, buf, opset_version=17, input_names=names, output_names=outputs)
+        dynamic = {"x": {0: "batch", 1: "seq"}, "cos": {0: "batch", 1: "seq"}, "sin": {0: "batch", 1: "seq"},
+                   "mask": {0: "batch", 2: "seq", 3: "seq"}, "layer_out": {0: "batch", 1: "seq"}}
+        torch.onnx.export(layer, inputs, buf, opset_version=17, input_names=names, output_names=outputs,
+                          dynamic_axes=dynamic if args.dynamic else None)
     model = onnx.load_from_string(buf.getvalue())
     for t in model.graph.initializer:
         if t.raw_data and len(t.raw_data) > 64:  # a weight; small constants keep their values
@@ -146,7 +157,8 @@ def main():
             for key, value in (("location", out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")), ("offset", "0"), ("length", "0")):
                 entry = t.external_data.add()
                 entry.key, entry.value = key, value
-    model.graph.name = args.config.replace("-", "_") + ("_decode" if past else "") + "_layer"
+    model.graph.name = args.config.replace("-", "_") + ("_decode" if past else "") + \
+        ("_dynamic" if args.dynamic else "") + "_layer"
     onnx.save(model, out)
 
 

@@ -1,5 +1,6 @@
 #include "onnx_const_fold.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +10,9 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include "onnx_util.h"
 
@@ -304,6 +308,20 @@ std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*
     }
     return out;
   }
+  if (op == "Slice" && in.size() >= 3 && in[0]->dims.size() == 1) {  // opset 10 on: bounds as inputs
+    const int64_t size = in[0]->dims[0];
+    auto one = [&](size_t i, int64_t fallback) -> std::optional<int64_t> {
+      if (i >= in.size()) return fallback;
+      return in[i]->v.size() == 1 ? std::optional<int64_t>(in[i]->v[0]) : std::nullopt;
+    };
+    const auto start = one(1, 0), end = one(2, 0), axis = one(3, 0), step = one(4, 1);
+    if (!start || !end || !axis || !Axis(*axis, 1) || !step || *step <= 0) return std::nullopt;
+    auto clamp = [size](int64_t b) { return std::clamp<int64_t>(b < 0 ? b + size : b, 0, size); };
+    Ints out{type, {0}, {}, {}};
+    for (int64_t i = clamp(*start); i < clamp(*end); i += *step) out.v.push_back(in[0]->v[static_cast<size_t>(i)]);
+    out.dims[0] = static_cast<int64_t>(out.v.size());
+    return out;
+  }
   if (op == "Gather") {
     const auto* axis_attr = Attr(n, "axis");
     if (in.size() != 2 || in[0]->dims.size() != 1 || (axis_attr != nullptr && !Axis(axis_attr->i(), 1))) {
@@ -320,6 +338,19 @@ std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*
   return std::nullopt;
 }
 
+// A Constant node of `value` in the place of `n`: its name and output.
+onnx::NodeProto ConstantNode(const onnx::NodeProto& n, const Ints& value) {
+  onnx::NodeProto c;
+  c.set_name(n.name());
+  c.set_op_type("Constant");
+  c.add_output(n.output(0));
+  auto* a = c.add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  *a->mutable_t() = Write(value);
+  return c;
+}
+
 // A Constant node's value when it is an integer or bool tensor.
 std::optional<Ints> ConstantValue(const onnx::NodeProto& n) {
   const auto t = onnx_util::ConstantTensor(n);
@@ -327,6 +358,54 @@ std::optional<Ints> ConstantValue(const onnx::NodeProto& n) {
 }
 
 }  // namespace
+
+int FoldKnownShapes(onnx::ModelProto& model) {
+  int total = 0;
+  for (int round = 0; round < kMaxShapeRounds; ++round) {
+    onnx::ModelProto probe = model;
+    onnx::GraphProto& pg = *probe.mutable_graph();
+    pg.clear_value_info();
+    for (auto& output : *pg.mutable_output()) output.mutable_type()->mutable_tensor_type()->clear_shape();
+    try {
+      onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(),
+                                         onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/0));
+    } catch (const std::exception&) {
+      break;  // the importer's strict inference names what is wrong
+    }
+    std::map<std::string, std::vector<int64_t>> shapes;  // tensors whose every axis has a size
+    auto take = [&](const onnx::ValueInfoProto& vi) {
+      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+      std::vector<int64_t> dims;
+      for (const auto& d : vi.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() < 0) return;
+        dims.push_back(d.dim_value());
+      }
+      shapes[vi.name()] = std::move(dims);
+    };
+    for (const auto& vi : pg.input()) take(vi);
+    for (const auto& vi : pg.value_info()) take(vi);
+    for (const auto& t : pg.initializer()) shapes[t.name()] = std::vector<int64_t>(t.dims().begin(), t.dims().end());
+    int folded = 0;
+    for (auto& n : *model.mutable_graph()->mutable_node()) {
+      if (!onnx_util::IsStandardDomain(n.domain()) || n.op_type() != "Shape" || n.input_size() != 1 ||
+          n.output_size() != 1) {
+        continue;
+      }
+      const auto shape = shapes.find(n.input(0));
+      if (shape == shapes.end()) continue;
+      const int64_t rank = static_cast<int64_t>(shape->second.size());
+      auto bound = [rank](int64_t b) { return std::clamp<int64_t>(b < 0 ? b + rank : b, 0, rank); };
+      const int64_t start = bound(onnx_util::IntAttr(n, "start", 0)), end = bound(onnx_util::IntAttr(n, "end", rank));
+      Ints dims{TensorProto::INT64, {std::max<int64_t>(0, end - start)}, {}, {}};
+      for (int64_t i = start; i < end; ++i) dims.v.push_back(shape->second[static_cast<size_t>(i)]);
+      n = ConstantNode(n, dims);
+      ++folded;
+    }
+    if (folded == 0) break;
+    total += folded + FoldConstantArithmetic(*model.mutable_graph());
+  }
+  return total;
+}
 
 int FoldConstantArithmetic(onnx::GraphProto& g) {
   std::map<std::string, Ints> known;
@@ -349,16 +428,8 @@ int FoldConstantArithmetic(onnx::GraphProto& g) {
     if (in.empty() || static_cast<int>(in.size()) != n.input_size()) continue;
     auto value = Eval(n, in);
     if (!value) continue;
-    onnx::NodeProto c;
-    c.set_name(n.name());
-    c.set_op_type("Constant");
-    c.add_output(n.output(0));
-    auto* a = c.add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    *a->mutable_t() = Write(*value);
+    n = ConstantNode(n, *value);
     known[n.output(0)] = std::move(*value);
-    n = std::move(c);
     ++folded;
   }
   return folded;

@@ -13,7 +13,8 @@ namespace tunefleet::onnx_fold {
 
 // The ops folded: ConstantOfShape (of an integer or bool value), Add, Sub, Mul, Div
 // (integer, truncating as ONNX does), Equal, Where, Concat, Unsqueeze, Squeeze, Cast (to an
-// integer type or bool), Gather (of a 1-D tensor). Tensors of at most kMaxElements.
+// integer type or bool), Gather and Slice (of a 1-D tensor). Tensors of at most
+// kMaxElements.
 // Float (float32 or double) scalars too, for the attention scale PyTorch computes at export
 // (GPT-2's `full([], d ** 0.5)`: Pow(64, 0.5), a ConstantOfShape of one element, Add): Add,
 // Sub, Mul, Div, Pow, Sqrt and ConstantOfShape of one element, when the result is finite.
@@ -21,5 +22,14 @@ inline constexpr int64_t kMaxElements = 4096;
 
 // Folds in place, in the graph's (topological) node order; returns how many nodes it folded.
 int FoldConstantArithmetic(onnx::GraphProto& g);
+
+// A model exported with dynamic axes computes its views' shapes from its tensors' (Shape,
+// Gather, Unsqueeze, Concat, then Reshape). Once every input's size is given (--dim),
+// ONNX's shape inference sizes those tensors: each Shape of a tensor it sized becomes a
+// Constant of its value (start and end as attributes, opset 15), and the arithmetic on it
+// folds, until no Shape is left that inference sizes (at most kMaxShapeRounds rounds: a
+// Reshape whose shape folded sizes what reads it in the next). Returns the nodes folded.
+inline constexpr int kMaxShapeRounds = 16;
+int FoldKnownShapes(onnx::ModelProto& model);
 
 }  // namespace tunefleet::onnx_fold

@@ -114,8 +114,9 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
   // What each op that PyTorch exports and tunefleet has no kernel for usually comes
   // from, and what to export instead.
   static const std::map<std::string, std::string> kAdvice = {
-      {"Shape", "shape arithmetic: export with fixed shapes (torch.onnx.export without dynamic_axes, and with "
-                "do_constant_folding=True, the default, which computes sizes known at export)"},
+      {"Shape", "shape arithmetic on a tensor ONNX's shape inference could not size (a dynamic-axes export's Shape "
+                "of a tensor it sizes, once --dim gives every symbolic dimension, is computed at import): export "
+                "with fixed shapes (torch.onnx.export without dynamic_axes, with do_constant_folding=True)"},
       {"Gather", "shape arithmetic or an embedding lookup: export with fixed shapes and constant folding on, from the "
                  "embeddings' output on"},
       {"ConstantOfShape", "shape arithmetic on a tensor's shape: export with fixed shapes and constant folding on "
@@ -981,6 +982,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   TF_RETURN_IF_ERROR(SizeSymbolicDims(g, initializers, options, path));
   TF_RETURN_IF_ERROR(CheckDataFlow(g, initializers, path));
   onnx_fold::FoldConstantArithmetic(g);
+  onnx_fold::FoldKnownShapes(model);  // a dynamic-axes export's Shape arithmetic, now that --dim sized it
   // Constants: initializers and Constant nodes (the GELU fold reads their values).
   std::map<std::string, const onnx::TensorProto*> constant_values;
   std::map<std::string, TensorInfo> constants;

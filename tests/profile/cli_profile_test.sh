@@ -230,6 +230,13 @@ check_onnx_tune() {  # label model kernels pattern...
 # RMSNorms and the RoPE of q and of k fold into one kernel each, and every kernel is tuned.
 check_onnx_tune llama "$SRC/examples/llama_layer.onnx" 22 \
   "^/self_attn/Add  Rope\[32x2048x128,2048x128,2048x128\]@Ascend910B2  \[done\]"
+# The same layer exported with dynamic axes (make_llama_onnx.py --dynamic): its views'
+# shapes and rotate_half's bounds come from Shape ops, which fold once --dim sizes batch
+# and seq; it then profiles as the fixed-shape export does.
+fixed=$("$TF" profile "$SRC/examples/llama_layer.onnx" | grep "^step time") || fail "profile of the Llama layer exited $?"
+dynamic=$("$TF" profile "$SRC/examples/llama_dynamic_layer.onnx" --dim batch=1 --dim seq=2048 | grep "^step time") \
+  || fail "profile of the dynamic-axes Llama layer exited $?"
+[ -n "$fixed" ] && [ "$fixed" = "$dynamic" ] || fail "the dynamic-axes Llama layer: '$dynamic', the fixed one: '$fixed'"
 # Llama-3-8B's layer: grouped-query attention, 8 key/value heads repeated for 32 query heads
 # (repeat_kv's Expand, its shape computed from constants), so k and v are projected to
 # 1024 and rotated at 8 heads, and the attention's BatchMatMuls run at 32.

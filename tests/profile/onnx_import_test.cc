@@ -306,7 +306,8 @@ using WriteNodes = std::function<void(onnx::GraphProto&, std::vector<onnx::NodeP
 // Imports a model of x [4, 16, 64] with weights gamma and beta [64] of x's dtype and output
 // y (and "ln.m", `mean_out`), its nodes written by `write`, saved as `path`.
 Result<Graph> LoadChainModel(const std::string& path, int opset, const WriteNodes& write, bool mean_out = false,
-                             onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT16) {
+                             onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT16,
+                             const OnnxImportOptions& options = {}) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(opset);
@@ -330,7 +331,7 @@ Result<Graph> LoadChainModel(const std::string& path, int opset, const WriteNode
   std::ofstream f(path, std::ios::binary);
   EXPECT_TRUE(m.SerializeToOstream(&f));
   f.close();
-  return GraphFromOnnxFile(path, {});
+  return GraphFromOnnxFile(path, options);
 }
 
 // A chain folds only as a whole, with its constants' values and nothing else reading
@@ -953,6 +954,68 @@ TEST(OnnxImport, ArithmeticOnFloatScalarsFoldsToItsValue) {
   EXPECT_EQ(FindNode(*select, "select")->op_type, "Where");
 }
 
+// A dynamic-axes export computes its views' shapes from its tensors': x [batch, seq, 64]
+// split into 4 heads of 16 by Reshape(x, Concat(Shape(x)[0], Shape(x)[1], 4, 16)), and
+// viewed back by Reshape(.., Concat(Shape(x, end=-1), [64])) (opset 15's Shape end) or a
+// Slice of the Shape. Once --dim sizes batch and seq, the Shapes are constants and the
+// arithmetic folds: only the kernels remain, at the given sizes.
+TEST(OnnxImport, ADynamicAxesExportsShapeArithmeticFoldsOnceItsDimensionsAreGiven) {
+  testing::ScratchDir dir;
+  auto dynamic = [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    auto* dims = g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+    dims->mutable_dim(0)->set_dim_param("batch");
+    dims->mutable_dim(1)->set_dim_param("seq");
+    AddNode(n, "Shape", {"x"}, "s", "shape");
+    AddInts(g, "i0", {0}, true);
+    AddInts(g, "i1", {1}, true);
+    AddInts(g, "axis0", {0});
+    AddInts(g, "heads", {4, 16});
+    AddNode(n, "Gather", {"s", "i0"}, "b", "shape.b");
+    AddNode(n, "Gather", {"s", "i1"}, "t", "shape.t");
+    AddNode(n, "Unsqueeze", {"b", "axis0"}, "b1", "shape.b1");
+    AddNode(n, "Unsqueeze", {"t", "axis0"}, "t1", "shape.t1");
+    auto* cat = AddNode(n, "Concat", {"b1", "t1", "heads"}, "split_shape", "shape.concat");
+    auto* axis = cat->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(0);
+    AddNode(n, "Reshape", {"x", "split_shape"}, "x4", "heads.split");  // [batch, seq, 4, 16]
+    AddNode(n, "Relu", {"x4"}, "r4", "act");
+    auto* front = AddNode(n, "Shape", {"r4"}, "s2", "shape2");  // [batch, seq, 4]
+    auto* end = front->add_attribute();
+    end->set_name("end");
+    end->set_type(onnx::AttributeProto::INT);
+    end->set_i(-1);
+    AddInts(g, "s0", {0});
+    AddInts(g, "s2_end", {2});
+    AddNode(n, "Slice", {"s2", "s0", "s2_end"}, "bt", "shape.slice");  // [batch, seq]
+    AddInts(g, "width", {64});
+    auto* cat2 = AddNode(n, "Concat", {"bt", "width"}, "merge_shape", "shape.concat2");
+    auto* axis2 = cat2->add_attribute();
+    axis2->set_name("axis");
+    axis2->set_type(onnx::AttributeProto::INT);
+    axis2->set_i(0);
+    AddNode(n, "Reshape", {"r4", "merge_shape"}, "r", "heads.merge");  // [batch, seq, 64]
+    AddNode(n, "Add", {"r", "x"}, "y", "residual");
+  };
+  OnnxImportOptions sized;
+  sized.dims = {{"batch", 2}, {"seq", 128}};
+  auto r = LoadChainModel(dir.Path("dynamic.onnx"), 15, dynamic, false, onnx::TensorProto::FLOAT16, sized);
+  ASSERT_TRUE(r.ok()) << Message(r);
+  std::vector<std::string> kernels;
+  for (const auto& node : r->nodes) {
+    if (!node.IsView()) kernels.push_back(node.op_type);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"Relu", "Add"})) << "the shape arithmetic is gone";
+  EXPECT_EQ(FindNode(*r, "heads.split")->outputs[0].desc.shape, (std::vector<int64_t>{2, 128, 4, 16}));
+  EXPECT_EQ(FindNode(*r, "heads.merge")->outputs[0].desc.shape, (std::vector<int64_t>{2, 128, 64}));
+  EXPECT_TRUE(r->weights.empty()) << "shapes are not weights";
+  ASSERT_TRUE(profile::RunGraph(*r, testing::Soc910B2()).ok());
+  auto unsized = LoadChainModel(dir.Path("unsized.onnx"), 15, dynamic);
+  EXPECT_NE(Message(unsized).find("symbolic dimensions without a size: batch, seq"), std::string::npos)
+      << Message(unsized);
+}
+
 // Found by an audit: Gelu (opset 20) and onnxruntime's FastGelu have no schema in libonnx
 // 1.12, so their shapes were never inferred; a node with no output aborted the process; a
 // custom domain's Relu was taken for the standard one; every inference failure was blamed
@@ -1200,11 +1263,15 @@ TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
   });
   EXPECT_NE(Message(mask).find("tensor 'mask' is INT64, a dtype tunefleet's graphs do not carry"), std::string::npos)
       << Message(mask);
-  auto shape = LoadChainModel(dir.Path("shape.onnx"), 14, [](onnx::GraphProto&, std::vector<onnx::NodeProto>& n) {
-    AddNode(n, "Shape", {"x"}, "s", "shape");
+  // A Shape of a tensor inference cannot size (a reshape to a runtime shape) is refused.
+  auto shape = LoadChainModel(dir.Path("shape.onnx"), 14, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+    AddInput(graph, "runtime_shape", {3}, onnx::TensorProto::INT64);
+    AddNode(n, "Reshape", {"x", "runtime_shape"}, "r", "reshape");
+    AddNode(n, "Shape", {"r"}, "s", "shape");
     AddNode(n, "Relu", {"x"}, "y", "act");
   });
-  EXPECT_NE(Message(shape).find("node 'shape' (Shape): ONNX op 'Shape' has no tunefleet equivalent: shape arithmetic"),
+  EXPECT_NE(Message(shape).find("node 'shape' (Shape): ONNX op 'Shape' has no tunefleet equivalent: shape arithmetic "
+                                "on a tensor ONNX's shape inference could not size"),
             std::string::npos)
       << Message(shape);
   // A fixed-shape export's Neg (RoPE's rotate_half written otherwise) is not told to export
