@@ -300,6 +300,10 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
 Result<std::vector<std::vector<int64_t>>> WindowStarts(
     const onnx::NodeProto& n, const std::string& where, const std::map<std::string, TensorInfo>& info,
     const std::map<std::string, const onnx::TensorProto*>& constants, int opset) {
+  if (n.input_size() < 1 || (n.op_type() == "Slice" && n.output_size() != 1)) {
+    return InvalidArgument(where + ": a " + n.op_type() + " reads one tensor" +
+                           (n.op_type() == "Slice" ? " and writes one" : ""));
+  }
   const auto in = info.find(n.input(0));
   if (in == info.end() || !in->second.known) return InvalidArgument(where + ": its input's shape is not known");
   const std::vector<int64_t>& shape = in->second.shape;

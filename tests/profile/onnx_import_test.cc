@@ -1043,6 +1043,17 @@ TEST(OnnxImport, OpsLibonnxHasNoSchemaForAndMalformedNodesGetClearAnswers) {
     auto g = t.Load(dir.Path("dead.onnx"));
     EXPECT_NE(Message(g).find("node 'dead' (Relu): it has no output"), std::string::npos) << Message(g);
   }
+  for (const auto& [inputs, outputs] : std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>{
+           {{}, {"y"}}, {{"x", "s0", "s1"}, {"y", "y2"}}}) {
+    TinyModel t;  // a Slice reading nothing, or writing two: named, not a crash
+    auto* g0 = t.m.mutable_graph();
+    AddInts(*g0, "s0", {0});
+    AddInts(*g0, "s1", {8});
+    t.Node("Slice", inputs, outputs, "cut");
+    auto g = t.Load(dir.Path("slice" + std::to_string(inputs.size()) + ".onnx"));
+    EXPECT_FALSE(g.ok());
+    EXPECT_NE(Message(g).find(inputs.empty() ? "Slice" : "cut"), std::string::npos) << Message(g);
+  }
   {
     TinyModel t;
     t.Node("Relu", {"x"}, {"y"}, "mine", "my.domain");
