@@ -139,6 +139,39 @@ onnx::NodeProto* AddNode(std::vector<onnx::NodeProto>& out, const std::string& o
   return &n;
 }
 
+// Sets an INT attribute of `n` (an axis, Cast's `to`); returns n.
+onnx::NodeProto* WithInt(onnx::NodeProto* n, const std::string& name, int64_t value) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+  return n;
+}
+
+// Sets an INTS attribute of `n` (a Transpose's perm); returns n.
+onnx::NodeProto* WithInts(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& values) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+  return n;
+}
+
+// A ConstantOfShape's `value`: one element of `type` (INT64 or FLOAT).
+onnx::NodeProto* WithFill(onnx::NodeProto* n, int type, double value) {
+  auto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(type);
+  a->mutable_t()->add_dims(1);
+  if (type == onnx::TensorProto::FLOAT) {
+    a->mutable_t()->add_float_data(static_cast<float>(value));
+  } else {
+    a->mutable_t()->add_int64_data(static_cast<int64_t>(value));
+  }
+  return n;
+}
+
 // How exporters write LayerNorm before opset 17 (PyTorch's native_layer_norm): the nodes of
 // LayerNorm(x, gamma, beta) over `axis` into `out`, appended to `out_nodes`. `form` picks a
 // variant: 0 PyTorch's (Pow 2, axes as an attribute), 1 the centring Sub written twice and
@@ -176,10 +209,7 @@ void WriteOutLayerNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& out_no
   mean(x, p + "m", "mean");
   AddNode(out_nodes, "Sub", {x, p + "m"}, form == 3 ? p + "d16" : p + "d", p + "sub");
   if (form == 3) {
-    auto* to = AddNode(out_nodes, "Cast", {p + "d16"}, p + "d", p + "widen")->add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::FLOAT);
+    WithInt(AddNode(out_nodes, "Cast", {p + "d16"}, p + "d", p + "widen"), "to", onnx::TensorProto::FLOAT);
   }
   if (form == 1) {
     AddNode(out_nodes, "Mul", {p + "d", p + "d"}, p + "sq", p + "square");
@@ -196,10 +226,7 @@ void WriteOutLayerNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& out_no
   }
   AddNode(out_nodes, "Div", {numerator, p + "s"}, form == 3 ? p + "n32" : p + "n", p + "div");
   if (form == 3) {
-    auto* to = AddNode(out_nodes, "Cast", {p + "n32"}, p + "n", p + "narrow")->add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::FLOAT16);
+    WithInt(AddNode(out_nodes, "Cast", {p + "n32"}, p + "n", p + "narrow"), "to", onnx::TensorProto::FLOAT16);
   }
   AddNode(out_nodes, "Mul", {p + "n", gamma}, p + "ng", p + "mul");
   AddNode(out_nodes, "Add", {beta, p + "ng"}, out, p + "add");
@@ -402,10 +429,7 @@ void WriteOutRmsNorm(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, int f
                      const std::string& gamma = "gamma", bool extra_reader = false) {
   const std::string p = "rms.";
   auto cast = [&](const std::string& in, const std::string& out, const std::string& name, int to) {
-    auto* a = AddNode(n, "Cast", {in}, out, p + name)->add_attribute();
-    a->set_name("to");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(to);
+    WithInt(AddNode(n, "Cast", {in}, out, p + name), "to", to);
   };
   AddScalar(g, p + "two", 2);
   AddScalar(g, p + "eps", eps);
@@ -566,10 +590,7 @@ void WriteOutRope(onnx::GraphProto& g, std::vector<onnx::NodeProto>& n, const Ro
   const std::vector<std::string> halves =
       f.neg_first ? std::vector<std::string>{"nx2", "x1"} : std::vector<std::string>{"x1", "nx2"};
   auto* cat = AddNode(n, "Concat", halves, "rot", "rope.cat");
-  auto* a = cat->add_attribute();
-  a->set_name("axis");
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(f.axis == 2 ? -1 : f.axis);
+  WithInt(cat, "axis", f.axis == 2 ? -1 : f.axis);
   AddNode(n, "Mul", f.swapped ? std::vector<std::string>{"sin", "rot"} : std::vector<std::string>{"rot", "sin"}, "rs",
           "rope.sin");
   AddNode(n, "Add", f.swapped ? std::vector<std::string>{"rs", "xc"} : std::vector<std::string>{"xc", "rs"}, f.out,
@@ -635,10 +656,7 @@ TEST(OnnxImport, ConcatCopiesAPartialRotaryEmbeddingsPartsAndAKvCache) {
     AddNode(n, "Slice", {"x", "r", "r_end", "last"}, "x_pass", "pass.slice");
     WriteOutRope(g, n, {.half = 16, .cos_shape = {16, 32}, .x = "x_rot", .out = "x_rotated"});
     auto* cat = AddNode(n, "Concat", {"x_rotated", "x_pass"}, "y", "rope.concat");
-    auto* axis = cat->add_attribute();
-    axis->set_name("axis");
-    axis->set_type(onnx::AttributeProto::INT);
-    axis->set_i(-1);
+    WithInt(cat, "axis", -1);
   });
   ASSERT_TRUE(partial.ok()) << Message(partial);
   std::vector<std::string> kernels;
@@ -656,10 +674,7 @@ TEST(OnnxImport, ConcatCopiesAPartialRotaryEmbeddingsPartsAndAKvCache) {
   auto cache = LoadChainModel(dir.Path("kv_cache.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
     AddInput(g, "past", {4, 112, 64});
     auto* cat = AddNode(n, "Concat", {"past", "x"}, "k", "cache.concat");  // [4, 128, 64]
-    auto* axis = cat->add_attribute();
-    axis->set_name("axis");
-    axis->set_type(onnx::AttributeProto::INT);
-    axis->set_i(1);
+    WithInt(cat, "axis", 1);
     AddNode(n, "Relu", {"k"}, "y", "act");
   });
   ASSERT_TRUE(cache.ok()) << Message(cache);
@@ -690,12 +705,7 @@ TEST(OnnxImport, GroupedKeyValueHeadsExpandAsAViewAfterTheirShapeArithmeticFolds
     AddInts(g, "want", {4, 2, 16, 64});
     AddInts(g, "rank", {4});
     auto* ones = AddNode(n, "ConstantOfShape", {"rank"}, "ones", "kv.ones");
-    auto* value = ones->add_attribute();
-    value->set_name("value");
-    value->set_type(onnx::AttributeProto::TENSOR);
-    value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-    value->mutable_t()->add_dims(1);
-    value->mutable_t()->add_int64_data(1);
+    WithFill(ones, onnx::TensorProto::INT64, 1);
     AddInts(g, "minus1", {-1}, true);
     AddNode(n, "Mul", {"ones", "minus1"}, "neg", "kv.neg");
     AddNode(n, "Equal", {"want", "neg"}, "is_neg", "kv.equal");
@@ -713,26 +723,17 @@ TEST(OnnxImport, GroupedKeyValueHeadsExpandAsAViewAfterTheirShapeArithmeticFolds
     AddInts(g, "zero_axis", {0});
     AddNode(n, "Gather", {"kv_shape", "tail"}, "rest", "s.rest");              // [16, 64]
     auto* cat = AddNode(n, "Concat", {"heads1", "rest"}, "s0", "s.concat");     // [8, 16, 64]
-    auto* axis = cat->add_attribute();
-    axis->set_name("axis");
-    axis->set_type(onnx::AttributeProto::INT);
-    axis->set_i(0);
+    WithInt(cat, "axis", 0);
     AddNode(n, "Add", {"s0", "one"}, "s1", "s.add");
     AddNode(n, "Sub", {"s1", "one"}, "s2", "s.sub");
     AddNode(n, "Div", {"s2", "one"}, "s3", "s.div");
     auto* narrow = AddNode(n, "Cast", {"s3"}, "s4", "s.cast");
-    auto* to = narrow->add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::INT64);
+    WithInt(narrow, "to", onnx::TensorProto::INT64);
     AddNode(n, "Unsqueeze", {"s4", "zero_axis"}, "s5", "s.unsqueeze");        // [1, 3]
     AddNode(n, "Squeeze", {"s5", "zero_axis"}, "s6", "s.squeeze");            // [3]
     AddNode(n, "Reshape", {"k2", "s6"}, "k", "kv.reshape");                   // [8, 16, 64]
     auto* t = AddNode(n, "Transpose", {"k"}, "kt", "k.transpose");
-    auto* perm = t->add_attribute();
-    perm->set_name("perm");
-    perm->set_type(onnx::AttributeProto::INTS);
-    for (int64_t p : {0, 2, 1}) perm->add_ints(p);
+    WithInts(t, "perm", {0, 2, 1});
     AddNode(n, "MatMul", {"q", "kt"}, "y", "scores");
   };
   auto r = load(repeat_kv);
@@ -803,15 +804,9 @@ TEST(OnnxImport, SplitAndSliceAreWindowViewsAndWhereSelects) {
     auto* split = AddNode(n, "Split", {"qkv", "split"}, "q", "qkv.split");
     split->add_output("k");
     split->add_output("v");
-    auto* axis = split->add_attribute();
-    axis->set_name("axis");
-    axis->set_type(onnx::AttributeProto::INT);
-    axis->set_i(-1);
+    WithInt(split, "axis", -1);
     auto* t = AddNode(n, "Transpose", {"k"}, "kt", "k.transpose");
-    auto* perm = t->add_attribute();
-    perm->set_name("perm");
-    perm->set_type(onnx::AttributeProto::INTS);
-    for (int64_t p : {0, 2, 1}) perm->add_ints(p);
+    WithInts(t, "perm", {0, 2, 1});
     AddNode(n, "MatMul", {"q", "kt"}, "scores", "scores");  // [4, 16, 16]
     initializer(g, "bias", onnx::TensorProto::BOOL, {1, 32, 32})->set_raw_data(std::string(32 * 32, '\1'));
     AddInts(g, "starts", {16, 0});
@@ -822,10 +817,7 @@ TEST(OnnxImport, SplitAndSliceAreWindowViewsAndWhereSelects) {
     fill->add_int32_data(0xfbff);  // -65504
     AddNode(n, "Where", {"causal", "scores", "fill"}, "masked", "mask.where");
     auto* softmax = AddNode(n, "Softmax", {"masked"}, "p", "softmax");
-    auto* sa = softmax->add_attribute();
-    sa->set_name("axis");
-    sa->set_type(onnx::AttributeProto::INT);
-    sa->set_i(-1);
+    WithInt(softmax, "axis", -1);
     AddNode(n, "MatMul", {"p", "v"}, "y", "context");  // [4, 16, 64]
   };
   auto r = load(attention);
@@ -901,12 +893,7 @@ TEST(OnnxImport, ArithmeticOnFloatScalarsFoldsToItsValue) {
     AddNode(n, "Pow", {"d", "half"}, "root", "scale.pow");
     AddInts(g, "no_axes", std::vector<int64_t>{});
     auto* zeros = AddNode(n, "ConstantOfShape", {"no_axes"}, "zero", "scale.zeros");
-    auto* value = zeros->add_attribute();
-    value->set_name("value");
-    value->set_type(onnx::AttributeProto::TENSOR);
-    value->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
-    value->mutable_t()->add_dims(1);
-    value->mutable_t()->add_float_data(0);
+    WithFill(zeros, onnx::TensorProto::FLOAT, 0);
     AddNode(n, "Add", {"zero", "root"}, "scale", "scale.add");
     AddNode(n, "Div", {"x", "scale"}, "y", "scores.scale");
   });
@@ -975,26 +962,17 @@ TEST(OnnxImport, ADynamicAxesExportsShapeArithmeticFoldsOnceItsDimensionsAreGive
     AddNode(n, "Unsqueeze", {"b", "axis0"}, "b1", "shape.b1");
     AddNode(n, "Unsqueeze", {"t", "axis0"}, "t1", "shape.t1");
     auto* cat = AddNode(n, "Concat", {"b1", "t1", "heads"}, "split_shape", "shape.concat");
-    auto* axis = cat->add_attribute();
-    axis->set_name("axis");
-    axis->set_type(onnx::AttributeProto::INT);
-    axis->set_i(0);
+    WithInt(cat, "axis", 0);
     AddNode(n, "Reshape", {"x", "split_shape"}, "x4", "heads.split");  // [batch, seq, 4, 16]
     AddNode(n, "Relu", {"x4"}, "r4", "act");
     auto* front = AddNode(n, "Shape", {"r4"}, "s2", "shape2");  // [batch, seq, 4]
-    auto* end = front->add_attribute();
-    end->set_name("end");
-    end->set_type(onnx::AttributeProto::INT);
-    end->set_i(-1);
+    WithInt(front, "end", -1);
     AddInts(g, "s0", {0});
     AddInts(g, "s2_end", {2});
     AddNode(n, "Slice", {"s2", "s0", "s2_end"}, "bt", "shape.slice");  // [batch, seq]
     AddInts(g, "width", {64});
     auto* cat2 = AddNode(n, "Concat", {"bt", "width"}, "merge_shape", "shape.concat2");
-    auto* axis2 = cat2->add_attribute();
-    axis2->set_name("axis");
-    axis2->set_type(onnx::AttributeProto::INT);
-    axis2->set_i(0);
+    WithInt(cat2, "axis", 0);
     AddNode(n, "Reshape", {"r4", "merge_shape"}, "r", "heads.merge");  // [batch, seq, 64]
     AddNode(n, "Add", {"r", "x"}, "y", "residual");
   };
@@ -1239,10 +1217,7 @@ TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
     w->add_dims(64);
     w->add_dims(32);
     AddNode(n, "MatMul", {"x", "w"}, "h", "fc");
-    auto* to = AddNode(n, "Cast", {"h"}, "h16", "to_half")->add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::FLOAT16);
+    WithInt(AddNode(n, "Cast", {"h"}, "h16", "to_half"), "to", onnx::TensorProto::FLOAT16);
     AddNode(n, "Relu", {"h16"}, "y", "act");
   };
   auto g = LoadChainModel(path, 14, write, false, onnx::TensorProto::FLOAT);
@@ -1265,10 +1240,7 @@ TEST(OnnxImport, Float32RunsAsFloat16AndANoOpCastIsAView) {
     auto* tt = m->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(onnx::TensorProto::INT64);
     for (int64_t d : {4, 16}) tt->mutable_shape()->add_dim()->set_dim_value(d);
-    auto* to = AddNode(n, "Cast", {"mask"}, "m16", "cast_mask")->add_attribute();
-    to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(onnx::TensorProto::FLOAT16);
+    WithInt(AddNode(n, "Cast", {"mask"}, "m16", "cast_mask"), "to", onnx::TensorProto::FLOAT16);
     AddNode(n, "Relu", {"x"}, "y", "act");
     AddNode(n, "Relu", {"m16"}, "m_out", "use_mask");
   });
