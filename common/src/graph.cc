@@ -112,6 +112,10 @@ int GraphIndex::ProducerOf(const std::string& tensor) const {
   return e ? e->producer : -1;
 }
 
+bool Graph::IsResident(const std::string& tensor) const {
+  return std::find(resident.begin(), resident.end(), tensor) != resident.end();
+}
+
 bool GraphIndex::IsWeight(const std::string& tensor) const {
   const Entry* e = Find(tensor);
   return e && e->weight;
@@ -120,7 +124,8 @@ bool GraphIndex::IsWeight(const std::string& tensor) const {
 Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_override) {
   if (!j.is_object()) return InvalidArgument("graph: expected a JSON object with 'nodes'");
   TF_RETURN_IF_ERROR(CheckKnownFields(
-      j, {"name", "soc", "host_preprocess_us", "devices", "training", "inputs", "weights", "nodes", "outputs"}, "graph"));
+      j, {"name", "soc", "host_preprocess_us", "devices", "training", "inputs", "weights", "nodes", "outputs", "resident"},
+      "graph"));
   Graph g;
   if (j.contains("name") && !j["name"].is_string()) return InvalidArgument("graph: 'name' must be a string");
   g.name = j.contains("name") ? j["name"].get<std::string>() : std::string("model");
@@ -220,6 +225,18 @@ Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_over
                              "' is not a tensor of the graph");
     }
     g.outputs.push_back(o.get<std::string>());
+  }
+  if (j.contains("resident")) {
+    if (!j["resident"].is_array()) return InvalidArgument("graph: 'resident' must be an array of tensor names");
+    for (const auto& r : j["resident"]) {
+      const std::string name = r.is_string() ? r.get<std::string>() : r.dump();
+      const bool input = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const auto& t) { return t.name == name; });
+      if (!r.is_string() || (!input && std::find(g.outputs.begin(), g.outputs.end(), name) == g.outputs.end())) {
+        return InvalidArgument("graph: resident: '" + name +
+                               "' is not a graph input or output (resident tensors stay on the device between steps)");
+      }
+      g.resident.push_back(name);
+    }
   }
   TF_RETURN_IF_ERROR(TopologicalOrder(g).status());
   return g;
@@ -347,6 +364,7 @@ nlohmann::json GraphToJson(const Graph& graph) {
                    {"weights", tensors(graph.weights)},
                    {"outputs", graph.outputs},
                    {"nodes", nlohmann::json::array()}};
+  if (!graph.resident.empty()) j["resident"] = graph.resident;
   for (const GraphNode& node : graph.nodes) {
     nlohmann::json n{{"name", node.name}, {"op", node.op_type}, {"inputs", node.inputs}, {"outputs", tensors(node.outputs)}};
     if (!node.attrs.empty()) n["attrs"] = node.attrs;

@@ -1141,6 +1141,14 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     out.weights.push_back(std::move(t));
   }
   for (const auto& o : g.output()) out.outputs.push_back(o.name());
+  // A decoding step's KV cache stays on the device: HF's and optimum's `past_key_values.*`
+  // inputs and `present.*` outputs (and the past_k / present_k of scripts/make_llama_onnx.py).
+  for (const auto& input : out.inputs) {
+    if (input.name.rfind("past", 0) == 0) out.resident.push_back(input.name);
+  }
+  for (const auto& o : out.outputs) {
+    if (o.rfind("present", 0) == 0) out.resident.push_back(o);
+  }
   // Through the JSON reader: one set of structural checks (names, dangling inputs, cycles).
   auto checked = GraphFromJson(GraphToJson(out));
   if (!checked.ok()) return checked.status().WithContext(path);

@@ -210,6 +210,44 @@ TEST(GraphRun, H2DCopiesPrecedeTheFirstOpAndD2HFollowsTheLast) {
   EXPECT_GT(run.d2h_us, 0);
 }
 
+// A decoding step's KV cache stays on the device: a resident input is not copied in and
+// its buffer lives the whole step, a resident output is not copied out; the kernels run
+// as before, and the step is shorter by the copies.
+TEST(GraphRun, AResidentKvCacheIsNotCopiedOverPcie) {
+  auto graph = [](bool resident) {
+    nlohmann::json j = {{"soc", "Ascend910B2"},
+                        {"inputs", {Tensor("past_k", {32, 2047, 128}), Tensor("k", {32, 1, 128})}},
+                        {"outputs", {"present_k", "y"}},
+                        {"nodes", {Node("cache", "Concat", {"past_k", "k"}, Tensor("present_k", {32, 2048, 128})),
+                                   Node("act", "Relu", {"k"}, Tensor("y", {32, 1, 128}))}}};
+    j["nodes"][0]["attrs"] = {{"axis", "1"}};
+    if (resident) j["resident"] = {"past_k", "present_k"};
+    auto g = GraphFromJson(j);
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    return *g;
+  };
+  const RunProfile copied = MustRun(graph(false)), kept = MustRun(graph(true));
+  std::set<std::string> names;
+  for (const auto& tr : kept.transfers) names.insert(tr.name);
+  EXPECT_EQ(names, (std::set<std::string>{"H2D k", "D2H y"}));
+  EXPECT_EQ(copied.transfers.size(), 4u);
+  ASSERT_EQ(kept.ops.size(), copied.ops.size());
+  for (size_t i = 0; i < kept.ops.size(); ++i) EXPECT_EQ(kept.ops[i].duration_us, copied.ops[i].duration_us);
+  const double cache_bytes = 2.0 * 32 * 2047 * 128;
+  EXPECT_LT(kept.step_us, copied.step_us - cache_bytes / (testing::Soc910B2().pcie_bandwidth_gbps * 1e3));
+  EXPECT_EQ(kept.memory.no_reuse_bytes, copied.memory.no_reuse_bytes) << "the same buffers";
+  EXPECT_GE(kept.memory.with_reuse_bytes, static_cast<int64_t>(cache_bytes) + 2 * 32 * 2048 * 128)
+      << "the cache and the present one live together";
+  // Named resident, a tensor must be a graph input or output.
+  nlohmann::json bad = GraphToJson(graph(false));
+  bad["resident"] = {"k_missing"};
+  EXPECT_NE(GraphFromJson(bad).status().message().find("graph: resident: 'k_missing' is not a graph input or output"),
+            std::string::npos);
+  auto again = GraphFromJson(GraphToJson(graph(true)));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->resident, (std::vector<std::string>{"past_k", "present_k"})) << "written and read back";
+}
+
 // The default tiling of an op with usedCores set to the largest value that leaves half
 // of its unit's cores to another op.
 void UseHalfTheCores(const Graph& g, const std::string& node, RunOptions& options) {

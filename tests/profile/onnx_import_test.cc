@@ -678,6 +678,7 @@ TEST(OnnxImport, ConcatCopiesAPartialRotaryEmbeddingsPartsAndAKvCache) {
     AddNode(n, "Relu", {"k"}, "y", "act");
   });
   ASSERT_TRUE(cache.ok()) << Message(cache);
+  EXPECT_EQ(cache->resident, (std::vector<std::string>{"past"})) << "a past* input is a KV cache: resident";
   const GraphNode* joined = FindNode(*cache, "cache.concat");
   ASSERT_NE(joined, nullptr);
   EXPECT_EQ(joined->op_type, "Concat");

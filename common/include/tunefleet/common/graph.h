@@ -53,6 +53,10 @@ struct Graph {
   std::vector<NamedTensor> inputs;   // fed by the host every step (H2D)
   std::vector<NamedTensor> weights;  // resident parameters; their gradients are all-reduced
   std::vector<std::string> outputs;  // tensor names copied back every step (D2H)
+  // Inputs and outputs kept on the device between steps (a decoding step's KV cache: the
+  // past keys and values in, the present ones out): no H2D or D2H copy; a resident
+  // input's buffer lives the whole step.
+  std::vector<std::string> resident;
   std::vector<GraphNode> nodes;
   double host_preprocess_us = 0;     // host work per step before the H2D copies
   int devices = 1;                   // data-parallel replicas (all-reduce when > 1 and training)
@@ -63,6 +67,7 @@ struct Graph {
   // Index of the node producing `tensor`, or -1 for graph inputs and weights.
   int ProducerOf(const std::string& tensor) const;
   bool IsWeight(const std::string& tensor) const;
+  bool IsResident(const std::string& tensor) const;
 };
 
 // A graph's tensors by name, read once: Graph's own lookups scan every node, so a loop

@@ -26,6 +26,9 @@ struct OnnxImportOptions {
 
 bool IsOnnxPath(const std::string& path);  // ends with ".onnx"
 
+// A decoding step's KV cache, inputs named past* and outputs named present* (HF's
+// past_key_values.N.key and present.N.key), is resident (Graph::resident): not copied
+// over PCIe every step.
 // kInvalidArgument naming what to fix: a file that is not an ONNX model, a symbolic
 // dimension without a size (listing them all), a node whose op has no equivalent (listing
 // the supported ones), a tensor shape inference left unknown. kNotFound when unreadable.
