@@ -29,7 +29,8 @@ struct OpInfo {
 // data's width like the other inputs (docs/architecture.md).
 // Concat (CANN's ConcatD): its inputs, equal but on attrs.axis, copied into one output
 // through UB (MTE2 in, MTE3 out, no vector instruction); it reads as many elements as it
-// writes, so it is timed as one full input of the output's elements.
+// writes, so it is timed as one full input of the output's elements, read in bursts of
+// its contiguous pieces (an input's elements from the axis on; their mean).
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -250,7 +251,9 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
                                N(static_cast<int64_t>(axis)));
       }
       s.elements += Elements(in);
+      s.cols += Elements(std::vector<int64_t>(in.begin() + static_cast<std::ptrdiff_t>(axis), in.end()));
     }
+    s.cols /= static_cast<int64_t>(key.inputs.size());  // the mean piece: a row of the output holds one of each
     s.full_inputs = 1;  // its inputs together are read once, as many elements as it writes
     s.compute_dtype = s.dtype;  // copied, not computed
     return s;

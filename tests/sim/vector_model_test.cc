@@ -326,6 +326,22 @@ TEST_F(VectorModel, RopeIsCheaperThanTheElementwiseKernelsItReplaces) {
   EXPECT_LT(rope, full) << "cos and sin re-read from L2 rather than streamed from HBM";
 }
 
+// Concat reads each input's contiguous piece as a burst of its own: joining on the last
+// axis (a partial rotary embedding's halves of 32) moves the same bytes as joining on the
+// first, in many more bursts, so it is slower.
+TEST_F(VectorModel, AConcatOnTheLastAxisPaysABurstPerPiece) {
+  auto best = [&](const OpKey& k) { return Best(Problem(k)).second; };
+  const KernelEstimate rows = best(Key("Concat", {{32768, 64}, {32768, 64}}, "float16", {{"axis", "0"}}));
+  const KernelEstimate pieces = best(Key("Concat", {{65536, 32}, {65536, 32}}, "float16", {{"axis", "1"}}));
+  EXPECT_EQ(pieces.compulsory_bytes, rows.compulsory_bytes) << "the same elements in and out";
+  EXPECT_GT(pieces.latency_us, rows.latency_us * 1.1);
+  std::printf("Concat of 4 Mi elements: joined on the first axis %.2f us, on the last in pieces of 32 %.2f us\n",
+              rows.latency_us, pieces.latency_us);
+  auto shape = VectorShapeFromOpKey(Key("Concat", {{4096, 32}, {4096, 16}}, "float16", {{"axis", "-1"}}));
+  ASSERT_TRUE(shape.ok());
+  EXPECT_EQ(shape->cols, 24) << "the mean piece: each row of the output holds one of 32 and one of 16";
+}
+
 // A mask broadcast over the heads is read from HBM once (then from L2): the Add moves
 // the scores twice and the mask once, not the mask once per head.
 TEST_F(VectorModel, AnInputBroadcastOverMiddleAxesIsReadFromHbmOnce) {

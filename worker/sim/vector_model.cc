@@ -233,7 +233,9 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
       const int64_t n = std::min(t.tile_length, s.elements);
       TileKind& k = kinds[0];
       k.count = per_core;
-      k.read_hbm_eq = s.full_inputs * TransferEq(static_cast<double>(n * in_b), 1, false, soc);
+      // Concat reads its inputs' pieces, each a burst: a tile of n elements in n / piece.
+      const double bursts = s.op == VectorOp::kConcat ? static_cast<double>(CeilDiv(n, std::max<int64_t>(1, s.cols))) : 1;
+      k.read_hbm_eq = s.full_inputs * TransferEq(static_cast<double>(n * in_b), bursts, false, soc);
       // A broadcast input (a bias row, a scalar) is loaded per tile at its own size, at
       // most a tile, and served by L2 after the first core read it.
       const int64_t bcast_n =

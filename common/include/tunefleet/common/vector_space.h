@@ -48,6 +48,8 @@ struct VectorShape {
   int64_t broadcast_elements = 0;
   // Row-wise: rows x cols (cols = last axis). Transpose: batch matrices of rows x cols.
   // Rope (element-wise): cols = the rotary dimension (x's last axis), whole rows per tile.
+  // Concat (element-wise): cols = its inputs' mean contiguous piece (an input's elements
+  // from the joined axis on), each piece a DMA burst of its own.
   int64_t rows = 0, cols = 0;
   int64_t batch = 1;
   // Compute-dtype buffers of one tile besides inputs and outputs (casts, intermediates).
