@@ -307,12 +307,16 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
           fused.inputs.push_back(operand);
           continue;
         }
+        const std::string name = fused.name + "/" + operand;
+        fused.inputs.push_back(name);
+        if (std::any_of(operand_views.begin(), operand_views.end(), [&](const GraphNode& v) { return v.name == name; })) {
+          continue;  // an operand the chain reads twice: one view
+        }
         GraphNode view;
-        view.name = fused.name + "/" + operand;
+        view.name = name;
         view.op_type = kReshapeOp;
         view.inputs = {operand};
-        view.outputs = {{view.name, TensorDesc{at.desc.shape, t->desc.dtype, t->desc.format}}};
-        fused.inputs.push_back(view.name);
+        view.outputs = {{name, TensorDesc{at.desc.shape, t->desc.dtype, t->desc.format}}};
         operand_views.push_back(std::move(view));
       }
       x = node.outputs[0].name;
