@@ -43,10 +43,12 @@ void PrintText(const profile::FusionReport& r, const std::string& written, const
     for (const auto& name : n["nodes"]) nodes += (nodes.empty() ? "" : ", ") + name.get<std::string>();
     fmt::print("  not fused: {}: {}\n", nodes, n["reason"].get<std::string>());
   }
-  // The next steps as they must be typed: the same SoC, and the model's --dim for --baseline.
+  // The next steps as they must be typed: the same SoC, and the model's --dim and
+  // --resident for --baseline (the fused graph keeps its resident tensors itself).
   const std::string soc = f.soc.empty() ? "" : " --soc " + f.soc;
   std::string dims;
-  for (const auto& d : f.dims) dims += " --dim " + d;
+  for (const auto& d : f.model_flags.dims) dims += " --dim " + d;
+  for (const auto& name : f.model_flags.resident) dims += " --resident " + name;
   fmt::print("wrote {}: tune its kernels next (`tunefleet tune {}{}`), then verify the whole gain (`tunefleet report {}{} "
              "--data-dir DIR --baseline {}{}{}`)\n",
              written, written, soc, written, soc, f.model, dims, f.training ? " --training" : "");
@@ -129,7 +131,7 @@ void AddFuseCommand(CLI::App& app, FuseCommand& f) {
   f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md) or .onnx (written out as a JSON graph)")
       ->required()
       ->check(CLI::ExistingFile);
-  AddDimOption(*f.cmd, f.dims);
+  AddModelFlags(*f.cmd, f.model_flags);
   f.cmd->add_option("-o,--output", f.out, "where to write the fused graph, replacing it (default: MODEL's name with "
                                           "_fused, here: rewritten with the same model's fused graph, never "
                                           "replacing another's)");
@@ -140,9 +142,9 @@ void AddFuseCommand(CLI::App& app, FuseCommand& f) {
 }
 
 
-Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, const std::vector<std::string>& dims,
+Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, const ModelFlags& flags,
                             const std::string& out, const SocCatalog& catalog) {
-  TF_ASSIGN_OR_RETURN(ModelToRun m, LoadModelToRun(model, soc, /*training=*/false, 0, catalog, dims));
+  TF_ASSIGN_OR_RETURN(ModelToRun m, LoadModelToRun(model, soc, /*training=*/false, 0, catalog, flags));
   TF_RETURN_IF_ERROR(FusedOutput(model, out, "--fused-out", ExistingDefault::kCheckLater).status());
   auto report = [&] {
     TerminationWatcher stop(ExitInterrupted);  // nothing is submitted yet
@@ -161,7 +163,7 @@ Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, co
 }
 
 int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
-  auto model = LoadModelToRun(f.model, f.soc, /*training=*/false, 0, catalog, f.dims);
+  auto model = LoadModelToRun(f.model, f.soc, /*training=*/false, 0, catalog, f.model_flags);
   if (!model.ok()) return Fail(model.status());
   // Checked before the search, which may take a while on a large model.
   if (auto checked = FusedOutput(f.model, f.out, "-o", ExistingDefault::kCheckLater); !checked.ok()) {

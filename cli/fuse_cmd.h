@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/ops_file.h"
 #include "tunefleet/common/graph.h"
 #include "tunefleet/common/soc_spec.h"
 #include "tunefleet/common/status.h"
@@ -20,7 +21,7 @@ struct FuseCommand {
   std::string model, soc, out;
   bool json = false;
   bool training = false;  // overrides the graph's "training" when set
-  std::vector<std::string> dims;  // --dim NAME=SIZE of an ONNX model
+  ModelFlags model_flags;  // --dim, --resident
 };
 
 // Adds `fuse` to `app`; `f` receives the parsed options and must outlive parsing.
@@ -36,7 +37,7 @@ int RunFuse(const FuseCommand& f, const SocCatalog& catalog);
 // that exists is replaced only when it already holds this fused graph), a line on stderr
 // with the kernels and the step before and after; the fused graph, whose kernels are then
 // tuned (subgraph first, then operators: their shapes depend on it). Errors say what to fix.
-Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, const std::vector<std::string>& dims,
+Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, const ModelFlags& flags,
                             const std::string& out, const SocCatalog& catalog);
 
 // Where `fuse` writes by default: MODEL's file name with "_fused" before ".json", in the

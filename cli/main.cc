@@ -72,7 +72,7 @@ struct SubmitFlags {
   uint32_t job_size = 0;
   int32_t priority = 0;
   bool json = false;
-  std::vector<std::string> dims;  // --dim NAME=SIZE of an ONNX model
+  ModelFlags model_flags;          // --dim; --resident (with --fuse: the graph fused)
   bool fuse = false;               // subgraph tuning first (fuse_cmd.h FuseForTuning)
   bool training = false;           // a model's training step (its backward GEMMs too)
   std::string fused_out;           // where the fused graph goes
@@ -80,7 +80,7 @@ struct SubmitFlags {
 
 void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   cmd->add_option("--soc", f.soc, "SoC for every op (overrides the file's)");
-  AddDimOption(*cmd, f.dims);
+  AddModelFlags(*cmd, f.model_flags);
   AddTrainingFlag(*cmd, f.training);
   cmd->add_option("--strategy", f.strategy,
                   "auto (model-based search, or exhaustive when the budget covers the whole space), "
@@ -120,12 +120,16 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
                            "--scheduler out (each op then has its own --budget)");
   }
   if (!f.fused_out.empty() && !f.fuse) return InvalidArgument("--fused-out names where --fuse writes: give --fuse too");
+  if (!f.model_flags.resident.empty() && !f.fuse) {
+    return InvalidArgument("--resident keeps tensors on the device when a model's graph runs: tuning its kernels runs "
+                           "none, so give --fuse (whose graph runs and is written with them), or leave --resident out");
+  }
   if (f.fuse) {
-    TF_ASSIGN_OR_RETURN(Graph fused, FuseForTuning(f.ops_file, f.soc, f.dims, f.fused_out, catalog));
+    TF_ASSIGN_OR_RETURN(Graph fused, FuseForTuning(f.ops_file, f.soc, f.model_flags, f.fused_out, catalog));
     if (f.training) fused.training = true;
     TF_ASSIGN_OR_RETURN(ops, OpsOfModel(fused, f.ops_file, &catalog));
   } else {
-    TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc, &catalog, f.dims, f.training));
+    TF_ASSIGN_OR_RETURN(ops, LoadOpsFile(f.ops_file, f.soc, &catalog, f.model_flags.dims, f.training));
   }
   client::SubmitSpec spec;
   for (const auto& op : ops) spec.ops.push_back(op.key);

@@ -43,7 +43,9 @@ Result<std::vector<NamedOp>> OpsOfModel(const Graph& graph, const std::string& p
   return OpsOfGraph(graph, path, catalog);
 }
 
-Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const std::vector<std::string>& dims) {
+namespace {
+
+Result<Graph> LoadModelGraph(const std::string& path, const std::string& soc, const std::vector<std::string>& dims) {
   if (!IsOnnxPath(path)) {
     if (!dims.empty()) return InvalidArgument("--dim sizes an ONNX model's symbolic dimensions: " + path + " is not one (.onnx)");
     return LoadGraphFile(path, soc);
@@ -57,9 +59,24 @@ Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, con
   return GraphFromOnnxFile(path, options);
 }
 
+}  // namespace
+
+Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const ModelFlags& flags) {
+  TF_ASSIGN_OR_RETURN(Graph graph, LoadModelGraph(path, soc, flags.dims));
+  for (const std::string& name : flags.resident) TF_RETURN_IF_ERROR(MarkResident(graph, name).WithContext(path));
+  return graph;
+}
+
 void AddDimOption(CLI::App& cmd, std::vector<std::string>& dims) {
   cmd.add_option("--dim", dims, "an ONNX model's symbolic dimension and its size, NAME=SIZE (repeat for each: "
                                 "--dim batch=32 --dim seq=128)");
+}
+
+void AddModelFlags(CLI::App& cmd, ModelFlags& flags) {
+  AddDimOption(cmd, flags.dims);
+  cmd.add_option("--resident", flags.resident,
+                 "a graph input or output kept on the device between steps, not copied over PCIe (a KV cache; repeat "
+                 "for each; an ONNX model's past* inputs and present* outputs already are)");
 }
 
 void AddTrainingFlag(CLI::App& cmd, bool& training) {
@@ -71,7 +88,7 @@ Result<std::vector<NamedOp>> LoadOpsFile(const std::string& path, const std::str
                                          const SocCatalog* catalog, const std::vector<std::string>& dims,
                                          bool training) {
   if (IsOnnxPath(path) || !dims.empty()) {
-    auto graph = LoadModelFile(path, soc_override, dims);
+    auto graph = LoadModelGraph(path, soc_override, dims);
     if (!graph.ok()) return graph.status();  // names the file already
     if (training) graph->training = true;
     return OpsOfGraph(graph, path, catalog);

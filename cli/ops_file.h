@@ -39,11 +39,21 @@ void AddTrainingFlag(CLI::App& cmd, bool& training);
 // `path` names the model in errors.
 Result<std::vector<NamedOp>> OpsOfModel(const Graph& graph, const std::string& path, const SocCatalog* catalog);
 
+// What a command that runs a model is told about it besides the file.
+struct ModelFlags {
+  std::vector<std::string> dims;      // --dim NAME=SIZE of an ONNX model
+  std::vector<std::string> resident;  // --resident NAME: a graph input or output kept on the device
+};
+
 // A model file as a graph: JSON (LoadGraphFile) or ONNX (.onnx: its SoC `soc`, by default
-// Ascend910B2, and `dims` for its symbolic dimensions). soc, when non-empty, overrides.
-Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const std::vector<std::string>& dims);
+// Ascend910B2, and flags.dims for its symbolic dimensions), with flags.resident kept on
+// the device (MarkResident: beside what the file or the ONNX names already keep). soc,
+// when non-empty, overrides.
+Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const ModelFlags& flags);
 
 // Adds the repeatable --dim NAME=SIZE option to a command that reads models.
 void AddDimOption(CLI::App& cmd, std::vector<std::string>& dims);
+// Adds --dim and the repeatable --resident NAME to a command that runs a model's graph.
+void AddModelFlags(CLI::App& cmd, ModelFlags& flags);
 
 }  // namespace tunefleet::cli

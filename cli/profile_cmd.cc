@@ -29,7 +29,7 @@ std::vector<std::pair<std::string, double>> TopOps(const profile::RunProfile& ru
 }
 
 int RunProfile(const ProfileCommands& f, const SocCatalog& catalog) {
-  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog, f.dims);
+  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog, f.model_flags);
   if (!model.ok()) return Fail(model.status());
   const Graph& graph = model->graph;
   const SocSpec& soc = *model->soc;
@@ -93,9 +93,9 @@ int RunAnalyze(const ProfileCommands& f) {
 }  // namespace
 
 Result<ModelToRun> LoadModelToRun(const std::string& path, const std::string& soc, bool training, int devices,
-                                  const SocCatalog& catalog, const std::vector<std::string>& dims) {
+                                  const SocCatalog& catalog, const ModelFlags& flags) {
   ModelToRun m;
-  TF_ASSIGN_OR_RETURN(m.graph, LoadModelFile(path, soc, dims));
+  TF_ASSIGN_OR_RETURN(m.graph, LoadModelFile(path, soc, flags));
   if (training) m.graph.training = true;
   if (devices > 0) m.graph.devices = devices;
   auto spec = catalog.Find(m.graph.soc);
@@ -109,7 +109,7 @@ void AddProfileCommands(CLI::App& app, ProfileCommands& f) {
       "profile", "run a model (a JSON graph, see examples/bert_base_layer.json, or an ONNX file) on the simulated NPU "
                  "with default tilings and print step time, utilisation and top ops");
   f.profile->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md) or .onnx")->required();
-  AddDimOption(*f.profile, f.dims);
+  AddModelFlags(*f.profile, f.model_flags);
   f.profile->add_option("--soc", f.soc, "SoC (overrides the graph's)");
   f.profile->add_option("--trace", f.trace, "write a Chrome trace JSON here (chrome://tracing, Perfetto)");
   f.profile->add_option("--csv", f.csv_dir, "write op_summary.csv, profiler_data.csv and run_summary.json into this folder");

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/ops_file.h"
 #include "tunefleet/common/graph.h"
 #include "tunefleet/common/soc_spec.h"
 
@@ -21,7 +22,7 @@ struct ProfileCommands {
   bool training = false;  // overrides the graph's "training" when set
   int devices = 0;        // overrides the graph's "devices" when > 0
   std::vector<std::string> trace_ops;  // ops whose tile timelines go into the trace
-  std::vector<std::string> dims;       // --dim NAME=SIZE of an ONNX model
+  ModelFlags model_flags;              // --dim, --resident
   std::string analyze_path;
   bool analyze_json = false;
 };
@@ -33,7 +34,7 @@ struct ModelToRun {
   const SocSpec* soc = nullptr;
 };
 Result<ModelToRun> LoadModelToRun(const std::string& path, const std::string& soc, bool training, int devices,
-                                  const SocCatalog& catalog, const std::vector<std::string>& dims = {});
+                                  const SocCatalog& catalog, const ModelFlags& flags = {});
 
 // Adds both subcommands to `app`; `flags` receives the parsed options and must outlive parsing.
 void AddProfileCommands(CLI::App& app, ProfileCommands& flags);

@@ -83,10 +83,13 @@ void PrintText(const profile::VerifyReport& r, size_t kernels, size_t tuned_node
 }
 
 // --dim sizes an ONNX model's dimensions: the report's model, its baseline, or both. Given
-// for neither, the model's loader says so.
-std::vector<std::string> DimsFor(const std::string& path, const VerifyCommand& f) {
+// for neither, the model's loader says so. --resident applies to both (a fused graph keeps
+// its model's input and output names).
+ModelFlags FlagsFor(const std::string& path, const VerifyCommand& f) {
   const bool any_onnx = IsOnnxPath(f.model) || (!f.baseline.empty() && IsOnnxPath(f.baseline));
-  return IsOnnxPath(path) || !any_onnx ? f.dims : std::vector<std::string>();
+  ModelFlags flags = f.model_flags;
+  if (!IsOnnxPath(path) && any_onnx) flags.dims.clear();
+  return flags;
 }
 
 // The elements of each of the graph's inputs and outputs, in order: what a model and the
@@ -136,7 +139,7 @@ void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
       "report", "verify a tuned model: run it with default tilings and with the knowledge base's tuned configs; "
                 "print both step times, the improvement and each tuned kernel's time before and after");
   f.cmd->add_option("MODEL", f.model, "model graph JSON (docs/profiling.md) or .onnx")->required()->check(CLI::ExistingFile);
-  AddDimOption(*f.cmd, f.dims);
+  AddModelFlags(*f.cmd, f.model_flags);
   f.cmd->add_option("--baseline", f.baseline, "the model before `fuse`: the baseline step is its, at default tilings, so "
                                               "the improvement covers fusion and tiling")
       ->check(CLI::ExistingFile);
@@ -150,7 +153,7 @@ void AddVerifyCommand(CLI::App& app, VerifyCommand& f) {
 }
 
 int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client* c) {
-  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog, DimsFor(f.model, f));
+  auto model = LoadModelToRun(f.model, f.soc, f.training, f.devices, catalog, FlagsFor(f.model, f));
   if (!model.ok()) return Fail(model.status());
   const Graph& graph = model->graph;
   const SocSpec& soc = *model->soc;
@@ -181,7 +184,7 @@ int RunVerify(const VerifyCommand& f, const SocCatalog& catalog, client::Client*
   // then operator tuning), as AOE reports it; the kernels' before/after stay this model's.
   const double own_default_us = report->baseline_us;
   if (!f.baseline.empty()) {
-    auto before = LoadModelToRun(f.baseline, f.soc, f.training, f.devices, catalog, DimsFor(f.baseline, f));
+    auto before = LoadModelToRun(f.baseline, f.soc, f.training, f.devices, catalog, FlagsFor(f.baseline, f));
     if (!before.ok()) return Fail(before.status().WithContext("--baseline"));
     if (Status s = CheckBaseline(*before, graph, soc, f); !s.ok()) return Fail(s);
     auto run = profile::RunGraph(before->graph, soc);

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/client.h"
+#include "cli/ops_file.h"
 #include "tunefleet/common/soc_spec.h"
 
 namespace tunefleet::cli {
@@ -22,7 +23,7 @@ struct VerifyCommand {
   bool json = false;
   bool training = false;  // overrides the graph's "training" when set
   int devices = 0;        // overrides the graph's "devices" when > 0
-  std::vector<std::string> dims;  // --dim NAME=SIZE of an ONNX model
+  ModelFlags model_flags;         // --dim (ONNX files), --resident (the model and its baseline)
   std::string baseline;           // --baseline: the model before fusion
 };
 

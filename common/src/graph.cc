@@ -116,6 +116,20 @@ bool Graph::IsResident(const std::string& tensor) const {
   return std::find(resident.begin(), resident.end(), tensor) != resident.end();
 }
 
+Status MarkResident(Graph& graph, const std::string& tensor) {
+  const bool input =
+      std::any_of(graph.inputs.begin(), graph.inputs.end(), [&](const NamedTensor& t) { return t.name == tensor; });
+  if (!input && std::find(graph.outputs.begin(), graph.outputs.end(), tensor) == graph.outputs.end()) {
+    std::string names;
+    for (const auto& t : graph.inputs) names += (names.empty() ? "" : ", ") + t.name;
+    for (const auto& o : graph.outputs) names += (names.empty() ? "" : ", ") + o;
+    return InvalidArgument("resident: '" + tensor + "' is not a graph input or output (resident tensors stay on the " +
+                           "device between steps; the graph's are: " + names + ")");
+  }
+  if (!graph.IsResident(tensor)) graph.resident.push_back(tensor);
+  return Status::Ok();
+}
+
 bool GraphIndex::IsWeight(const std::string& tensor) const {
   const Entry* e = Find(tensor);
   return e && e->weight;
@@ -229,13 +243,8 @@ Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_over
   if (j.contains("resident")) {
     if (!j["resident"].is_array()) return InvalidArgument("graph: 'resident' must be an array of tensor names");
     for (const auto& r : j["resident"]) {
-      const std::string name = r.is_string() ? r.get<std::string>() : r.dump();
-      const bool input = std::any_of(g.inputs.begin(), g.inputs.end(), [&](const auto& t) { return t.name == name; });
-      if (!r.is_string() || (!input && std::find(g.outputs.begin(), g.outputs.end(), name) == g.outputs.end())) {
-        return InvalidArgument("graph: resident: '" + name +
-                               "' is not a graph input or output (resident tensors stay on the device between steps)");
-      }
-      g.resident.push_back(name);
+      if (!r.is_string()) return InvalidArgument("graph: resident: " + r.dump() + " is not a tensor name (a string)");
+      TF_RETURN_IF_ERROR(MarkResident(g, r.get<std::string>()).WithContext("graph"));
     }
   }
   TF_RETURN_IF_ERROR(TopologicalOrder(g).status());

@@ -1,7 +1,6 @@
 #include "tunefleet/common/graph_fusion.h"
 
 #include <algorithm>
-#include <optional>
 #include <set>
 
 #include "tunefleet/common/fused_space.h"

@@ -362,6 +362,13 @@ std::optional<Ints> ConstantValue(const onnx::NodeProto& n) {
 int FoldKnownShapes(onnx::ModelProto& model) {
   int total = 0;
   for (int round = 0; round < kMaxShapeRounds; ++round) {
+    // A fixed-shape export has no Shape node: no inference to run (the importer runs its own).
+    const auto& nodes = model.graph().node();
+    if (std::none_of(nodes.begin(), nodes.end(), [](const onnx::NodeProto& n) {
+          return onnx_util::IsStandardDomain(n.domain()) && n.op_type() == "Shape";
+        })) {
+      break;
+    }
     onnx::ModelProto probe = model;
     onnx::GraphProto& pg = *probe.mutable_graph();
     pg.clear_value_info();

@@ -263,4 +263,24 @@ for want in "4 of 4 fusion chains fused, 0 of 0 transposes folded, 14 -> 10 kern
   grep -qF "$want" "$OUT/gpt2_fuse.txt" || fail "fuse gpt2: no line has '$want': $(cat "$OUT/gpt2_fuse.txt")"
 done
 "$TF" profile "$OUT/gpt2_layer_fused.json" > /dev/null || fail "profile of the fused GPT-2 layer exited $?"
+# --resident keeps a graph input or output on the device whatever it is called (an ONNX
+# model's past* and present* already are): no H2D or D2H copy of it; fuse writes it into
+# the fused graph and passes it on to the report of the baseline; a name the graph has
+# not is refused naming the ones it has; tune runs no graph, so without --fuse it refuses.
+"$TF" profile "$SRC/examples/gpt2_layer.onnx" --resident x --resident layer_out > "$OUT/resident.txt" \
+  || fail "profile --resident exited $?"
+grep -qE "^  H2D / D2H +0.0 / 0.0 us" "$OUT/resident.txt" || fail "profile --resident still copies: $(head -5 "$OUT/resident.txt")"
+"$TF" profile "$SRC/examples/gpt2_layer.onnx" > "$OUT/not_resident.txt" || fail "profile gpt2 exited $?"
+grep -qE "^  H2D / D2H +513.3 / 513.3 us" "$OUT/not_resident.txt" || fail "profile gpt2 copies: $(head -5 "$OUT/not_resident.txt")"
+(cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" --resident hidden -o bert_resident.json > bert_resident.txt) \
+  || fail "fuse --resident exited $?"
+grep -qF -- "--baseline $SRC/examples/bert_base_layer.json --resident hidden\`" "$OUT/bert_resident.txt" \
+  || fail "fuse --resident: the report command does not pass it on: $(tail -1 "$OUT/bert_resident.txt")"
+/usr/bin/python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['resident'] == ['hidden']" "$OUT/bert_resident.json" \
+  || fail "fuse --resident: the fused graph does not keep 'hidden' resident"
+expect_2 "--resident of no input or output" "$TF" profile "$SRC/examples/gpt2_layer.onnx" --resident past
+grep -qF "resident: 'past' is not a graph input or output (resident tensors stay on the device between steps; the graph's are: x, layer_out)" \
+  "$OUT/bad.err" || fail "--resident of no input or output: $(cat "$OUT/bad.err")"
+expect_2 "tune --resident without --fuse" "$TF" tune "$SRC/examples/gpt2_layer.onnx" --resident x --data-dir "$OUT/kb-resident"
+grep -qF "give --fuse" "$OUT/bad.err" || fail "tune --resident without --fuse: $(cat "$OUT/bad.err")"
 echo "cli profile/analyze/fuse OK"

@@ -246,6 +246,19 @@ TEST(GraphRun, AResidentKvCacheIsNotCopiedOverPcie) {
   auto again = GraphFromJson(GraphToJson(graph(true)));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->resident, (std::vector<std::string>{"past_k", "present_k"})) << "written and read back";
+  bad["resident"] = {7};
+  EXPECT_NE(GraphFromJson(bad).status().message().find("graph: resident: 7 is not a tensor name"), std::string::npos);
+  // Marked afterwards (what `--resident NAME` does), once however often asked.
+  Graph marked = graph(false);
+  ASSERT_TRUE(MarkResident(marked, "past_k").ok());
+  ASSERT_TRUE(MarkResident(marked, "present_k").ok());
+  ASSERT_TRUE(MarkResident(marked, "past_k").ok());
+  EXPECT_EQ(marked.resident, (std::vector<std::string>{"past_k", "present_k"}));
+  EXPECT_EQ(MustRun(marked).step_us, kept.step_us);
+  const Status wrong = MarkResident(marked, "k_missing");
+  EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong.message().find("the graph's are: past_k, k, present_k, y"), std::string::npos) << wrong.ToString();
+  EXPECT_EQ(marked.resident.size(), 2u);
 }
 
 // The default tiling of an op with usedCores set to the largest value that leaves half

@@ -70,6 +70,10 @@ struct Graph {
   bool IsResident(const std::string& tensor) const;
 };
 
+// Keeps graph input or output `tensor` on the device (Graph::resident; once, however often
+// asked). kInvalidArgument listing the graph's inputs and outputs for any other name.
+Status MarkResident(Graph& graph, const std::string& tensor);
+
 // A graph's tensors by name, read once: Graph's own lookups scan every node, so a loop
 // over every node's inputs was quadratic (profiling a 20,000-node chain took 21 s).
 // Answers as Graph's lookups do. Refers into the graph, which must outlive it unchanged.
