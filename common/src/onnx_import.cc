@@ -41,7 +41,8 @@ constexpr const char* kSupported =
     "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
     "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Split and Slice "
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1), Where (a select: GPT-2's causal "
-    "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts)";
+    "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool (2-D, NCHW), "
+    "GlobalAveragePool (a ReduceMean over H*W)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -103,7 +104,7 @@ bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat"};
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "MaxPool", "GlobalAveragePool"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -202,6 +203,28 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     } else {
       c.op = "Concat";
       c.attrs["axis"] = std::to_string(axis < 0 ? axis + r : axis);
+    }
+  } else if (op == "MaxPool") {
+    if (rank(0) != 4) return InvalidArgument(where + ": only 2-D max pooling (NCHW input) is supported");
+    if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
+      return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
+    }
+    if (IntAttr(n, "ceil_mode", 0) != 0) {
+      return InvalidArgument(where + ": ceil_mode 1 is not supported: export with ceil_mode=False (the output "
+                                     "rounded down)");
+    }
+    for (int64_t d : IntsAttr(n, "dilations")) {
+      if (d != 1) return InvalidArgument(where + ": dilated max pooling is not supported");
+    }
+    if (IntAttr(n, "storage_order", 0) != 0) return InvalidArgument(where + ": storage_order 1 is not supported");
+    c.op = "MaxPool";
+    c.inputs = first(1);
+    c.attrs["kernel_shape"] = Join(IntsAttr(n, "kernel_shape"));
+    if (auto s = IntsAttr(n, "strides"); !s.empty()) c.attrs["strides"] = Join(s);
+    if (auto p = IntsAttr(n, "pads"); p.size() == 4) {
+      c.attrs["pads"] = Join({p[0], p[2], p[1], p[3]});  // ONNX: top, left, bottom, right
+    } else if (!p.empty()) {
+      return InvalidArgument(where + ": pads must have 4 values for a 2-D max pooling");
     }
   } else if (op == "Where") {
     c.op = "Where";  // condition (bool, carried as int8), x, y
@@ -1091,6 +1114,24 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
         view.outputs.push_back({n.output(o), std::move(desc)});
         out.nodes.push_back(std::move(view));
       }
+      continue;
+    }
+    if (IsStandardDomain(n.domain()) && n.op_type() == "GlobalAveragePool") {
+      // A ReduceMean over H*W between two views: x [N, C, H, W] read as [N, C, H*W], the
+      // kernel (named as the node) writes [N, C, 1], read as ONNX's [N, C, 1, 1].
+      TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
+      const auto x = info.find(n.input(0));
+      if (x == info.end() || x->second.shape.size() < 3) {
+        return InvalidArgument(where + ": GlobalAveragePool takes x as [N, C, spatial...]");
+      }
+      const std::vector<int64_t>& shape = x->second.shape;
+      std::vector<int64_t> rows = {shape[0], shape[1], 1};
+      for (size_t a = 2; a < shape.size(); ++a) rows[2] *= shape[a];
+      const std::string rows_name = n.output(0) + "/rows", mean_name = n.output(0) + "/mean";
+      referenced.insert(n.input(0));
+      out.nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)}, {{rows_name, {rows, desc.dtype, "ND"}}}, {}});
+      out.nodes.push_back(GraphNode{name, "ReduceMean", {rows_name}, {{mean_name, {{shape[0], shape[1], 1}, desc.dtype, "ND"}}}, {}});
+      out.nodes.push_back(GraphNode{name + "/view", kReshapeOp, {mean_name}, {{n.output(0), std::move(desc)}}, {}});
       continue;
     }
     TF_ASSIGN_OR_RETURN(Converted c, Convert(n, where, info, opset));

@@ -64,6 +64,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"Cast", {"dst_type"}},
       {"Transpose", {"perm"}},
       {"Concat", {"axis"}},
+      {"MaxPool", {"kernel_shape", "pads", "strides"}},
       {"Softmax", {"axis"}},
       {"LayerNorm", {"begin_norm_axis"}},
       {"ReduceSum", {"axes"}},
@@ -122,8 +123,11 @@ Result<VectorShape> VectorShapeOf(const OpKey& key) {
 // key's own.
 void CanonicalVectorShapes(OpKey& key) {
   // Concat's cost is its inputs' and output's element counts, but the axis it joins them on
-  // is the op: its key keeps its axes.
-  if ((key.op_type != kFusedElementwiseOp && !IsVectorOpType(key.op_type)) || key.op_type == "Concat") return;
+  // is the op: its key keeps its axes; so does MaxPool's, whose windows run over H and W.
+  if ((key.op_type != kFusedElementwiseOp && !IsVectorOpType(key.op_type)) || key.op_type == "Concat" ||
+      key.op_type == "MaxPool") {
+    return;
+  }
   const Result<VectorShape> shape = VectorShapeOf(key);
   if (!shape.ok()) return;
   OpKey out = key;

@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Concat", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -182,6 +182,42 @@ TEST_F(VectorSpace, ConcatJoinsInputsEqualButOnItsAxisAndKeepsItsAxesInItsKey) {
             std::string::npos);
   EXPECT_NE(KeyError(Key("Concat", {{4, 8}, {4, 8}}, "float16", {{"axis", "2"}})).find("got '2'"), std::string::npos);
   EXPECT_NE(KeyError(Key("Concat", {{4, 8}}, "float16", {{"axis", "0"}})).find("at least 2 inputs"), std::string::npos);
+}
+
+// MaxPool over [N, C, H, W] (ResNet's stem: 3x3, stride 2, pad 1): its output's elements
+// are the op's, its input is read as 4 inputs of that size, its key keeps its axes, and
+// its errors name the attribute or axis to fix.
+TEST_F(VectorSpace, MaxPoolTilesItsOutputAndItsErrorsNameTheAttribute) {
+  const std::map<std::string, std::string> stem = {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}};
+  const OpKey key = Key("MaxPool", {{32, 64, 112, 112}}, "float16", stem);
+  auto shape = VectorShapeFromOpKey(key);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->elements, 32 * 64 * 56 * 56);
+  EXPECT_EQ(shape->full_inputs, 4) << "112x112 read for 56x56";
+  EXPECT_EQ(shape->window, 9);
+  EXPECT_EQ(OutputElements(key), 32 * 64 * 56 * 56);
+  auto p = MakeTuningProblem(key, soc());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->space.Validate(p->default_config).ok());
+  EXPECT_EQ(CanonicalOpKey(key)->Canonical(), key.Canonical()) << "the pooled axes are the op: none merged";
+  auto defaults = VectorShapeFromOpKey(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "7"}}));
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->elements, 8) << "stride 1 and no pads by default: 7x7 -> 1x1";
+  EXPECT_NE(KeyError(Key("MaxPool", {{64, 112, 112}}, "float16", stem)).find("takes x as [N, C, H, W]"), std::string::npos);
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}})).find("MaxPool needs attrs.kernel_shape (\"3,3\")"), std::string::npos);
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3"}, {"pads", "3"}}))
+                .find("each pad must be smaller than the kernel's 3"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 2, 7}}, "float16", {{"kernel_shape", "3,3"}})).find("larger than x's H 2"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3"}, {"strides", "0"}}))
+                .find("'strides' values must be between 1 and"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3,3"}})).find("takes 1 or 2 values"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel", "3,3"}})).find("known: kernel_shape, pads, strides"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "int8", {{"kernel_shape", "3,3"}})).find("dtype int8"), std::string::npos);
 }
 
 TEST_F(VectorSpace, AcceptsBroadcastOfATrailingSuffixOrOneElement) {

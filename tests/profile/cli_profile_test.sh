@@ -263,6 +263,15 @@ for want in "4 of 4 fusion chains fused, 0 of 0 transposes folded, 14 -> 10 kern
   grep -qF "$want" "$OUT/gpt2_fuse.txt" || fail "fuse gpt2: no line has '$want': $(cat "$OUT/gpt2_fuse.txt")"
 done
 "$TF" profile "$OUT/gpt2_layer_fused.json" > /dev/null || fail "profile of the fused GPT-2 layer exited $?"
+# ResNet-50 as torch exports it in eval mode (scripts/make_resnet_onnx.py: BatchNorm folded
+# into the convolutions): 53 Conv2D, the stem's MaxPool kernel and the head's average
+# pooling as a ReduceMean over 7x7; fuse takes each convolution's Relu and residual Add.
+check_onnx_tune resnet50 "$SRC/examples/resnet50.onnx" 121 \
+  "^/maxpool/MaxPool  MaxPool\[32x64x112x112\]{kernel_shape=3,3,pads=1,1,1,1,strides=2,2}@Ascend910B2  \[done\]" \
+  "^/avgpool/GlobalAveragePool  ReduceMean\[65536x49\]@Ascend910B2" "^/fc/Gemm  Gemm\[32x2048,1000x2048,1000\]{transpose_b=1}"
+(cd "$OUT" && "$TF" fuse "$SRC/examples/resnet50.onnx" > resnet50_fuse.txt) || fail "fuse resnet50 exited $?"
+grep -qF "49 of 53 fusion chains fused, 0 of 0 transposes folded, 121 -> 56 kernels" "$OUT/resnet50_fuse.txt" \
+  || fail "fuse resnet50: $(head -3 "$OUT/resnet50_fuse.txt")"
 # --resident keeps a graph input or output on the device whatever it is called (an ONNX
 # model's past* and present* already are): no H2D or D2H copy of it; fuse writes it into
 # the fused graph and passes it on to the report of the baseline; a name the graph has

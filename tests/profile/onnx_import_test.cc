@@ -688,6 +688,64 @@ TEST(OnnxImport, ConcatCopiesAPartialRotaryEmbeddingsPartsAndAKvCache) {
   EXPECT_GE(cache_run->ops[0].estimate.hbm_bytes, 2.0 * 2 * 4 * 128 * 64) << "reads and writes every element";
 }
 
+// A ResNet's stem and head as torch 1.13 exports them in eval mode (BatchNorm folded into
+// the Conv): Conv, Relu, MaxPool 3x3/2, and the head's GlobalAveragePool and Flatten. The
+// pooling is a MaxPool kernel; the average pool a ReduceMean over H*W between two views.
+TEST(OnnxImport, AResNetsMaxPoolAndGlobalAveragePoolImport) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](int64_t ceil_mode, int64_t rank) {
+    return LoadChainModel(dir.Path("resnet" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "img", rank == 4 ? std::vector<int64_t>{2, 8, 16, 16} : std::vector<int64_t>{2, 8, 16});
+                            auto* w = g.add_initializer();
+                            w->set_name("w");
+                            w->set_data_type(onnx::TensorProto::FLOAT16);
+                            for (int64_t d : {16, 8, 3, 3}) w->add_dims(d);
+                            if (rank == 4) {
+                              WithInts(WithInts(AddNode(n, "Conv", {"img", "w"}, "c", "stem.conv"), "pads", {1, 1, 1, 1}),
+                                       "kernel_shape", {3, 3});
+                              AddNode(n, "Relu", {"c"}, "r", "stem.relu");
+                            } else {
+                              AddNode(n, "Relu", {"img"}, "r", "stem.relu");
+                            }
+                            auto* pool = AddNode(n, "MaxPool", {"r"}, "p", "stem.maxpool");
+                            if (rank == 4) {
+                              WithInts(WithInts(WithInts(pool, "kernel_shape", {3, 3}), "strides", {2, 2}), "pads", {1, 1, 1, 1});
+                            } else {  // a 1-D pooling
+                              WithInts(WithInts(WithInts(pool, "kernel_shape", {3}), "strides", {2}), "pads", {1, 1});
+                            }
+                            if (ceil_mode) WithInt(pool, "ceil_mode", 1);
+                            AddNode(n, "GlobalAveragePool", {"p"}, "avg", "head.avgpool");
+                            WithInt(AddNode(n, "Flatten", {"avg"}, "y", "head.flatten"), "axis", 1);
+                          });
+  };
+  auto g = load(0, 4);
+  ASSERT_TRUE(g.ok()) << Message(g);
+  std::vector<std::string> kernels;
+  for (const auto& node : g->nodes) {
+    if (!node.IsView()) kernels.push_back(node.name + " " + node.op_type);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"stem.conv Conv2D", "stem.relu Relu", "stem.maxpool MaxPool",
+                                                "head.avgpool ReduceMean"}));
+  const GraphNode* pool = FindNode(*g, "stem.maxpool");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 8, 8}));
+  EXPECT_EQ(FindNode(*g, "head.avgpool")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 1}));
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys;
+  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  EXPECT_EQ(keys["stem.maxpool"], "MaxPool[2x16x16x16]{kernel_shape=3,3,pads=1,1,1,1,strides=2,2}@Ascend910B2");
+  EXPECT_EQ(keys["head.avgpool"], "ReduceMean[32x64]@Ascend910B2") << "2 x 16 channels, each a mean of 8 x 8";
+  const std::string ceil = Message(load(1, 4));
+  EXPECT_NE(ceil.find("node 'stem.maxpool' (MaxPool): ceil_mode 1 is not supported: export with ceil_mode=False"),
+            std::string::npos)
+      << ceil;
+  const std::string one_d = Message(load(0, 3));
+  EXPECT_NE(one_d.find("only 2-D max pooling (NCHW input) is supported"), std::string::npos) << one_d;
+}
+
 // GQA's repeat_kv as torch 1.13 exports it at fixed shapes: Unsqueeze, an Expand whose
 // shape is arithmetic on constants (ConstantOfShape, Mul, Equal, Where), Reshape. The
 // arithmetic folds, the Expand is a broadcast view, and the attention's BatchMatMul reads

@@ -38,6 +38,9 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   keys.push_back(Key("Where", {shape, shape, {1}}, dtype));
   keys.back().inputs[0].dtype = "int8";  // the condition: bool, one byte an element
   keys.push_back(Key("Concat", {shape, shape}, dtype, {{"axis", "0"}}));
+  std::vector<int64_t> image = shape;  // [N, C, H, W] of the same elements
+  while (image.size() < 4) image.insert(image.begin(), 1);
+  keys.push_back(Key("MaxPool", {image}, dtype, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}}));
   keys.push_back(Key("Softmax", {shape}, dtype));
   keys.push_back(Key("LayerNorm", {shape, {last}, {last}}, dtype));
   keys.push_back(Key("RmsNorm", {shape, {last}}, dtype));
@@ -305,6 +308,8 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   where.inputs[0].dtype = "int8";
   EXPECT_EQ(count(where), 2) << "vcmp into a select mask, vsel";
   EXPECT_EQ(count(Key("Concat", {{16}, {16}}, "bfloat16", {{"axis", "0"}})), 0) << "a copy, not a computation";
+  EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "3,3"}})), 9) << "a vmax per window element";
+  EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "2,2"}, {"strides", "2"}})), 4);
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
@@ -340,6 +345,28 @@ TEST_F(VectorModel, AConcatOnTheLastAxisPaysABurstPerPiece) {
   auto shape = VectorShapeFromOpKey(Key("Concat", {{4096, 32}, {4096, 16}}, "float16", {{"axis", "-1"}}));
   ASSERT_TRUE(shape.ok());
   EXPECT_EQ(shape->cols, 24) << "the mean piece: each row of the output holds one of 32 and one of 16";
+}
+
+// ResNet's stem pooling (3x3, stride 2, pad 1, 112 -> 56) reads its input once and writes
+// a quarter of it: its compulsory bytes are exactly those; it is slower than a copy of
+// those bytes would be (nine vmax an output element) and faster than the Relu before it,
+// which writes the full size.
+TEST_F(VectorModel, AMaxPoolReadsItsInputOnceAndTakesAVmaxPerWindowElement) {
+  const std::map<std::string, std::string> stem = {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}};
+  const auto [config, pool] = Best(Problem(Key("MaxPool", {{8, 64, 112, 112}}, "float16", stem)));
+  const double in = 8.0 * 64 * 112 * 112 * 2, out = 8.0 * 64 * 56 * 56 * 2;
+  EXPECT_EQ(pool.compulsory_bytes, in + out);
+  const SocSpec& soc = Soc();
+  EXPECT_GE(pool.latency_us, (in + out) / (soc.hbm_bandwidth_gbps * 1e3));
+  const KernelEstimate relu = Best(Problem(Key("Relu", {{8, 64, 112, 112}}))).second;
+  std::printf("MaxPool 3x3/2 [8,64,112,112] best %.2f us (vector %.2f us); Relu of its input %.2f us\n",
+              pool.latency_us, pool.BusyUs(Pipe::kVector), relu.latency_us);
+  EXPECT_GT(pool.BusyUs(Pipe::kVector), relu.BusyUs(Pipe::kVector) * 2) << "9 vmax on a quarter of the elements";
+  // A window of 2x2 at stride 2 reads as much and computes less.
+  const KernelEstimate small = Best(Problem(Key("MaxPool", {{8, 64, 112, 112}}, "float16",
+                                                {{"kernel_shape", "2,2"}, {"strides", "2,2"}}))).second;
+  EXPECT_EQ(small.compulsory_bytes, pool.compulsory_bytes);
+  EXPECT_LT(small.BusyUs(Pipe::kVector), pool.BusyUs(Pipe::kVector));
 }
 
 // A mask broadcast over the heads is read from HBM once (then from L2): the Add moves
