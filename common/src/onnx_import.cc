@@ -40,7 +40,8 @@ constexpr const char* kSupported =
     "Mul gamma), RoPE written out as HF's apply_rotary_pos_emb (x*cos + Concat(Neg(x[..., h:]), x[..., :h])*sin over "
     "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
     "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Split and Slice "
-    "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1), Where (a select: GPT-2's causal "
+    "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
+    "(a window: ViT's class token x[:, 0]), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool (2-D, NCHW), "
     "GlobalAveragePool (a ReduceMean over H*W)";
 
@@ -100,6 +101,16 @@ bool IsWindowOp(const onnx::NodeProto& n) {
   return IsStandardDomain(n.domain()) && (n.op_type() == "Split" || n.op_type() == "Slice");
 }
 
+// A Gather of one constant index (ViT's x[:, 0]): a window view (GraphFromOnnxFile).
+bool IsConstantPick(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants) {
+  if (!IsStandardDomain(n.domain()) || n.op_type() != "Gather" || n.input_size() != 2 || n.output_size() != 1) {
+    return false;
+  }
+  const auto c = constants.find(n.input(1));
+  const auto v = c == constants.end() ? std::nullopt : IntValues(*c->second);
+  return v && v->size() == 1;
+}
+
 bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
@@ -118,8 +129,8 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"Shape", "shape arithmetic on a tensor ONNX's shape inference could not size (a dynamic-axes export's Shape "
                 "of a tensor it sizes, once --dim gives every symbolic dimension, is computed at import): export "
                 "with fixed shapes (torch.onnx.export without dynamic_axes, with do_constant_folding=True)"},
-      {"Gather", "shape arithmetic or an embedding lookup: export with fixed shapes and constant folding on, from the "
-                 "embeddings' output on"},
+      {"Gather", "shape arithmetic or an embedding lookup (one constant index, ViT's x[:, 0], is a window view): "
+                 "export with fixed shapes and constant folding on, from the embeddings' output on"},
       {"ConstantOfShape", "shape arithmetic on a tensor's shape: export with fixed shapes and constant folding on "
                           "(arithmetic on constants only, such as GQA's repeat_kv writes, is folded)"},
       {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
@@ -139,6 +150,51 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
                                  "docs/profiling.md \"ONNX models\" lists (each constant holding its value, gamma and beta "
                                  "weights, nothing outside the chain reading inside it)"
                                : "");
+}
+
+// A Gather of one constant index `values[0]` from data of `shape` (ViT's and BERT's pooler
+// x[:, 0]) as the window it picks: a window view of size 1 on the axis, named as the node,
+// then, for a scalar index, a view dropping the axis. `desc` is the node's output.
+Result<std::vector<GraphNode>> PickNodes(const onnx::NodeProto& n, const std::string& name, const std::string& where,
+                                         std::vector<int64_t> shape, const std::vector<int64_t>& values,
+                                         TensorDesc desc) {
+  const int64_t rank = static_cast<int64_t>(shape.size()), axis = IntAttr(n, "axis", 0);
+  if (axis < -rank || axis >= rank) {
+    return InvalidArgument(fmt::format("{}: axis {} is outside its input's {} axes", where, axis, rank));
+  }
+  const size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+  const int64_t at = values[0] < 0 ? values[0] + shape[a] : values[0];
+  if (at < 0 || at >= shape[a]) {
+    return InvalidArgument(
+        fmt::format("{}: index {} is outside axis {} of its input, of size {}", where, values[0], a, shape[a]));
+  }
+  std::vector<int64_t> starts(shape.size(), 0);
+  starts[a] = at;
+  shape[a] = 1;
+  const bool keeps_axis = desc.shape.size() == shape.size();
+  const std::string picked = keeps_axis ? n.output(0) : n.output(0) + "/window";
+  std::vector<GraphNode> nodes;
+  nodes.push_back(GraphNode{name, kReshapeOp, {n.input(0)}, {{picked, {shape, desc.dtype, "ND"}}}, {}});
+  nodes.back().attrs[kSliceStartsAttr] = Join(starts);
+  if (!keeps_axis) nodes.push_back(GraphNode{name + "/view", kReshapeOp, {picked}, {{n.output(0), std::move(desc)}}, {}});
+  return nodes;
+}
+
+// A GlobalAveragePool of x `shape` [N, C, spatial...] as a ReduceMean over the spatial
+// axes between two views: x read as [N, C, H*W], the kernel (named as the node) writes
+// [N, C, 1], read as ONNX's [N, C, 1, 1] (`desc`).
+Result<std::vector<GraphNode>> AveragePoolNodes(const onnx::NodeProto& n, const std::string& name,
+                                                const std::string& where, const std::vector<int64_t>& shape,
+                                                TensorDesc desc) {
+  if (shape.size() < 3) return InvalidArgument(where + ": GlobalAveragePool takes x as [N, C, spatial...]");
+  std::vector<int64_t> rows = {shape[0], shape[1], 1};
+  for (size_t a = 2; a < shape.size(); ++a) rows[2] *= shape[a];
+  const std::string rows_name = n.output(0) + "/rows", mean_name = n.output(0) + "/mean";
+  std::vector<GraphNode> nodes;
+  nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)}, {{rows_name, {rows, desc.dtype, "ND"}}}, {}});
+  nodes.push_back(GraphNode{name, "ReduceMean", {rows_name}, {{mean_name, {{shape[0], shape[1], 1}, desc.dtype, "ND"}}}, {}});
+  nodes.push_back(GraphNode{name + "/view", kReshapeOp, {mean_name}, {{n.output(0), std::move(desc)}}, {}});
+  return nodes;
 }
 
 // One ONNX node as a tunefleet node (op, inputs, attrs); the outputs are filled by the caller.
@@ -1056,7 +1112,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     node_names.push_back(name);
     const std::string where = Where(path, name, n, folds.Folded(index));
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
-    if (!KnownOp(n)) return InvalidArgument(UnknownOpMessage(n, where));
+    if (!KnownOp(n) && !IsConstantPick(n, constant_values)) return InvalidArgument(UnknownOpMessage(n, where));
     if (n.output_size() == 0 || n.output(0).empty()) return InvalidArgument(where + ": it has no output");
     for (int o = 1; o < n.output_size() && !IsWindowOp(n); ++o) {
       if (n.output(o).empty()) continue;
@@ -1116,22 +1172,16 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       }
       continue;
     }
-    if (IsStandardDomain(n.domain()) && n.op_type() == "GlobalAveragePool") {
-      // A ReduceMean over H*W between two views: x [N, C, H, W] read as [N, C, H*W], the
-      // kernel (named as the node) writes [N, C, 1], read as ONNX's [N, C, 1, 1].
+    if (IsConstantPick(n, constant_values) || (IsStandardDomain(n.domain()) && n.op_type() == "GlobalAveragePool")) {
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
-      const auto x = info.find(n.input(0));
-      if (x == info.end() || x->second.shape.size() < 3) {
-        return InvalidArgument(where + ": GlobalAveragePool takes x as [N, C, spatial...]");
-      }
-      const std::vector<int64_t>& shape = x->second.shape;
-      std::vector<int64_t> rows = {shape[0], shape[1], 1};
-      for (size_t a = 2; a < shape.size(); ++a) rows[2] *= shape[a];
-      const std::string rows_name = n.output(0) + "/rows", mean_name = n.output(0) + "/mean";
+      const auto data = info.find(n.input(0));
+      if (data == info.end() || !data->second.known) return InvalidArgument(where + ": its input's shape is not known");
+      TF_ASSIGN_OR_RETURN(std::vector<GraphNode> written,
+                          n.op_type() == "Gather"
+                              ? PickNodes(n, name, where, data->second.shape, *IntValues(*constant_values.at(n.input(1))), desc)
+                              : AveragePoolNodes(n, name, where, data->second.shape, desc));
       referenced.insert(n.input(0));
-      out.nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)}, {{rows_name, {rows, desc.dtype, "ND"}}}, {}});
-      out.nodes.push_back(GraphNode{name, "ReduceMean", {rows_name}, {{mean_name, {{shape[0], shape[1], 1}, desc.dtype, "ND"}}}, {}});
-      out.nodes.push_back(GraphNode{name + "/view", kReshapeOp, {mean_name}, {{n.output(0), std::move(desc)}}, {}});
+      for (GraphNode& node : written) out.nodes.push_back(std::move(node));
       continue;
     }
     TF_ASSIGN_OR_RETURN(Converted c, Convert(n, where, info, opset));

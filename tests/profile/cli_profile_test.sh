@@ -272,6 +272,12 @@ check_onnx_tune resnet50 "$SRC/examples/resnet50.onnx" 121 \
 (cd "$OUT" && "$TF" fuse "$SRC/examples/resnet50.onnx" > resnet50_fuse.txt) || fail "fuse resnet50 exited $?"
 grep -qF "49 of 53 fusion chains fused, 0 of 0 transposes folded, 121 -> 56 kernels" "$OUT/resnet50_fuse.txt" \
   || fail "fuse resnet50: $(head -3 "$OUT/resnet50_fuse.txt")"
+# ViT-B/16 (scripts/make_vit_onnx.py): the patch embedding a Conv 16x16/16 and a Transpose,
+# the class token joined before the patches by a Concat, and the classifier reading the
+# class token x[:, 0], a Gather of one index: a window view, so the Gemm reads [32, 768].
+check_onnx_tune vit "$SRC/examples/vit_b16.onnx" 258 \
+  "^/patch/Conv  Conv2D\[32x3x224x224,768x3x16x16,768\]{strides=16,16}" "^/Concat_1  Concat\[32x1x768,32x196x768\]{axis=1}" \
+  "^/classifier/Gemm  Gemm\[32x768,1000x768,1000\]{transpose_b=1}"
 # --resident keeps a graph input or output on the device whatever it is called (an ONNX
 # model's past* and present* already are): no H2D or D2H copy of it; fuse writes it into
 # the fused graph and passes it on to the report of the baseline; a name the graph has

@@ -746,6 +746,50 @@ TEST(OnnxImport, AResNetsMaxPoolAndGlobalAveragePoolImport) {
   EXPECT_NE(one_d.find("only 2-D max pooling (NCHW input) is supported"), std::string::npos) << one_d;
 }
 
+// ViT's classifier reads the class token, x[:, 0], which torch exports as a Gather of one
+// constant index: a window view of the token's row (and a view dropping the axis), so the
+// Gemm after it reads [4, 64] of x [4, 16, 64] and nothing is copied. A negative index
+// counts from the end; an index of shape [1] keeps the axis; more than one index, or one
+// outside the axis, is refused.
+TEST(OnnxImport, AGatherOfOneConstantIndexIsAWindowView) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const std::vector<int64_t>& index, bool scalar) {
+    return LoadChainModel(dir.Path("pick" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInts(g, "index", index, scalar);
+                            WithInt(AddNode(n, "Gather", {"x", "index"}, "token", "pick"), "axis", 1);
+                            AddNode(n, "Relu", {"token"}, "y", "act");
+                          });
+  };
+  auto first = load({0}, true);
+  ASSERT_TRUE(first.ok()) << Message(first);
+  const GraphNode* pick = FindNode(*first, "pick");
+  ASSERT_NE(pick, nullptr);
+  EXPECT_TRUE(pick->IsView());
+  EXPECT_EQ(pick->attrs.at(kSliceStartsAttr), "0,0,0");
+  EXPECT_EQ(pick->outputs[0].desc.shape, (std::vector<int64_t>{4, 1, 64}));
+  EXPECT_EQ(FindNode(*first, "act")->inputs, (std::vector<std::string>{"token"}));
+  auto run = profile::RunGraph(*first, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->ops.size(), 1u) << "the Gather copies nothing";
+  EXPECT_EQ(run->ops[0].op_key, "Relu[4x64]@Ascend910B2");
+  auto last = load({-1}, true);
+  ASSERT_TRUE(last.ok()) << Message(last);
+  EXPECT_EQ(FindNode(*last, "pick")->attrs.at(kSliceStartsAttr), "0,15,0");
+  auto kept = load({3}, false);
+  ASSERT_TRUE(kept.ok()) << Message(kept);
+  EXPECT_EQ(FindNode(*kept, "pick")->outputs[0].desc.shape, (std::vector<int64_t>{4, 1, 64})) << "index [1]: no axis dropped";
+  EXPECT_EQ(FindNode(*kept, "pick/view"), nullptr);
+  const std::string two = Message(load({0, 1}, false));
+  EXPECT_NE(two.find("node 'pick' (Gather): ONNX op 'Gather' has no tunefleet equivalent: shape arithmetic or an "
+                     "embedding lookup (one constant index, ViT's x[:, 0], is a window view)"),
+            std::string::npos)
+      << two;
+  const std::string outside = Message(load({16}, true));
+  EXPECT_NE(outside.find("index 16 is outside axis 1 of its input, of size 16"), std::string::npos) << outside;
+}
+
 // GQA's repeat_kv as torch 1.13 exports it at fixed shapes: Unsqueeze, an Expand whose
 // shape is arithmetic on constants (ConstantOfShape, Mul, Equal, Where), Reshape. The
 // arithmetic folds, the Expand is a broadcast view, and the attention's BatchMatMul reads
