@@ -32,6 +32,7 @@ constexpr ChainOpInfo kChainOps[] = {
     {"Div", VectorOp::kDiv, 1, 0, false, false},
     {"FusedMulAdd", VectorOp::kFusedMulAdd, 2, 0, false, false},
     {"Relu", VectorOp::kRelu, 0, 0, true, false},
+    {"Clip", VectorOp::kClip, 0, 0, true, false},
     {"Gelu", VectorOp::kGelu, 0, 1, false, false},
     {"Sigmoid", VectorOp::kSigmoid, 0, 0, false, false},
     {"Tanh", VectorOp::kTanh, 0, 1, false, false},

@@ -29,7 +29,7 @@ bool IsCubeHead(const Graph& graph, const GraphNode& node) {
 }
 
 bool IsUnaryChainOp(const std::string& op) {
-  return op == "Relu" || op == "Gelu" || op == "Sigmoid" || op == "Tanh" || op == "Exp";
+  return op == "Relu" || op == "Clip" || op == "Gelu" || op == "Sigmoid" || op == "Tanh" || op == "Exp";
 }
 
 bool IsChainOp(const std::string& op) {

@@ -43,7 +43,7 @@ constexpr const char* kSupported =
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool (2-D, NCHW), "
-    "GlobalAveragePool (a ReduceMean over H*W)";
+    "GlobalAveragePool (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -115,7 +115,7 @@ bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "MaxPool", "GlobalAveragePool"};
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "MaxPool", "GlobalAveragePool", "Clip"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -282,6 +282,18 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     } else if (!p.empty()) {
       return InvalidArgument(where + ": pads must have 4 values for a 2-D max pooling");
     }
+  } else if (op == "Clip") {
+    // Its bounds (inputs from opset 11, attributes before) leave its cost alone: data of
+    // the op, not tensors it reads.
+    for (int i = 1; i < n.input_size(); ++i) {
+      const auto bound = info.find(n.input(i));
+      if (!n.input(i).empty() && (bound == info.end() || !bound->second.constant)) {
+        return InvalidArgument(where + ": Clip's " + (i == 1 ? "min" : "max") +
+                               " is computed from a tensor: export it as a constant");
+      }
+    }
+    c.op = "Clip";
+    c.inputs = first(1);
   } else if (op == "Where") {
     c.op = "Where";  // condition (bool, carried as int8), x, y
     c.inputs = first(3);

@@ -31,6 +31,8 @@ struct OpInfo {
 // through UB (MTE2 in, MTE3 out, no vector instruction); it reads as many elements as it
 // writes, so it is timed as one full input of the output's elements, read in bursts of
 // its contiguous pieces (an input's elements from the axis on; their mean).
+// Clip (ONNX's Clip, CANN's ClipByValue; MobileNet's ReLU6): x bounded below and above by
+// constants, which leave its cost alone and are not part of its key.
 // MaxPool (CANN's MaxPoolV3, ONNX's MaxPool): x [N, C, H, W], attrs kernel_shape "kh,kw",
 // strides "sh,sw" (default 1,1) and pads "top,bottom,left,right" (default 0, each below
 // the kernel: a window holds at least one element of x); output [N, C, Ho, Wo], rounded
@@ -55,6 +57,7 @@ constexpr OpInfo kOps[] = {
     {"Where", VectorOp::kWhere, VectorFamily::kElementwise, 3, 0, false},
     {"Concat", VectorOp::kConcat, VectorFamily::kElementwise, 0, 0, true},
     {"MaxPool", VectorOp::kMaxPool, VectorFamily::kElementwise, 1, 0, false},
+    {"Clip", VectorOp::kClip, VectorFamily::kElementwise, 1, 0, true},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
     {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},

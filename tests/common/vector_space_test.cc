@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "Clip", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;

@@ -91,6 +91,28 @@ TEST(FusionChains, AnAddAfterAConvStaysAnAddAndAfterAMatMulIsItsBias) {
   EXPECT_EQ(FindNode(*fused, "mm+bias")->inputs, (std::vector<std::string>{"a", "w", "b"})) << "the bias after the GEMM's inputs";
 }
 
+// MobileNet's ReLU6 (a Clip) after a pointwise conv is its epilogue, as a Relu is: CANN's
+// conv fusion passes take both.
+TEST(FusionChains, AConvTakesTheClipAfterItAsItsEpilogue) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {8, 64, 28, 28})}},
+                   {"weights", {Tensor("cw", {128, 64, 1, 1})}},
+                   {"outputs", {"r"}},
+                   {"nodes",
+                    {Node("conv", "Conv2D", {"x", "cw"}, Tensor("c", {8, 128, 28, 28})),
+                     Node("relu6", "Clip", {"c"}, Tensor("r", {8, 128, 28, 28}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(Names(*g, chains[0]), (std::vector<std::string>{"conv", "relu6"}));
+  EXPECT_EQ(FusedEpilogue(*g, {chains[0], 1}), "Clip");
+  auto chosen = ChooseFusions(*g, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->kernels_after, 1) << "the Clip's write and re-read saved";
+  EXPECT_LT(chosen->result_us, chosen->baseline_us);
+}
+
 // GPT-2's Conv1D exports as a Gemm with its bias as C: it heads its chain as the MatMul it
 // is, so it fuses to the same op as MatMul + Add of the bias + Gelu. A Gemm that scales by
 // alpha or beta does not (the fused op has no scale).

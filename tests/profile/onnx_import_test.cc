@@ -790,6 +790,47 @@ TEST(OnnxImport, AGatherOfOneConstantIndexIsAWindowView) {
   EXPECT_NE(outside.find("index 16 is outside axis 1 of its input, of size 16"), std::string::npos) << outside;
 }
 
+// MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from
+// opset 11, attributes before) is a Clip kernel reading x alone; bounds computed from a
+// tensor are refused.
+TEST(OnnxImport, AClipWithConstantBoundsIsAClipKernel) {
+  testing::ScratchDir dir;
+  auto relu6 = LoadChainModel(dir.Path("relu6.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddScalar(g, "zero", 0.0f);
+    AddScalar(g, "six", 6.0f);
+    AddNode(n, "Clip", {"x", "zero", "six"}, "y", "relu6");
+  }, false, onnx::TensorProto::FLOAT);
+  ASSERT_TRUE(relu6.ok()) << Message(relu6);
+  const GraphNode* clip = FindNode(*relu6, "relu6");
+  ASSERT_NE(clip, nullptr);
+  EXPECT_EQ(clip->op_type, "Clip");
+  EXPECT_EQ(clip->inputs, (std::vector<std::string>{"x"})) << "the bounds are the op's data";
+  EXPECT_TRUE(relu6->weights.empty());
+  auto run = profile::RunGraph(*relu6, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->ops[0].op_key, "Clip[64x64]@Ascend910B2");
+  auto old = LoadChainModel(dir.Path("relu6_opset6.onnx"), 6, [](onnx::GraphProto&, std::vector<onnx::NodeProto>& n) {
+    auto* c = AddNode(n, "Clip", {"x"}, "y", "relu6");
+    for (auto [name, value] : {std::pair{"min", 0.0f}, std::pair{"max", 6.0f}}) {
+      auto* a = c->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::FLOAT);
+      a->set_f(value);
+    }
+  });
+  ASSERT_TRUE(old.ok()) << Message(old);
+  EXPECT_EQ(FindNode(*old, "relu6")->op_type, "Clip");
+  const std::string computed = Message(LoadChainModel(dir.Path("clip_tensor.onnx"), 17,
+                                                      [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "bound", {1});
+    AddNode(n, "Relu", {"bound"}, "low", "low");
+    AddNode(n, "Clip", {"x", "low"}, "y", "clip");
+  }));
+  EXPECT_NE(computed.find("node 'clip' (Clip): Clip's min is computed from a tensor: export it as a constant"),
+            std::string::npos)
+      << computed;
+}
+
 // GQA's repeat_kv as torch 1.13 exports it at fixed shapes: Unsqueeze, an Expand whose
 // shape is arithmetic on constants (ConstantOfShape, Mul, Equal, Where), Reshape. The
 // arithmetic folds, the Expand is a broadcast view, and the attention's BatchMatMul reads

@@ -31,7 +31,7 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   const int64_t last = shape.back();
   std::vector<OpKey> keys;
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) keys.push_back(Key(op, {shape, shape}, dtype));
-  for (const char* op : {"Relu", "Gelu", "Sigmoid", "Tanh", "Exp"}) keys.push_back(Key(op, {shape}, dtype));
+  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Tanh", "Exp"}) keys.push_back(Key(op, {shape}, dtype));
   keys.push_back(Key("Cast", {shape}, dtype, {{"dst_type", dtype == "float32" ? "float16" : "float32"}}));
   keys.push_back(Key("FusedMulAdd", {shape, shape, shape}, dtype));
   if (last % 2 == 0) keys.push_back(Key("Rope", {shape, shape, shape}, dtype));
@@ -309,6 +309,7 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(where), 2) << "vcmp into a select mask, vsel";
   EXPECT_EQ(count(Key("Concat", {{16}, {16}}, "bfloat16", {{"axis", "0"}})), 0) << "a copy, not a computation";
   EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "3,3"}})), 9) << "a vmax per window element";
+  EXPECT_EQ(count(Key("Clip", {{16}})), 2) << "vmaxs, vmins";
   EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "2,2"}, {"strides", "2"}})), 4);
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);

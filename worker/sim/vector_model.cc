@@ -34,7 +34,7 @@ bool IsReduce(const VectorShape& s) {
 //   FusedMulAdd: vmul, vadd = 2. Rope, per half row: vmul x by cos, vmul the other half
 //     by sin, vsub (first half) or vadd (second) = 3. Where: vcmp (the condition into a
 //     select mask), vsel = 2. Concat: none (a copy through UB). MaxPool: one vmax per
-//     element of the window (kh*kw), reading x's strided rows in UB. Cast: one vconv (two via fp32 for fp16<->bf16).
+//     element of the window (kh*kw), reading x's strided rows in UB. Clip: vmaxs, vmins = 2. Cast: one vconv (two via fp32 for fp16<->bf16).
 //   Softmax (row fits UB): running vmax, vsub, vexp, running vadd, vmul by 1/sum = 5.
 //   LayerNorm (row fits UB): vadd (sum), vsub mean, vmul (square), vadd (sum), vmul
 //     rstd, vmul gamma, vadd beta = 7.
@@ -66,6 +66,7 @@ int OpInstructions(const VectorShape& s) {
       return 8;
     case VectorOp::kFusedMulAdd:
     case VectorOp::kWhere:
+    case VectorOp::kClip:
       return 2;
     case VectorOp::kRope:
       return 3;

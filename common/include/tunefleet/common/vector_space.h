@@ -25,7 +25,7 @@ enum class VectorFamily {
 };
 
 enum class VectorOp {
-  kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool,
+  kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kClip,
   kSoftmax, kLayerNorm, kRmsNorm, kReduceSum, kReduceMean,
   kTranspose,
 };
