@@ -43,7 +43,8 @@ constexpr const char* kSupported =
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool (2-D, NCHW), "
-    "GlobalAveragePool (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6)";
+    "GlobalAveragePool (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
+    "(inference: a FusedMulAdd per channel)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -115,7 +116,8 @@ bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "MaxPool", "GlobalAveragePool", "Clip"};
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "MaxPool", "GlobalAveragePool", "Clip",
+      "BatchNormalization"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -194,6 +196,43 @@ Result<std::vector<GraphNode>> AveragePoolNodes(const onnx::NodeProto& n, const 
   nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)}, {{rows_name, {rows, desc.dtype, "ND"}}}, {}});
   nodes.push_back(GraphNode{name, "ReduceMean", {rows_name}, {{mean_name, {{shape[0], shape[1], 1}, desc.dtype, "ND"}}}, {}});
   nodes.push_back(GraphNode{name + "/view", kReshapeOp, {mean_name}, {{n.output(0), std::move(desc)}}, {}});
+  return nodes;
+}
+
+// An inference BatchNormalization of x `shape` [N, C, ...] (one a torch export did not fold
+// into the convolution before it: BatchNorm1d after a Linear, a pre-activation block's BN
+// before its convolution) as what ATC runs: x * a + b per channel, a FusedMulAdd named as
+// the node, reading the scale and bias (which the running mean and variance fold into at
+// compile time) through views [C, 1, ...] that broadcast over the spatial axes.
+Result<std::vector<GraphNode>> BatchNormNodes(const onnx::NodeProto& n, const std::string& name,
+                                              const std::string& where, const std::vector<int64_t>& shape,
+                                              const std::map<std::string, TensorInfo>& info, TensorDesc desc) {
+  if (IntAttr(n, "training_mode", 0) != 0 || n.output_size() > 1) {
+    return InvalidArgument(where + ": a training-mode BatchNormalization (batch statistics) is not supported: export "
+                                   "the model in eval mode");
+  }
+  if (shape.size() < 2 || n.input_size() != 5) {
+    return InvalidArgument(where + ": BatchNormalization takes x [N, C, ...], scale, B, mean and var");
+  }
+  std::vector<GraphNode> nodes;
+  std::vector<std::string> params;
+  for (int i = 1; i <= 2; ++i) {
+    const auto p = info.find(n.input(i));
+    if (p == info.end() || !p->second.constant || p->second.shape != std::vector<int64_t>{shape[1]}) {
+      return InvalidArgument(fmt::format("{}: its {} must be a constant of x's {} channels", where,
+                                         i == 1 ? "scale" : "B", shape[1]));
+    }
+    if (shape.size() == 2) {  // [N, C]: [C] broadcasts as it is
+      params.push_back(n.input(i));
+      continue;
+    }
+    std::vector<int64_t> per_channel(shape.size() - 1, 1);
+    per_channel[0] = shape[1];
+    params.push_back(n.output(0) + (i == 1 ? "/scale" : "/bias"));
+    nodes.push_back(GraphNode{name + (i == 1 ? "/scale" : "/bias"), kReshapeOp, {n.input(i)},
+                              {{params.back(), {per_channel, desc.dtype, "ND"}}}, {}});
+  }
+  nodes.push_back(GraphNode{name, "FusedMulAdd", {n.input(0), params[0], params[1]}, {{n.output(0), std::move(desc)}}, {}});
   return nodes;
 }
 
@@ -1184,16 +1223,22 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       }
       continue;
     }
-    if (IsConstantPick(n, constant_values) || (IsStandardDomain(n.domain()) && n.op_type() == "GlobalAveragePool")) {
+    // Nodes written as several tunefleet nodes: a kernel and the views around it.
+    if (IsConstantPick(n, constant_values) ||
+        (IsStandardDomain(n.domain()) && (n.op_type() == "GlobalAveragePool" || n.op_type() == "BatchNormalization"))) {
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
       const auto data = info.find(n.input(0));
       if (data == info.end() || !data->second.known) return InvalidArgument(where + ": its input's shape is not known");
-      TF_ASSIGN_OR_RETURN(std::vector<GraphNode> written,
-                          n.op_type() == "Gather"
-                              ? PickNodes(n, name, where, data->second.shape, *IntValues(*constant_values.at(n.input(1))), desc)
-                              : AveragePoolNodes(n, name, where, data->second.shape, desc));
-      referenced.insert(n.input(0));
-      for (GraphNode& node : written) out.nodes.push_back(std::move(node));
+      const std::vector<int64_t>& shape = data->second.shape;
+      TF_ASSIGN_OR_RETURN(
+          std::vector<GraphNode> written,
+          n.op_type() == "Gather"              ? PickNodes(n, name, where, shape, *IntValues(*constant_values.at(n.input(1))), desc)
+          : n.op_type() == "GlobalAveragePool" ? AveragePoolNodes(n, name, where, shape, desc)
+                                               : BatchNormNodes(n, name, where, shape, info, desc));
+      for (GraphNode& node : written) {
+        referenced.insert(node.inputs.begin(), node.inputs.end());
+        out.nodes.push_back(std::move(node));
+      }
       continue;
     }
     TF_ASSIGN_OR_RETURN(Converted c, Convert(n, where, info, opset));

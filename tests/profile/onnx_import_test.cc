@@ -790,6 +790,56 @@ TEST(OnnxImport, AGatherOfOneConstantIndexIsAWindowView) {
   EXPECT_NE(outside.find("index 16 is outside axis 1 of its input, of size 16"), std::string::npos) << outside;
 }
 
+// A BatchNormalization torch did not fold into a convolution before it (a pre-activation
+// block's, or BatchNorm1d after a Linear) runs as ATC runs it in inference: x * a + b per
+// channel, a FusedMulAdd whose scale and bias are read through views that broadcast over
+// the spatial axes. A training-mode one is refused.
+TEST(OnnxImport, ABatchNormalizationIsAFusedMulAddPerChannel) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const std::vector<int64_t>& x, int64_t training) {
+    return LoadChainModel(dir.Path("bn" + std::to_string(file++) + ".onnx"), 15,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "feat", x);
+                            for (const char* p : {"bn.scale", "bn.bias", "bn.mean", "bn.var"}) {
+                              auto* t = g.add_initializer();
+                              t->set_name(p);
+                              t->set_data_type(onnx::TensorProto::FLOAT16);
+                              t->add_dims(x[1]);
+                            }
+                            auto* bn = AddNode(n, "BatchNormalization", {"feat", "bn.scale", "bn.bias", "bn.mean", "bn.var"},
+                                               "normed", "bn");
+                            if (training) {  // batch statistics: the running mean and variance as outputs too
+                              WithInt(bn, "training_mode", 1);
+                              bn->add_output("running_mean");
+                              bn->add_output("running_var");
+                            }
+                            AddNode(n, "Relu", {"normed"}, "y", "act");
+                          });
+  };
+  auto image = load({2, 8, 16, 16}, 0);
+  ASSERT_TRUE(image.ok()) << Message(image);
+  const GraphNode* bn = FindNode(*image, "bn");
+  ASSERT_NE(bn, nullptr);
+  EXPECT_EQ(bn->op_type, "FusedMulAdd");
+  EXPECT_EQ(FindNode(*image, "bn/scale")->outputs[0].desc.shape, (std::vector<int64_t>{8, 1, 1}));
+  std::set<std::string> weights;
+  for (const auto& w : image->weights) weights.insert(w.name);
+  EXPECT_TRUE(weights.count("bn.scale") && weights.count("bn.bias"));
+  EXPECT_FALSE(weights.count("bn.mean")) << "folded into the scale and bias at compile time";
+  auto run = profile::RunGraph(*image, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->ops[0].op_key, "FusedMulAdd[2x8x16x16,8x1x1,8x1x1]@Ascend910B2");
+  auto flat = load({32, 64}, 0);  // BatchNorm1d after a Linear: [C] broadcasts as it is
+  ASSERT_TRUE(flat.ok()) << Message(flat);
+  EXPECT_EQ(FindNode(*flat, "bn")->inputs, (std::vector<std::string>{"feat", "bn.scale", "bn.bias"}));
+  const std::string training = Message(load({2, 8, 16, 16}, 1));
+  EXPECT_NE(training.find("a training-mode BatchNormalization (batch statistics) is not supported: export the model in "
+                          "eval mode"),
+            std::string::npos)
+      << training;
+}
+
 // MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from
 // opset 11, attributes before) is a Clip kernel reading x alone; bounds computed from a
 // tensor are refused.
