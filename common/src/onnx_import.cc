@@ -207,7 +207,8 @@ Result<std::vector<GraphNode>> AveragePoolNodes(const onnx::NodeProto& n, const 
 Result<std::vector<GraphNode>> BatchNormNodes(const onnx::NodeProto& n, const std::string& name,
                                               const std::string& where, const std::vector<int64_t>& shape,
                                               const std::map<std::string, TensorInfo>& info, TensorDesc desc) {
-  if (IntAttr(n, "training_mode", 0) != 0 || n.output_size() > 1) {
+  const bool statistics_out = std::any_of(n.output().begin() + 1, n.output().end(), [](const std::string& o) { return !o.empty(); });
+  if (IntAttr(n, "training_mode", 0) != 0 || statistics_out) {
     return InvalidArgument(where + ": a training-mode BatchNormalization (batch statistics) is not supported: export "
                                    "the model in eval mode");
   }
