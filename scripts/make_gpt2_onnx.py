@@ -18,7 +18,7 @@ import math
 
 import onnx
 import torch
-from onnx import TensorProto
+from onnx_weights import save_without_weights
 
 HIDDEN, HEADS, FFN, MAX_POSITIONS, EPS = 768, 12, 3072, 1024, 1e-5
 
@@ -107,26 +107,9 @@ def main():
         buf = io.BytesIO()
         torch.onnx.export(layer, (torch.zeros(args.batch, args.seq, HIDDEN),), buf, opset_version=17,
                           input_names=["x"], output_names=["layer_out"])
-    model = onnx.load_from_string(buf.getvalue())
     # The causal mask, a window of the bool buffer, is folded by the exporter into a
     # Constant node of 1 MiB: as an initializer, its data is dropped with the weights'.
-    for n in list(model.graph.node):
-        value = n.attribute[0].t if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value" else None
-        if value is not None and len(value.raw_data) > 64:
-            t = model.graph.initializer.add()
-            t.CopyFrom(value)
-            t.name = n.output[0]
-            model.graph.node.remove(n)
-    for t in model.graph.initializer:
-        if t.raw_data and len(t.raw_data) > 64:  # a weight or the mask; small constants keep their values
-            t.ClearField("raw_data")
-            t.data_location = TensorProto.EXTERNAL
-            for key, value in (("location", args.out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")),
-                               ("offset", "0"), ("length", "0")):
-                entry = t.external_data.add()
-                entry.key, entry.value = key, value
-    model.graph.name = "gpt2_layer"
-    onnx.save(model, args.out)
+    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "gpt2_layer", constants_too=True)
 
 
 if __name__ == "__main__":

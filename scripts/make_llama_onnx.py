@@ -28,7 +28,7 @@ import math
 
 import onnx
 import torch
-from onnx import TensorProto
+from onnx_weights import save_without_weights
 
 CONFIGS = {  # hidden, heads, key/value heads, head dim, MLP, RMSNorm epsilon
     "llama2-7b": (4096, 32, 32, 128, 11008, 1e-6),
@@ -149,17 +149,8 @@ def main():
                    "mask": {0: "batch", 2: "seq", 3: "seq"}, "layer_out": {0: "batch", 1: "seq"}}
         torch.onnx.export(layer, inputs, buf, opset_version=17, input_names=names, output_names=outputs,
                           dynamic_axes=dynamic if args.dynamic else None)
-    model = onnx.load_from_string(buf.getvalue())
-    for t in model.graph.initializer:
-        if t.raw_data and len(t.raw_data) > 64:  # a weight; small constants keep their values
-            t.ClearField("raw_data")
-            t.data_location = TensorProto.EXTERNAL
-            for key, value in (("location", out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")), ("offset", "0"), ("length", "0")):
-                entry = t.external_data.add()
-                entry.key, entry.value = key, value
-    model.graph.name = args.config.replace("-", "_") + ("_decode" if past else "") + \
-        ("_dynamic" if args.dynamic else "") + "_layer"
-    onnx.save(model, out)
+    name = args.config.replace("-", "_") + ("_decode" if past else "") + ("_dynamic" if args.dynamic else "") + "_layer"
+    save_without_weights(onnx.load_from_string(buf.getvalue()), out, name)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import io
 
 import onnx
 import torch
-from onnx import TensorProto
+from onnx_weights import save_without_weights
 
 nn = torch.nn
 
@@ -80,17 +80,7 @@ def main():
         buf = io.BytesIO()
         torch.onnx.export(model_t, (torch.zeros(args.batch, 3, 224, 224),), buf, opset_version=17,
                           input_names=["x"], output_names=["logits"])
-    model = onnx.load_from_string(buf.getvalue())
-    for t in model.graph.initializer:
-        if t.raw_data and len(t.raw_data) > 64:  # a weight; small constants keep their values
-            t.ClearField("raw_data")
-            t.data_location = TensorProto.EXTERNAL
-            for key, value in (("location", args.out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")),
-                               ("offset", "0"), ("length", "0")):
-                entry = t.external_data.add()
-                entry.key, entry.value = key, value
-    model.graph.name = "resnet50"
-    onnx.save(model, args.out)
+    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "resnet50")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import io
 
 import onnx
 import torch
-from onnx import TensorProto
+from onnx_weights import save_without_weights
 
 nn = torch.nn
 HIDDEN, HEADS, FFN, PATCH, IMAGE, EPS = 768, 12, 3072, 16, 224, 1e-12
@@ -80,24 +80,7 @@ def main():
         buf = io.BytesIO()
         torch.onnx.export(model_t, (torch.zeros(args.batch, 3, IMAGE, IMAGE),), buf, opset_version=17,
                           input_names=["pixel_values"], output_names=["logits"])
-    model = onnx.load_from_string(buf.getvalue())
-    for n in list(model.graph.node):
-        value = n.attribute[0].t if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value" else None
-        if value is not None and len(value.raw_data) > 64:
-            t = model.graph.initializer.add()
-            t.CopyFrom(value)
-            t.name = n.output[0]
-            model.graph.node.remove(n)
-    for t in model.graph.initializer:
-        if t.raw_data and len(t.raw_data) > 64:  # a weight; small constants keep their values
-            t.ClearField("raw_data")
-            t.data_location = TensorProto.EXTERNAL
-            for key, value in (("location", args.out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")),
-                               ("offset", "0"), ("length", "0")):
-                entry = t.external_data.add()
-                entry.key, entry.value = key, value
-    model.graph.name = "vit_b16"
-    onnx.save(model, args.out)
+    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "vit_b16", constants_too=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,33 @@
+"""What the example exporters (scripts/make_*_onnx.py) share: a model exported by PyTorch
+saved without its weights' data. Each weight (an initializer of more than 64 bytes)
+points at an external file that is not shipped, so the model stays a few kilobytes:
+tunefleet reads only the weights' shapes. Small constants (shapes, axes, scalars) keep
+their values, which the importer reads."""
+import onnx
+from onnx import TensorProto
+
+MAX_KEPT_BYTES = 64
+
+
+def save_without_weights(model, out, name, constants_too=False):
+    """Saves `model` as `out`, named `name`, its weights' data dropped. constants_too: large
+    Constant nodes (a causal mask the exporter folded into one) become initializers first,
+    so their data is dropped with the weights'."""
+    if constants_too:
+        for n in list(model.graph.node):
+            value = n.attribute[0].t if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value" else None
+            if value is not None and len(value.raw_data) > MAX_KEPT_BYTES:
+                t = model.graph.initializer.add()
+                t.CopyFrom(value)
+                t.name = n.output[0]
+                model.graph.node.remove(n)
+    location = out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")
+    for t in model.graph.initializer:
+        if t.raw_data and len(t.raw_data) > MAX_KEPT_BYTES:
+            t.ClearField("raw_data")
+            t.data_location = TensorProto.EXTERNAL
+            for key, value in (("location", location), ("offset", "0"), ("length", "0")):
+                entry = t.external_data.add()
+                entry.key, entry.value = key, value
+    model.graph.name = name
+    onnx.save(model, out)
