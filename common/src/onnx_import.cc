@@ -39,10 +39,10 @@ constexpr const char* kSupported =
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
     "Mul gamma), RoPE written out as HF's apply_rotary_pos_emb (x*cos + Concat(Neg(x[..., h:]), x[..., :h])*sin over "
     "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
-    "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Split and Slice "
+    "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Pad of zeros, Split and Slice "
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Where (a select: GPT-2's causal "
-    "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool (2-D, NCHW), "
+    "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
     "GlobalAveragePool (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
     "(inference: a FusedMulAdd per channel)";
 
@@ -112,11 +112,25 @@ bool IsConstantPick(const onnx::NodeProto& n, const std::map<std::string, const 
   return v && v->size() == 1;
 }
 
+// A Pad that pads nothing (torch's export writes one of zeros before an AveragePool): a
+// view. Its pads are an input from opset 11, an attribute before.
+bool IsNoOpPad(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants) {
+  if (!IsStandardDomain(n.domain()) || n.op_type() != "Pad" || n.input_size() < 1 || n.output_size() != 1) return false;
+  std::optional<std::vector<int64_t>> pads;
+  if (n.input_size() >= 2 && !n.input(1).empty()) {
+    const auto c = constants.find(n.input(1));
+    if (c != constants.end()) pads = IntValues(*c->second);
+  } else {
+    pads = IntsAttr(n, "pads");
+  }
+  return pads && std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; });
+}
+
 bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "MaxPool", "GlobalAveragePool", "Clip",
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", "Clip",
       "BatchNormalization"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope";
@@ -136,6 +150,8 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"ConstantOfShape", "shape arithmetic on a tensor's shape: export with fixed shapes and constant folding on "
                           "(arithmetic on constants only, such as GQA's repeat_kv writes, is folded)"},
       {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
+      {"Pad", "a padding of the tensor itself (a Pad of zeros, as torch writes before an AveragePool, is a view): "
+              "pad inside the convolution or pooling that reads it (its padding argument) instead"},
       {"Equal", "a mask or shape computed in the graph from a tensor: pass the mask as an input instead (bool for a "
                 "Where, or an additive float mask)"},
       {"Neg", "a negation (RoPE's rotate_half when it does not fold: x*cos + cat(-x[..., h:], x[..., :h])*sin over the "
@@ -206,7 +222,9 @@ Result<std::vector<GraphNode>> AveragePoolNodes(const onnx::NodeProto& n, const 
 // compile time) through views [C, 1, ...] that broadcast over the spatial axes.
 Result<std::vector<GraphNode>> BatchNormNodes(const onnx::NodeProto& n, const std::string& name,
                                               const std::string& where, const std::vector<int64_t>& shape,
-                                              const std::map<std::string, TensorInfo>& info, TensorDesc desc) {
+                                              const std::map<std::string, TensorInfo>& info,
+                                              const std::map<std::string, const onnx::TensorProto*>& constants,
+                                              TensorDesc desc) {
   const bool statistics_out = std::any_of(n.output().begin() + 1, n.output().end(), [](const std::string& o) { return !o.empty(); });
   if (IntAttr(n, "training_mode", 0) != 0 || statistics_out) {
     return InvalidArgument(where + ": a training-mode BatchNormalization (batch statistics) is not supported: export "
@@ -219,7 +237,9 @@ Result<std::vector<GraphNode>> BatchNormNodes(const onnx::NodeProto& n, const st
   std::vector<std::string> params;
   for (int i = 1; i <= 2; ++i) {
     const auto p = info.find(n.input(i));
-    if (p == info.end() || !p->second.constant || p->second.shape != std::vector<int64_t>{shape[1]}) {
+    // A constant: an initializer, or one read through Identity (torch's export shares equal
+    // initializers, a fresh model's BatchNorm weights among them, that way).
+    if (p == info.end() || !constants.count(n.input(i)) || p->second.shape != std::vector<int64_t>{shape[1]}) {
       return InvalidArgument(fmt::format("{}: its {} must be a constant of x's {} channels", where,
                                          i == 1 ? "scale" : "B", shape[1]));
     }
@@ -300,8 +320,9 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
       c.op = "Concat";
       c.attrs["axis"] = std::to_string(axis < 0 ? axis + r : axis);
     }
-  } else if (op == "MaxPool") {
-    if (rank(0) != 4) return InvalidArgument(where + ": only 2-D max pooling (NCHW input) is supported");
+  } else if (op == "MaxPool" || op == "AveragePool") {
+    const std::string pooling = op == "MaxPool" ? "max pooling" : "average pooling";
+    if (rank(0) != 4) return InvalidArgument(where + ": only 2-D " + pooling + " (NCHW input) is supported");
     if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
       return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
     }
@@ -310,17 +331,17 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
                                      "rounded down)");
     }
     for (int64_t d : IntsAttr(n, "dilations")) {
-      if (d != 1) return InvalidArgument(where + ": dilated max pooling is not supported");
+      if (d != 1) return InvalidArgument(where + ": dilated " + pooling + " is not supported");
     }
     if (IntAttr(n, "storage_order", 0) != 0) return InvalidArgument(where + ": storage_order 1 is not supported");
-    c.op = "MaxPool";
+    c.op = op;  // AveragePool's count_include_pad changes what it divides by, not its cost
     c.inputs = first(1);
     c.attrs["kernel_shape"] = Join(IntsAttr(n, "kernel_shape"));
     if (auto s = IntsAttr(n, "strides"); !s.empty()) c.attrs["strides"] = Join(s);
     if (auto p = IntsAttr(n, "pads"); p.size() == 4) {
       c.attrs["pads"] = Join({p[0], p[2], p[1], p[3]});  // ONNX: top, left, bottom, right
     } else if (!p.empty()) {
-      return InvalidArgument(where + ": pads must have 4 values for a 2-D max pooling");
+      return InvalidArgument(where + ": pads must have 4 values for a 2-D " + pooling);
     }
   } else if (op == "Clip") {
     // Its bounds (inputs from opset 11, attributes before) leave its cost alone: data of
@@ -1164,7 +1185,9 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     node_names.push_back(name);
     const std::string where = Where(path, name, n, folds.Folded(index));
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
-    if (!KnownOp(n) && !IsConstantPick(n, constant_values)) return InvalidArgument(UnknownOpMessage(n, where));
+    if (!KnownOp(n) && !IsConstantPick(n, constant_values) && !IsNoOpPad(n, constant_values)) {
+      return InvalidArgument(UnknownOpMessage(n, where));
+    }
     if (n.output_size() == 0 || n.output(0).empty()) return InvalidArgument(where + ": it has no output");
     for (int o = 1; o < n.output_size() && !IsWindowOp(n); ++o) {
       if (n.output(o).empty()) continue;
@@ -1224,6 +1247,12 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       }
       continue;
     }
+    if (IsNoOpPad(n, constant_values)) {
+      TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
+      referenced.insert(n.input(0));
+      out.nodes.push_back(GraphNode{name, kReshapeOp, {n.input(0)}, {{n.output(0), std::move(desc)}}, {}});
+      continue;
+    }
     // Nodes written as several tunefleet nodes: a kernel and the views around it.
     if (IsConstantPick(n, constant_values) ||
         (IsStandardDomain(n.domain()) && (n.op_type() == "GlobalAveragePool" || n.op_type() == "BatchNormalization"))) {
@@ -1235,7 +1264,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
           std::vector<GraphNode> written,
           n.op_type() == "Gather"              ? PickNodes(n, name, where, shape, *IntValues(*constant_values.at(n.input(1))), desc)
           : n.op_type() == "GlobalAveragePool" ? AveragePoolNodes(n, name, where, shape, desc)
-                                               : BatchNormNodes(n, name, where, shape, info, desc));
+                                               : BatchNormNodes(n, name, where, shape, info, constant_values, desc));
       for (GraphNode& node : written) {
         referenced.insert(node.inputs.begin(), node.inputs.end());
         out.nodes.push_back(std::move(node));

@@ -37,7 +37,9 @@ struct OpInfo {
 // strides "sh,sw" (default 1,1) and pads "top,bottom,left,right" (default 0, each below
 // the kernel: a window holds at least one element of x); output [N, C, Ho, Wo], rounded
 // down. A tile of output elements reads their windows' rows of x once (rows shared with
-// the next tile are not charged again), and takes kh*kw vmax an element.
+// the next tile are not charged again), and takes kh*kw vmax an element. AveragePool
+// (CANN's AvgPoolV2, ONNX's AveragePool; DenseNet's transitions): the same windows, a
+// vadd per window element and a vmuls by the reciprocal of its count.
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -57,6 +59,7 @@ constexpr OpInfo kOps[] = {
     {"Where", VectorOp::kWhere, VectorFamily::kElementwise, 3, 0, false},
     {"Concat", VectorOp::kConcat, VectorFamily::kElementwise, 0, 0, true},
     {"MaxPool", VectorOp::kMaxPool, VectorFamily::kElementwise, 1, 0, false},
+    {"AveragePool", VectorOp::kAvgPool, VectorFamily::kElementwise, 1, 0, false},
     {"Clip", VectorOp::kClip, VectorFamily::kElementwise, 1, 0, true},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
@@ -194,14 +197,14 @@ bool IsReduce(const VectorShape& s) {
 // Windows larger than this, or strides and pads, are no pooling's (and would overflow).
 constexpr int64_t kMaxPoolAttr = 1 << 16;
 
-// MaxPool's attribute `name` as `count` values (a single value meaning all), each in
-// [low, kMaxPoolAttr]; `fallback` when the key does not give it.
+// A pooling's (MaxPool's, AveragePool's) attribute `name` as `count` values (a single
+// value meaning all), each in [low, kMaxPoolAttr]; `fallback` when the key does not give it.
 Result<std::vector<int64_t>> PoolAttr(const OpKey& key, const std::string& name, size_t count, int64_t low,
                                       const std::string& example, const std::string& fallback) {
   const auto it = key.attrs.find(name);
-  const std::string what = "MaxPool attr '" + name + "'";
+  const std::string what = key.op_type + " attr '" + name + "'";
   if (it == key.attrs.end() && fallback.empty()) {
-    return InvalidArgument("MaxPool needs attrs." + name + " (\"" + example + "\")");
+    return InvalidArgument(key.op_type + " needs attrs." + name + " (\"" + example + "\")");
   }
   TF_ASSIGN_OR_RETURN(std::vector<int64_t> v, ParseIntList(it == key.attrs.end() ? fallback : it->second, what, example));
   if (v.size() == 1) v.assign(count, v[0]);
@@ -217,10 +220,12 @@ Result<std::vector<int64_t>> PoolAttr(const OpKey& key, const std::string& name,
   return v;
 }
 
-Result<VectorShape> MaxPoolShape(const OpKey& key, VectorShape s) {
+// MaxPool and AveragePool: the same windows over [N, C, H, W].
+Result<VectorShape> PoolShape(const OpKey& key, VectorShape s) {
+  const std::string& op = key.op_type;
   const std::vector<int64_t>& x = key.inputs[0].shape;
   if (x.size() != 4) {
-    return InvalidArgument("MaxPool input 0 shape " + ShapeText(x) + ": a 2-D max pooling takes x as [N, C, H, W]");
+    return InvalidArgument(op + " input 0 shape " + ShapeText(x) + ": a 2-D pooling takes x as [N, C, H, W]");
   }
   TF_ASSIGN_OR_RETURN(const auto k, PoolAttr(key, "kernel_shape", 2, 1, "3,3", ""));
   TF_ASSIGN_OR_RETURN(const auto stride, PoolAttr(key, "strides", 2, 1, "2,2", "1"));
@@ -229,13 +234,13 @@ Result<VectorShape> MaxPoolShape(const OpKey& key, VectorShape s) {
   for (size_t a = 0; a < 2; ++a) {
     const int64_t before = pad[2 * a], after = pad[2 * a + 1];
     if (before >= k[a] || after >= k[a]) {
-      return InvalidArgument("MaxPool attr 'pads' " + N(before) + "," + N(after) + " on " + (a == 0 ? "H" : "W") +
+      return InvalidArgument(op + " attr 'pads' " + N(before) + "," + N(after) + " on " + (a == 0 ? "H" : "W") +
                              ": each pad must be smaller than the kernel's " + N(k[a]) +
                              " (a window must hold an element of x)");
     }
     const int64_t span = x[2 + a] + before + after;
     if (span < k[a]) {
-      return InvalidArgument("MaxPool kernel_shape " + N(k[a]) + " is larger than x's " + (a == 0 ? "H " : "W ") +
+      return InvalidArgument(op + " kernel_shape " + N(k[a]) + " is larger than x's " + (a == 0 ? "H " : "W ") +
                              N(x[2 + a]) + " with its pads");
     }
     out *= (span - k[a]) / stride[a] + 1;
@@ -323,7 +328,7 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
     s.compute_dtype = s.dtype;  // copied, not computed
     return s;
   }
-  if (s.op == VectorOp::kMaxPool) return MaxPoolShape(key, std::move(s));
+  if (s.op == VectorOp::kMaxPool || s.op == VectorOp::kAvgPool) return PoolShape(key, std::move(s));
   switch (s.family) {
     case VectorFamily::kElementwise: {
       // The output takes the largest input's shape; the others equal it or broadcast.

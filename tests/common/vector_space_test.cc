@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "Clip", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -218,6 +218,20 @@ TEST_F(VectorSpace, MaxPoolTilesItsOutputAndItsErrorsNameTheAttribute) {
   EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel", "3,3"}})).find("known: kernel_shape, pads, strides"),
             std::string::npos);
   EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "int8", {{"kernel_shape", "3,3"}})).find("dtype int8"), std::string::npos);
+  // AveragePool (DenseNet's transitions: 2x2 at stride 2) has the same windows.
+  const OpKey avg = Key("AveragePool", {{32, 128, 56, 56}}, "float16", {{"kernel_shape", "2,2"}, {"strides", "2,2"}});
+  auto avg_shape = VectorShapeFromOpKey(avg);
+  ASSERT_TRUE(avg_shape.ok()) << avg_shape.status().ToString();
+  EXPECT_EQ(avg_shape->elements, 32 * 128 * 28 * 28);
+  EXPECT_EQ(avg_shape->full_inputs, 4);
+  EXPECT_EQ(avg_shape->window, 4);
+  EXPECT_EQ(CanonicalOpKey(avg)->Canonical(), avg.Canonical());
+  // ONNX's explicit zero pads and one value for both axes are the same op as the defaults.
+  const OpKey spelt = Key("AveragePool", {{32, 128, 56, 56}}, "float16", {{"kernel_shape", "2"}, {"strides", "[2, 2]"}, {"pads", "0,0,0,0"}});
+  EXPECT_EQ(CanonicalOpKey(spelt)->Canonical(), avg.Canonical());
+  EXPECT_EQ(CanonicalOpKey(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3"}, {"strides", "1"}, {"pads", "1"}}))->Canonical(),
+            Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3"}, {"pads", "1,1,1,1"}}).Canonical());
+  EXPECT_NE(KeyError(Key("AveragePool", {{1, 8, 7, 7}})).find("AveragePool needs attrs.kernel_shape"), std::string::npos);
 }
 
 TEST_F(VectorSpace, AcceptsBroadcastOfATrailingSuffixOrOneElement) {

@@ -272,6 +272,13 @@ check_onnx_tune resnet50 "$SRC/examples/resnet50.onnx" 121 \
 (cd "$OUT" && "$TF" fuse "$SRC/examples/resnet50.onnx" > resnet50_fuse.txt) || fail "fuse resnet50 exited $?"
 grep -qF "49 of 53 fusion chains fused, 0 of 0 transposes folded, 121 -> 56 kernels" "$OUT/resnet50_fuse.txt" \
   || fail "fuse resnet50: $(head -3 "$OUT/resnet50_fuse.txt")"
+# DenseNet-121 (scripts/make_densenet_onnx.py): BatchNorm before each convolution (not
+# folded: a FusedMulAdd per channel), every layer's input the Concat of all before it, the
+# transitions' AveragePool after a Pad of zeros (a view), its zero pads left out of the key.
+check_onnx_tune densenet "$SRC/examples/densenet121.onnx" 367 \
+  "^/features/features.4/layers.1/norm1/BatchNormalization  FusedMulAdd\[32x96x56x56,96x1x1,96x1x1\]" \
+  "^/features/features.4/layers.1/Concat  Concat\[32x64x56x56,32x32x56x56\]{axis=1}" \
+  "^/features/features.5/features.5.3/AveragePool  AveragePool\[32x128x56x56\]{kernel_shape=2,2,strides=2,2}@Ascend910B2  \[done\]"
 # ViT-B/16 (scripts/make_vit_onnx.py): the patch embedding a Conv 16x16/16 and a Transpose,
 # the class token joined before the patches by a Concat, and the classifier reading the
 # class token x[:, 0], a Gather of one index: a window view, so the Gemm reads [32, 768].

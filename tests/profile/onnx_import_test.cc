@@ -807,8 +807,11 @@ TEST(OnnxImport, ABatchNormalizationIsAFusedMulAddPerChannel) {
                               t->set_data_type(onnx::TensorProto::FLOAT16);
                               t->add_dims(x[1]);
                             }
-                            auto* bn = AddNode(n, "BatchNormalization", {"feat", "bn.scale", "bn.bias", "bn.mean", "bn.var"},
-                                               "normed", "bn");
+                            // The bias read through an Identity: torch's export shares equal
+                            // initializers (a fresh model's) that way.
+                            AddNode(n, "Identity", {"bn.bias"}, "bn.shared_bias", "share");
+                            auto* bn = AddNode(n, "BatchNormalization",
+                                               {"feat", "bn.scale", "bn.shared_bias", "bn.mean", "bn.var"}, "normed", "bn");
                             if (training) {  // batch statistics: the running mean and variance as outputs too
                               WithInt(bn, "training_mode", 1);
                               bn->add_output("running_mean");
@@ -832,12 +835,65 @@ TEST(OnnxImport, ABatchNormalizationIsAFusedMulAddPerChannel) {
   EXPECT_EQ(run->ops[0].op_key, "FusedMulAdd[2x8x16x16,8x1x1,8x1x1]@Ascend910B2");
   auto flat = load({32, 64}, 0);  // BatchNorm1d after a Linear: [C] broadcasts as it is
   ASSERT_TRUE(flat.ok()) << Message(flat);
-  EXPECT_EQ(FindNode(*flat, "bn")->inputs, (std::vector<std::string>{"feat", "bn.scale", "bn.bias"}));
+  EXPECT_EQ(FindNode(*flat, "bn")->inputs, (std::vector<std::string>{"feat", "bn.scale", "bn.shared_bias"}));
   const std::string training = Message(load({2, 8, 16, 16}, 1));
   EXPECT_NE(training.find("a training-mode BatchNormalization (batch statistics) is not supported: export the model in "
                           "eval mode"),
             std::string::npos)
       << training;
+}
+
+// DenseNet's transition as torch exports it in eval mode: BatchNormalization before the
+// convolution (not folded: it comes first), Relu, a 1x1 Conv, and an AveragePool 2x2 at
+// stride 2, a pooling kernel of its own. ceil_mode is refused as MaxPool's is.
+TEST(OnnxImport, ADenseNetTransitionsAveragePoolImports) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](int64_t ceil_mode) {
+    return LoadChainModel(dir.Path("transition" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "feat", {2, 16, 8, 8});
+                            for (const char* p : {"bn.scale", "bn.bias", "bn.mean", "bn.var"}) {
+                              auto* t = g.add_initializer();
+                              t->set_name(p);
+                              t->set_data_type(onnx::TensorProto::FLOAT16);
+                              t->add_dims(16);
+                            }
+                            auto* w = g.add_initializer();
+                            w->set_name("w");
+                            w->set_data_type(onnx::TensorProto::FLOAT16);
+                            for (int64_t d : {8, 16, 1, 1}) w->add_dims(d);
+                            AddNode(n, "BatchNormalization", {"feat", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, "normed",
+                                    "norm");
+                            AddNode(n, "Relu", {"normed"}, "r", "relu");
+                            WithInts(AddNode(n, "Conv", {"r", "w"}, "c", "conv"), "kernel_shape", {1, 1});
+                            AddInts(g, "no_pads", std::vector<int64_t>(8, 0));
+                            AddNode(n, "Pad", {"c", "no_pads"}, "padded", "pad");  // torch writes one of zeros
+                            auto* pool = AddNode(n, "AveragePool", {"padded"}, "y", "pool");
+                            WithInts(WithInts(pool, "kernel_shape", {2, 2}), "strides", {2, 2});
+                            if (ceil_mode) WithInt(pool, "ceil_mode", 1);
+                          });
+  };
+  auto g = load(0);
+  ASSERT_TRUE(g.ok()) << Message(g);
+  std::vector<std::string> kernels;
+  for (const auto& node : g->nodes) {
+    if (!node.IsView()) kernels.push_back(node.name + " " + node.op_type);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"norm FusedMulAdd", "relu Relu", "conv Conv2D", "pool AveragePool"}));
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->ops.back().op_key, "AveragePool[2x8x8x8]{kernel_shape=2,2,strides=2,2}@Ascend910B2");
+  EXPECT_TRUE(FindNode(*g, "pad")->IsView()) << "a Pad of zeros moves nothing";
+  const std::string ceil = Message(load(1));
+  EXPECT_NE(ceil.find("node 'pool' (AveragePool): ceil_mode 1 is not supported"), std::string::npos) << ceil;
+  const std::string padding = Message(LoadChainModel(dir.Path("pad.onnx"), 17, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+    AddInts(graph, "pads", {0, 1, 0, 0, 1, 0});
+    AddNode(n, "Pad", {"x", "pads"}, "y", "pad");
+  }));
+  EXPECT_NE(padding.find("node 'pad' (Pad): ONNX op 'Pad' has no tunefleet equivalent: a padding of the tensor itself"),
+            std::string::npos)
+      << padding;
 }
 
 // MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from

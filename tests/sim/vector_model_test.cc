@@ -41,6 +41,7 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   std::vector<int64_t> image = shape;  // [N, C, H, W] of the same elements
   while (image.size() < 4) image.insert(image.begin(), 1);
   keys.push_back(Key("MaxPool", {image}, dtype, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}}));
+  keys.push_back(Key("AveragePool", {image}, dtype, {{"kernel_shape", "1,2"}, {"strides", "1,2"}}));  // H may be 1
   keys.push_back(Key("Softmax", {shape}, dtype));
   keys.push_back(Key("LayerNorm", {shape, {last}, {last}}, dtype));
   keys.push_back(Key("RmsNorm", {shape, {last}}, dtype));
@@ -310,6 +311,8 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Concat", {{16}, {16}}, "bfloat16", {{"axis", "0"}})), 0) << "a copy, not a computation";
   EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "3,3"}})), 9) << "a vmax per window element";
   EXPECT_EQ(count(Key("Clip", {{16}})), 2) << "vmaxs, vmins";
+  EXPECT_EQ(count(Key("AveragePool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "3,3"}})), 10)
+      << "a vadd per window element, a vmuls by 1/count";
   EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "2,2"}, {"strides", "2"}})), 4);
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);

@@ -34,7 +34,8 @@ bool IsReduce(const VectorShape& s) {
 //   FusedMulAdd: vmul, vadd = 2. Rope, per half row: vmul x by cos, vmul the other half
 //     by sin, vsub (first half) or vadd (second) = 3. Where: vcmp (the condition into a
 //     select mask), vsel = 2. Concat: none (a copy through UB). MaxPool: one vmax per
-//     element of the window (kh*kw), reading x's strided rows in UB. Clip: vmaxs, vmins = 2. Cast: one vconv (two via fp32 for fp16<->bf16).
+//     element of the window (kh*kw), reading x's strided rows in UB. Clip: vmaxs, vmins = 2.
+//   AveragePool: a vadd per window element and a vmuls by 1/count = kh*kw + 1. Cast: one vconv (two via fp32 for fp16<->bf16).
 //   Softmax (row fits UB): running vmax, vsub, vexp, running vadd, vmul by 1/sum = 5.
 //   LayerNorm (row fits UB): vadd (sum), vsub mean, vmul (square), vadd (sum), vmul
 //     rstd, vmul gamma, vadd beta = 7.
@@ -72,6 +73,8 @@ int OpInstructions(const VectorShape& s) {
       return 3;
     case VectorOp::kMaxPool:
       return s.window;
+    case VectorOp::kAvgPool:
+      return s.window + 1;
     case VectorOp::kCast:
       return s.temps > 0 ? 2 : 1;
     case VectorOp::kSoftmax:

@@ -25,7 +25,7 @@ enum class VectorFamily {
 };
 
 enum class VectorOp {
-  kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kClip,
+  kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
   kSoftmax, kLayerNorm, kRmsNorm, kReduceSum, kReduceMean,
   kTranspose,
 };
@@ -52,8 +52,8 @@ struct VectorShape {
   // from the joined axis on), each piece a DMA burst of its own.
   int64_t rows = 0, cols = 0;
   int64_t batch = 1;
-  // MaxPool (element-wise over its output): the window's elements, one vmax each per
-  // output element. Its input is counted as full_inputs inputs of the output's size (its
+  // MaxPool and AveragePool (element-wise over their output): the window's elements, one
+  // vmax (vadd) each per output element. Its input is counted as full_inputs inputs of the output's size (its
   // elements over the output's, rounded up: 4 for a 3x3 window at stride 2).
   int window = 0;
   // Compute-dtype buffers of one tile besides inputs and outputs (casts, intermediates).
