@@ -548,6 +548,19 @@ void AddInts(onnx::GraphProto& g, const std::string& name, const std::vector<int
   for (int64_t v : values) t->add_int64_data(v);
 }
 
+// A float16 weight of `dims` whose data is not there (tunefleet reads its shape only).
+void AddWeight(onnx::GraphProto& g, const std::string& name, const std::vector<int64_t>& dims) {
+  auto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT16);
+  for (int64_t d : dims) t->add_dims(d);
+}
+
+// BatchNormalization's scale, bias, mean and var of `channels`, named <prefix>.scale etc.
+void AddBatchNormParams(onnx::GraphProto& g, const std::string& prefix, int64_t channels) {
+  for (const char* p : {".scale", ".bias", ".mean", ".var"}) AddWeight(g, prefix + p, {channels});
+}
+
 void AddInput(onnx::GraphProto& g, const std::string& name, const std::vector<int64_t>& shape,
               int type = onnx::TensorProto::FLOAT16) {
   auto* in = g.add_input();
@@ -698,10 +711,7 @@ TEST(OnnxImport, AResNetsMaxPoolAndGlobalAveragePoolImport) {
     return LoadChainModel(dir.Path("resnet" + std::to_string(file++) + ".onnx"), 17,
                           [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
                             AddInput(g, "img", rank == 4 ? std::vector<int64_t>{2, 8, 16, 16} : std::vector<int64_t>{2, 8, 16});
-                            auto* w = g.add_initializer();
-                            w->set_name("w");
-                            w->set_data_type(onnx::TensorProto::FLOAT16);
-                            for (int64_t d : {16, 8, 3, 3}) w->add_dims(d);
+                            AddWeight(g, "w", {16, 8, 3, 3});
                             if (rank == 4) {
                               WithInts(WithInts(AddNode(n, "Conv", {"img", "w"}, "c", "stem.conv"), "pads", {1, 1, 1, 1}),
                                        "kernel_shape", {3, 3});
@@ -801,12 +811,7 @@ TEST(OnnxImport, ABatchNormalizationIsAFusedMulAddPerChannel) {
     return LoadChainModel(dir.Path("bn" + std::to_string(file++) + ".onnx"), 15,
                           [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
                             AddInput(g, "feat", x);
-                            for (const char* p : {"bn.scale", "bn.bias", "bn.mean", "bn.var"}) {
-                              auto* t = g.add_initializer();
-                              t->set_name(p);
-                              t->set_data_type(onnx::TensorProto::FLOAT16);
-                              t->add_dims(x[1]);
-                            }
+                            AddBatchNormParams(g, "bn", x[1]);
                             // The bias read through an Identity: torch's export shares equal
                             // initializers (a fresh model's) that way.
                             AddNode(n, "Identity", {"bn.bias"}, "bn.shared_bias", "share");
@@ -853,16 +858,8 @@ TEST(OnnxImport, ADenseNetTransitionsAveragePoolImports) {
     return LoadChainModel(dir.Path("transition" + std::to_string(file++) + ".onnx"), 17,
                           [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
                             AddInput(g, "feat", {2, 16, 8, 8});
-                            for (const char* p : {"bn.scale", "bn.bias", "bn.mean", "bn.var"}) {
-                              auto* t = g.add_initializer();
-                              t->set_name(p);
-                              t->set_data_type(onnx::TensorProto::FLOAT16);
-                              t->add_dims(16);
-                            }
-                            auto* w = g.add_initializer();
-                            w->set_name("w");
-                            w->set_data_type(onnx::TensorProto::FLOAT16);
-                            for (int64_t d : {8, 16, 1, 1}) w->add_dims(d);
+                            AddBatchNormParams(g, "bn", 16);
+                            AddWeight(g, "w", {8, 16, 1, 1});
                             AddNode(n, "BatchNormalization", {"feat", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, "normed",
                                     "norm");
                             AddNode(n, "Relu", {"normed"}, "r", "relu");
