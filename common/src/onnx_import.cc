@@ -43,7 +43,7 @@ constexpr const char* kSupported =
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
-    "GlobalAveragePool (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
+    "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
     "(inference: a FusedMulAdd per channel)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
@@ -126,6 +126,25 @@ bool IsNoOpPad(const onnx::NodeProto& n, const std::map<std::string, const onnx:
   return pads && std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; });
 }
 
+// A ReduceMean over axes 2 and 3, an SE block's x.mean((2, 3)) of [N, C, H, W]: a
+// GlobalAveragePool, keepdims or not (axes an attribute before opset 18, an input from 18).
+bool IsSpatialMean(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants,
+                   int opset) {
+  if (!IsStandardDomain(n.domain()) || n.op_type() != "ReduceMean" || n.input_size() < 1 || n.output_size() != 1) {
+    return false;
+  }
+  std::optional<std::vector<int64_t>> axes;
+  if (opset < 18) {
+    axes = IntsAttr(n, "axes");
+  } else if (n.input_size() >= 2) {
+    const auto c = constants.find(n.input(1));
+    if (c != constants.end()) axes = IntValues(*c->second);
+  }
+  if (!axes) return false;
+  std::sort(axes->begin(), axes->end());
+  return *axes == std::vector<int64_t>{2, 3};
+}
+
 bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
@@ -198,12 +217,17 @@ Result<std::vector<GraphNode>> PickNodes(const onnx::NodeProto& n, const std::st
   return nodes;
 }
 
-// A GlobalAveragePool of x `shape` [N, C, spatial...] as a ReduceMean over the spatial
-// axes between two views: x read as [N, C, H*W], the kernel (named as the node) writes
-// [N, C, 1], read as ONNX's [N, C, 1, 1] (`desc`).
+// A GlobalAveragePool of x `shape` [N, C, spatial...] (or a ReduceMean over axes 2 and 3
+// of [N, C, H, W]) as a ReduceMean over the spatial axes between two views: x read as
+// [N, C, H*W], the kernel (named as the node) writes [N, C, 1], read as ONNX's output
+// (`desc`: [N, C, 1, 1], or [N, C] without keepdims).
 Result<std::vector<GraphNode>> AveragePoolNodes(const onnx::NodeProto& n, const std::string& name,
                                                 const std::string& where, const std::vector<int64_t>& shape,
                                                 TensorDesc desc) {
+  if (n.op_type() == "ReduceMean" && shape.size() != 4) {
+    return InvalidArgument(where + ": a ReduceMean over axes 2 and 3 is supported of x [N, C, H, W] only (an SE "
+                                   "block's spatial mean)");
+  }
   if (shape.size() < 3) return InvalidArgument(where + ": GlobalAveragePool takes x as [N, C, spatial...]");
   std::vector<int64_t> rows = {shape[0], shape[1], 1};
   for (size_t a = 2; a < shape.size(); ++a) rows[2] *= shape[a];
@@ -1185,7 +1209,8 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     node_names.push_back(name);
     const std::string where = Where(path, name, n, folds.Folded(index));
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
-    if (!KnownOp(n) && !IsConstantPick(n, constant_values) && !IsNoOpPad(n, constant_values)) {
+    if (!KnownOp(n) && !IsConstantPick(n, constant_values) && !IsNoOpPad(n, constant_values) &&
+        !IsSpatialMean(n, constant_values, opset)) {
       return InvalidArgument(UnknownOpMessage(n, where));
     }
     if (n.output_size() == 0 || n.output(0).empty()) return InvalidArgument(where + ": it has no output");
@@ -1254,7 +1279,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       continue;
     }
     // Nodes written as several tunefleet nodes: a kernel and the views around it.
-    if (IsConstantPick(n, constant_values) ||
+    if (IsConstantPick(n, constant_values) || IsSpatialMean(n, constant_values, opset) ||
         (IsStandardDomain(n.domain()) && (n.op_type() == "GlobalAveragePool" || n.op_type() == "BatchNormalization"))) {
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
       const auto data = info.find(n.input(0));
@@ -1263,7 +1288,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       TF_ASSIGN_OR_RETURN(
           std::vector<GraphNode> written,
           n.op_type() == "Gather"              ? PickNodes(n, name, where, shape, *IntValues(*constant_values.at(n.input(1))), desc)
-          : n.op_type() == "GlobalAveragePool" ? AveragePoolNodes(n, name, where, shape, desc)
+          : n.op_type() != "BatchNormalization" ? AveragePoolNodes(n, name, where, shape, desc)
                                                : BatchNormNodes(n, name, where, shape, info, constant_values, desc));
       for (GraphNode& node : written) {
         referenced.insert(node.inputs.begin(), node.inputs.end());

@@ -893,6 +893,50 @@ TEST(OnnxImport, ADenseNetTransitionsAveragePoolImports) {
       << padding;
 }
 
+// A squeeze-and-excitation block as timm writes it: x.mean((2, 3), keepdim=True), two 1x1
+// convolutions, a sigmoid gate multiplied into x. The spatial mean is a ReduceMean over H*W
+// as a GlobalAveragePool is; the gate's [N, C, 1, 1] broadcasts over H and W. From opset
+// 18 the axes are an input, and without keepdims the mean is [N, C]. A mean over other axes
+// is still refused.
+TEST(OnnxImport, AnSeBlocksSpatialMeanIsAReduceMeanOverHw) {
+  testing::ScratchDir dir;
+  auto se = LoadChainModel(dir.Path("se.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "feat", {2, 16, 8, 8});
+    AddWeight(g, "w1", {4, 16, 1, 1});
+    AddWeight(g, "w2", {16, 4, 1, 1});
+    WithInts(AddNode(n, "ReduceMean", {"feat"}, "s", "se.mean"), "axes", {2, 3});
+    WithInts(AddNode(n, "Conv", {"s", "w1"}, "r", "se.reduce"), "kernel_shape", {1, 1});
+    AddNode(n, "Relu", {"r"}, "a", "se.act");
+    WithInts(AddNode(n, "Conv", {"a", "w2"}, "e", "se.expand"), "kernel_shape", {1, 1});
+    AddNode(n, "Sigmoid", {"e"}, "gate", "se.gate");
+    AddNode(n, "Mul", {"feat", "gate"}, "y", "se.scale");
+  });
+  ASSERT_TRUE(se.ok()) << Message(se);
+  std::vector<std::string> kernels;
+  for (const auto& node : se->nodes) {
+    if (!node.IsView()) kernels.push_back(node.name + " " + node.op_type);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"se.mean ReduceMean", "se.reduce Conv2D", "se.act Relu",
+                                                "se.expand Conv2D", "se.gate Sigmoid", "se.scale Mul"}));
+  auto run = profile::RunGraph(*se, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->ops[0].op_key, "ReduceMean[32x64]@Ascend910B2") << "2 x 16 channels, each a mean of 8 x 8";
+  auto flat = LoadChainModel(dir.Path("mean18.onnx"), 18, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "feat", {2, 16, 8, 8});
+    AddInts(g, "hw", {2, 3});
+    WithInt(AddNode(n, "ReduceMean", {"feat", "hw"}, "s", "mean"), "keepdims", 0);
+    AddNode(n, "Relu", {"s"}, "y", "act");
+  });
+  ASSERT_TRUE(flat.ok()) << Message(flat);
+  EXPECT_EQ(FindNode(*flat, "mean/view")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16}));
+  const std::string channels = Message(LoadChainModel(dir.Path("mean_c.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "feat", {2, 16, 8, 8});
+    WithInts(AddNode(n, "ReduceMean", {"feat"}, "y", "mean"), "axes", {1});
+  }));
+  EXPECT_NE(channels.find("node 'mean' (ReduceMean): ONNX op 'ReduceMean' has no tunefleet equivalent"), std::string::npos)
+      << channels;
+}
+
 // MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from
 // opset 11, attributes before) is a Clip kernel reading x alone; bounds computed from a
 // tensor are refused.
