@@ -10,80 +10,20 @@
 
 #include "matmul_space_impl.h"
 #include "space_util.h"
+#include "window_attrs.h"
 
 namespace tunefleet {
 namespace {
 
 using namespace space_util;
+using window_attrs::Pads;
 
 std::string Str(int64_t v) { return std::to_string(v); }
-
-// "2", "2,2", "[2, 2]" or "(2,2)" -> {2, 2}; absent -> {}. Errors name the attribute.
-Result<std::vector<int64_t>> IntList(const OpKey& key, const std::string& name) {
-  auto it = key.attrs.find(name);
-  if (it == key.attrs.end()) return std::vector<int64_t>{};
-  return ParseIntList(it->second, "Conv2D attr '" + name + "'", "1,1");
-}
-
-// Pads, strides and dilations beyond this are no convolution's (and their sums with H/W
-// would overflow: pads of 2^63 - 1 were tuned as a 5.7 us op).
-constexpr int64_t kMaxConvAttr = 65535;
-
-// strides / dilations: 1 value (both), 2 = [h, w], 4 = NCHW order with N and C equal to 1.
-Status HwPair(const OpKey& key, const std::string& name, int64_t& h, int64_t& w) {
-  TF_ASSIGN_OR_RETURN(std::vector<int64_t> v, IntList(key, name));
-  if (v.empty()) return Status::Ok();  // default 1, 1
-  if (v.size() == 1) {
-    h = w = v[0];
-  } else if (v.size() == 2) {
-    h = v[0];
-    w = v[1];
-  } else if (v.size() == 4) {
-    if (v[0] != 1 || v[1] != 1) {
-      return InvalidArgument("Conv2D attr '" + name +
-                             "' with 4 values is in NCHW order; its N and C entries must be 1");
-    }
-    h = v[2];
-    w = v[3];
-  } else {
-    return InvalidArgument("Conv2D attr '" + name + "' takes 1, 2 or 4 values, got " +
-                           Str(static_cast<int64_t>(v.size())));
-  }
-  if (h <= 0 || w <= 0 || h > kMaxConvAttr || w > kMaxConvAttr) {
-    return InvalidArgument("Conv2D attr '" + name + "' must be between 1 and " + Str(kMaxConvAttr) + ", got " + Str(h) +
-                           "," + Str(w));
-  }
-  return Status::Ok();
-}
-
-// [top, bottom, left, right] from "pads": 1 value (all), 2 = [h, w], or 4 in CANN
-// Conv2D's order; all 0 when absent.
-using Pads = std::array<int64_t, 4>;
-Result<Pads> ReadPads(const OpKey& key) {
-  TF_ASSIGN_OR_RETURN(std::vector<int64_t> v, IntList(key, "pads"));
-  Pads p = {0, 0, 0, 0};
-  if (v.size() == 1) {
-    p = {v[0], v[0], v[0], v[0]};
-  } else if (v.size() == 2) {
-    p = {v[0], v[0], v[1], v[1]};
-  } else if (v.size() == 4) {
-    p = {v[0], v[1], v[2], v[3]};
-  } else if (!v.empty()) {
-    return InvalidArgument("Conv2D attr 'pads' takes 1, 2 or 4 values ([top, bottom, left, right]), got " +
-                           Str(static_cast<int64_t>(v.size())));
-  }
-  for (int64_t x : p) {
-    if (x < 0 || x > kMaxConvAttr) {
-      return InvalidArgument("Conv2D attr 'pads' must be between 0 and " + Str(kMaxConvAttr) + ", got " + Str(x));
-    }
-  }
-  return p;
-}
 
 Result<int64_t> ReadGroups(const OpKey& key) {
   auto it = key.attrs.find("groups");
   if (it == key.attrs.end()) return int64_t{1};
-  TF_ASSIGN_OR_RETURN(std::vector<int64_t> g, IntList(key, "groups"));
+  TF_ASSIGN_OR_RETURN(std::vector<int64_t> g, ParseIntList(it->second, "Conv2D attr 'groups'", "32"));
   if (g.size() != 1 || g[0] <= 0) {
     return InvalidArgument("Conv2D attr 'groups' must be one positive integer, got '" + it->second + "'");
   }
@@ -103,16 +43,11 @@ Status CanonicalConv2dAttrs(OpKey& key) {
   TF_RETURN_IF_ERROR(CheckDataFormat(key));
   key.attrs.erase("data_format");
   for (const char* name : {"strides", "dilations"}) {
-    int64_t h = 1, w = 1;
-    TF_RETURN_IF_ERROR(HwPair(key, name, h, w));
-    key.attrs.erase(name);
-    if (h != 1 || w != 1) key.attrs[name] = Str(h) + "," + Str(w);
+    TF_ASSIGN_OR_RETURN(const window_attrs::Hw hw, window_attrs::ReadHw(key, name, 1, window_attrs::Hw{1, 1}));
+    window_attrs::WriteHw(key, name, hw, 1);
   }
-  TF_ASSIGN_OR_RETURN(const Pads pads, ReadPads(key));
-  key.attrs.erase("pads");
-  if (pads != Pads{0, 0, 0, 0}) {
-    key.attrs["pads"] = Str(pads[0]) + "," + Str(pads[1]) + "," + Str(pads[2]) + "," + Str(pads[3]);
-  }
+  TF_ASSIGN_OR_RETURN(const Pads pads, window_attrs::ReadPads(key));
+  window_attrs::WritePads(key, pads);
   TF_ASSIGN_OR_RETURN(const int64_t groups, ReadGroups(key));
   key.attrs.erase("groups");
   if (groups != 1) key.attrs["groups"] = Str(groups);
@@ -184,9 +119,14 @@ Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
     TF_ASSIGN_OR_RETURN(DType bias_dtype, ParseDType(bias.dtype));
     s.bias_bytes = DTypeBytes(bias_dtype);
   }
-  TF_RETURN_IF_ERROR(HwPair(key, "strides", s.stride_h, s.stride_w));
-  TF_RETURN_IF_ERROR(HwPair(key, "dilations", s.dilation_h, s.dilation_w));
-  TF_ASSIGN_OR_RETURN(const Pads pads, ReadPads(key));
+  TF_ASSIGN_OR_RETURN(const window_attrs::Hw stride, window_attrs::ReadHw(key, "strides", 1, window_attrs::Hw{1, 1}));
+  TF_ASSIGN_OR_RETURN(const window_attrs::Hw dilation,
+                      window_attrs::ReadHw(key, "dilations", 1, window_attrs::Hw{1, 1}));
+  TF_ASSIGN_OR_RETURN(const Pads pads, window_attrs::ReadPads(key));
+  s.stride_h = stride[0];
+  s.stride_w = stride[1];
+  s.dilation_h = dilation[0];
+  s.dilation_w = dilation[1];
   s.pad_top = pads[0];
   s.pad_bottom = pads[1];
   s.pad_left = pads[2];

@@ -288,6 +288,17 @@ struct Converted {
   std::map<std::string, std::string> attrs;
 };
 
+// A 2-D Conv's or pooling's ONNX pads [top, left, bottom, right] into attrs.pads
+// [top, bottom, left, right] (window_attrs.h, CANN Conv2D's order); `what` names the op
+// when they are not 4.
+Status CopyPads2d(const onnx::NodeProto& n, const std::string& where, const std::string& what, Converted& c) {
+  const std::vector<int64_t> p = IntsAttr(n, "pads");
+  if (p.empty()) return Status::Ok();
+  if (p.size() != 4) return InvalidArgument(where + ": pads must have 4 values for " + what);
+  c.attrs["pads"] = Join({p[0], p[2], p[1], p[3]});
+  return Status::Ok();
+}
+
 Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
                           const std::map<std::string, TensorInfo>& info, int opset) {
   const std::string& op = n.op_type();
@@ -323,11 +334,7 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     c.inputs = first(3);
     if (auto s = IntsAttr(n, "strides"); !s.empty()) c.attrs["strides"] = Join(s);
     if (auto d = IntsAttr(n, "dilations"); !d.empty()) c.attrs["dilations"] = Join(d);
-    if (auto p = IntsAttr(n, "pads"); p.size() == 4) {
-      c.attrs["pads"] = Join({p[0], p[2], p[1], p[3]});  // ONNX: top, left, bottom, right
-    } else if (!p.empty()) {
-      return InvalidArgument(where + ": pads must have 4 values for a 2-D convolution");
-    }
+    TF_RETURN_IF_ERROR(CopyPads2d(n, where, "a 2-D convolution", c));
     if (int64_t g = IntAttr(n, "group", 1); g != 1) c.attrs["groups"] = std::to_string(g);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Relu" || op == "Sigmoid" ||
              op == "Tanh" || op == "Exp") {
@@ -362,11 +369,7 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     c.inputs = first(1);
     c.attrs["kernel_shape"] = Join(IntsAttr(n, "kernel_shape"));
     if (auto s = IntsAttr(n, "strides"); !s.empty()) c.attrs["strides"] = Join(s);
-    if (auto p = IntsAttr(n, "pads"); p.size() == 4) {
-      c.attrs["pads"] = Join({p[0], p[2], p[1], p[3]});  // ONNX: top, left, bottom, right
-    } else if (!p.empty()) {
-      return InvalidArgument(where + ": pads must have 4 values for a 2-D " + pooling);
-    }
+    TF_RETURN_IF_ERROR(CopyPads2d(n, where, "a 2-D " + pooling, c));
   } else if (op == "Clip") {
     // Its bounds (inputs from opset 11, attributes before) leave its cost alone: data of
     // the op, not tensors it reads.

@@ -122,35 +122,14 @@ Result<VectorShape> VectorShapeOf(const OpKey& key) {
 // [b, 1, s, s] over [b, h, s, s]) or that does not parse keeps its shapes; and a rewrite
 // is kept only when it parses to the same VectorShape, so the space and timing are the
 // key's own.
-// A pooling's attributes in one spelling each, as Conv2D's: kernel_shape "kh,kw", strides
-// "sh,sw" and pads "top,bottom,left,right", each left out at its default (1,1 / 0), so that
-// ONNX's explicit zero pads and a JSON graph's missing ones are one op. A key that does not
-// parse keeps its spelling (its error is said where it is used).
-void CanonicalPoolAttrs(OpKey& key) {
-  if (!VectorShapeFromOpKey(key).ok()) return;
-  auto rewrite = [&](const char* name, size_t count, int64_t fallback) {
-    const auto it = key.attrs.find(name);
-    if (it == key.attrs.end()) return;
-    auto v = space_util::ParseIntList(it->second, name, "");
-    if (!v.ok()) return;
-    if (v->size() == 1) v->assign(count, (*v)[0]);
-    if (fallback >= 0 && std::all_of(v->begin(), v->end(), [&](int64_t x) { return x == fallback; })) {
-      key.attrs.erase(it);
-      return;
-    }
-    std::string text;
-    for (int64_t x : *v) text += (text.empty() ? "" : ",") + std::to_string(x);
-    it->second = text;
-  };
-  rewrite("kernel_shape", 2, -1);
-  rewrite("strides", 2, 1);
-  rewrite("pads", 4, 0);
-}
-
 void CanonicalVectorShapes(OpKey& key) {
   // Concat's cost is its inputs' and output's element counts, but the axis it joins them on
   // is the op: its key keeps its axes; so do the poolings', whose windows run over H and W.
-  if (key.op_type == "MaxPool" || key.op_type == "AveragePool") return CanonicalPoolAttrs(key);
+  if (key.op_type == "MaxPool" || key.op_type == "AveragePool") {
+    // A key that does not parse keeps its spelling: its error is said where it is used.
+    if (VectorShapeFromOpKey(key).ok()) (void)CanonicalPoolAttrs(key);
+    return;
+  }
   if ((key.op_type != kFusedElementwiseOp && !IsVectorOpType(key.op_type)) || key.op_type == "Concat") return;
   const Result<VectorShape> shape = VectorShapeOf(key);
   if (!shape.ok()) return;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "space_util.h"
+#include "window_attrs.h"
 
 namespace tunefleet {
 namespace {
@@ -194,32 +195,6 @@ bool IsReduce(const VectorShape& s) {
   return s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean;
 }
 
-// Windows larger than this, or strides and pads, are no pooling's (and would overflow).
-constexpr int64_t kMaxPoolAttr = 1 << 16;
-
-// A pooling's (MaxPool's, AveragePool's) attribute `name` as `count` values (a single
-// value meaning all), each in [low, kMaxPoolAttr]; `fallback` when the key does not give it.
-Result<std::vector<int64_t>> PoolAttr(const OpKey& key, const std::string& name, size_t count, int64_t low,
-                                      const std::string& example, const std::string& fallback) {
-  const auto it = key.attrs.find(name);
-  const std::string what = key.op_type + " attr '" + name + "'";
-  if (it == key.attrs.end() && fallback.empty()) {
-    return InvalidArgument(key.op_type + " needs attrs." + name + " (\"" + example + "\")");
-  }
-  TF_ASSIGN_OR_RETURN(std::vector<int64_t> v, ParseIntList(it == key.attrs.end() ? fallback : it->second, what, example));
-  if (v.size() == 1) v.assign(count, v[0]);
-  if (v.size() != count) {
-    return InvalidArgument(what + " takes 1 or " + N(static_cast<int64_t>(count)) + " values (\"" + example + "\"), got " +
-                           N(static_cast<int64_t>(v.size())));
-  }
-  for (int64_t x : v) {
-    if (x < low || x > kMaxPoolAttr) {
-      return InvalidArgument(what + " values must be between " + N(low) + " and " + N(kMaxPoolAttr) + ", got " + N(x));
-    }
-  }
-  return v;
-}
-
 // MaxPool and AveragePool: the same windows over [N, C, H, W].
 Result<VectorShape> PoolShape(const OpKey& key, VectorShape s) {
   const std::string& op = key.op_type;
@@ -227,9 +202,9 @@ Result<VectorShape> PoolShape(const OpKey& key, VectorShape s) {
   if (x.size() != 4) {
     return InvalidArgument(op + " input 0 shape " + ShapeText(x) + ": a 2-D pooling takes x as [N, C, H, W]");
   }
-  TF_ASSIGN_OR_RETURN(const auto k, PoolAttr(key, "kernel_shape", 2, 1, "3,3", ""));
-  TF_ASSIGN_OR_RETURN(const auto stride, PoolAttr(key, "strides", 2, 1, "2,2", "1"));
-  TF_ASSIGN_OR_RETURN(const auto pad, PoolAttr(key, "pads", 4, 0, "1,1,1,1", "0"));
+  TF_ASSIGN_OR_RETURN(const window_attrs::Hw k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
+  TF_ASSIGN_OR_RETURN(const window_attrs::Hw stride, window_attrs::ReadHw(key, "strides", 1, window_attrs::Hw{1, 1}));
+  TF_ASSIGN_OR_RETURN(const window_attrs::Pads pad, window_attrs::ReadPads(key));
   int64_t out = x[0] * x[1];
   for (size_t a = 0; a < 2; ++a) {
     const int64_t before = pad[2 * a], after = pad[2 * a + 1];
@@ -264,6 +239,16 @@ const std::vector<std::string>& VectorOpTypes() {
 }
 
 bool IsVectorOpType(std::string_view op_type) { return FindOp(op_type) != nullptr; }
+
+Status CanonicalPoolAttrs(OpKey& key) {
+  TF_ASSIGN_OR_RETURN(const window_attrs::Hw k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
+  TF_ASSIGN_OR_RETURN(const window_attrs::Hw stride, window_attrs::ReadHw(key, "strides", 1, window_attrs::Hw{1, 1}));
+  TF_ASSIGN_OR_RETURN(const window_attrs::Pads pads, window_attrs::ReadPads(key));
+  window_attrs::WriteHw(key, "kernel_shape", k, std::nullopt);
+  window_attrs::WriteHw(key, "strides", stride, 1);
+  window_attrs::WritePads(key, pads);
+  return Status::Ok();
+}
 
 Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   const OpInfo* info = FindOp(key.op_type);

@@ -211,9 +211,13 @@ TEST_F(VectorSpace, MaxPoolTilesItsOutputAndItsErrorsNameTheAttribute) {
   EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 2, 7}}, "float16", {{"kernel_shape", "3,3"}})).find("larger than x's H 2"),
             std::string::npos);
   EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3"}, {"strides", "0"}}))
-                .find("'strides' values must be between 1 and"),
+                .find("MaxPool attr 'strides' must be between 1 and 65535"),
             std::string::npos);
-  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3,3"}})).find("takes 1 or 2 values"),
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3,3"}}))
+                .find("MaxPool attr 'kernel_shape' takes 1, 2 or 4 values"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3"}, {"pads", "1,1,1"}}))
+                .find("MaxPool attr 'pads' takes 1, 2 or 4 values"),
             std::string::npos);
   EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel", "3,3"}})).find("known: kernel_shape, pads, strides"),
             std::string::npos);
@@ -232,6 +236,11 @@ TEST_F(VectorSpace, MaxPoolTilesItsOutputAndItsErrorsNameTheAttribute) {
   EXPECT_EQ(CanonicalOpKey(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3"}, {"strides", "1"}, {"pads", "1"}}))->Canonical(),
             Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3"}, {"pads", "1,1,1,1"}}).Canonical());
   EXPECT_NE(KeyError(Key("AveragePool", {{1, 8, 7, 7}})).find("AveragePool needs attrs.kernel_shape"), std::string::npos);
+  // The window attributes read as Conv2D's do (window_attrs.h): pads [h, w], an NCHW kernel.
+  EXPECT_EQ(CanonicalOpKey(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "1,1,3,3"}, {"pads", "1,0"}}))->Canonical(),
+            Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "3,3"}, {"pads", "1,1,0,0"}}).Canonical());
+  EXPECT_NE(KeyError(Key("MaxPool", {{1, 8, 7, 7}}, "float16", {{"kernel_shape", "2,1,3,3"}})).find("NCHW order"),
+            std::string::npos);
 }
 
 TEST_F(VectorSpace, AcceptsBroadcastOfATrailingSuffixOrOneElement) {

@@ -713,7 +713,7 @@ TEST(OnnxImport, AResNetsMaxPoolAndGlobalAveragePoolImport) {
                             AddInput(g, "img", rank == 4 ? std::vector<int64_t>{2, 8, 16, 16} : std::vector<int64_t>{2, 8, 16});
                             AddWeight(g, "w", {16, 8, 3, 3});
                             if (rank == 4) {
-                              WithInts(WithInts(AddNode(n, "Conv", {"img", "w"}, "c", "stem.conv"), "pads", {1, 1, 1, 1}),
+                              WithInts(WithInts(AddNode(n, "Conv", {"img", "w"}, "c", "stem.conv"), "pads", {1, 0, 1, 2}),
                                        "kernel_shape", {3, 3});
                               AddNode(n, "Relu", {"c"}, "r", "stem.relu");
                             } else {
@@ -721,7 +721,7 @@ TEST(OnnxImport, AResNetsMaxPoolAndGlobalAveragePoolImport) {
                             }
                             auto* pool = AddNode(n, "MaxPool", {"r"}, "p", "stem.maxpool");
                             if (rank == 4) {
-                              WithInts(WithInts(WithInts(pool, "kernel_shape", {3, 3}), "strides", {2, 2}), "pads", {1, 1, 1, 1});
+                              WithInts(WithInts(WithInts(pool, "kernel_shape", {3, 3}), "strides", {2, 2}), "pads", {1, 0, 1, 0});
                             } else {  // a 1-D pooling
                               WithInts(WithInts(WithInts(pool, "kernel_shape", {3}), "strides", {2}), "pads", {1, 1});
                             }
@@ -740,14 +740,16 @@ TEST(OnnxImport, AResNetsMaxPoolAndGlobalAveragePoolImport) {
                                                 "head.avgpool ReduceMean"}));
   const GraphNode* pool = FindNode(*g, "stem.maxpool");
   ASSERT_NE(pool, nullptr);
-  EXPECT_EQ(pool->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 8, 8}));
+  EXPECT_EQ(pool->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 8, 7})) << "no pads on W: (16 - 3) / 2 + 1";
   EXPECT_EQ(FindNode(*g, "head.avgpool")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 1}));
   auto run = profile::RunGraph(*g, testing::Soc910B2());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   std::map<std::string, std::string> keys;
   for (const auto& op : run->ops) keys[op.name] = op.op_key;
-  EXPECT_EQ(keys["stem.maxpool"], "MaxPool[2x16x16x16]{kernel_shape=3,3,pads=1,1,1,1,strides=2,2}@Ascend910B2");
-  EXPECT_EQ(keys["head.avgpool"], "ReduceMean[32x64]@Ascend910B2") << "2 x 16 channels, each a mean of 8 x 8";
+  // ONNX's pads [top, left, bottom, right] are written [top, bottom, left, right].
+  EXPECT_NE(keys["stem.conv"].find("pads=1,1,0,2"), std::string::npos) << keys["stem.conv"];
+  EXPECT_EQ(keys["stem.maxpool"], "MaxPool[2x16x16x16]{kernel_shape=3,3,pads=1,1,0,0,strides=2,2}@Ascend910B2");
+  EXPECT_EQ(keys["head.avgpool"], "ReduceMean[32x56]@Ascend910B2") << "2 x 16 channels, each a mean of 8 x 7";
   const std::string ceil = Message(load(1, 4));
   EXPECT_NE(ceil.find("node 'stem.maxpool' (MaxPool): ceil_mode 1 is not supported: export with ceil_mode=False"),
             std::string::npos)
