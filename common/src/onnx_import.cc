@@ -330,12 +330,18 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
       return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
     }
-    c.op = "Conv2D";
     c.inputs = first(3);
     if (auto s = IntsAttr(n, "strides"); !s.empty()) c.attrs["strides"] = Join(s);
     if (auto d = IntsAttr(n, "dilations"); !d.empty()) c.attrs["dilations"] = Join(d);
     TF_RETURN_IF_ERROR(CopyPads2d(n, where, "a 2-D convolution", c));
-    if (int64_t g = IntAttr(n, "group", 1); g != 1) c.attrs["groups"] = std::to_string(g);
+    // One filter per channel (group = C_in = C_out, the filter [C, 1, kh, kw]) is a
+    // depthwise convolution, a vector op (vector_space.h); other groups stay on the cube.
+    const int64_t g = IntAttr(n, "group", 1);
+    const auto filter = info.find(n.input(1));
+    const bool depthwise = g > 1 && filter != info.end() && filter->second.shape.size() == 4 &&
+                           filter->second.shape[0] == g && filter->second.shape[1] == 1;
+    c.op = depthwise ? "DepthwiseConv2D" : "Conv2D";
+    if (g != 1 && !depthwise) c.attrs["groups"] = std::to_string(g);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Relu" || op == "Sigmoid" ||
              op == "Tanh" || op == "Exp") {
     c.op = op;

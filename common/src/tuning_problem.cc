@@ -66,6 +66,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"Concat", {"axis"}},
       {"MaxPool", {"kernel_shape", "pads", "strides"}},
       {"AveragePool", {"kernel_shape", "pads", "strides"}},
+      {"DepthwiseConv2D", {"dilations", "pads", "strides"}},
       {"Softmax", {"axis"}},
       {"LayerNorm", {"begin_norm_axis"}},
       {"ReduceSum", {"axes"}},
@@ -125,9 +126,9 @@ Result<VectorShape> VectorShapeOf(const OpKey& key) {
 void CanonicalVectorShapes(OpKey& key) {
   // Concat's cost is its inputs' and output's element counts, but the axis it joins them on
   // is the op: its key keeps its axes; so do the poolings', whose windows run over H and W.
-  if (key.op_type == "MaxPool" || key.op_type == "AveragePool") {
+  if (key.op_type == "MaxPool" || key.op_type == "AveragePool" || key.op_type == "DepthwiseConv2D") {
     // A key that does not parse keeps its spelling: its error is said where it is used.
-    if (VectorShapeFromOpKey(key).ok()) (void)CanonicalPoolAttrs(key);
+    if (VectorShapeFromOpKey(key).ok()) (void)CanonicalWindowAttrs(key);
     return;
   }
   if ((key.op_type != kFusedElementwiseOp && !IsVectorOpType(key.op_type)) || key.op_type == "Concat") return;

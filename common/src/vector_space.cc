@@ -41,6 +41,13 @@ struct OpInfo {
 // the next tile are not charged again), and takes kh*kw vmax an element. AveragePool
 // (CANN's AvgPoolV2, ONNX's AveragePool; DenseNet's transitions): the same windows, a
 // vadd per window element and a vmuls by the reciprocal of its count.
+// DepthwiseConv2D (CANN's DepthwiseConv2D, ONNX's Conv with group = C_in = C_out:
+// MobileNet's and EfficientNet's 3x3 and 5x5 per-channel convolutions): x [N, C, H, W],
+// filter [C, 1, kh, kw] and an optional bias [C]; strides, pads and dilations as
+// Conv2D's. Each output channel reads one input channel, so there is no reduction over
+// channels for the cube to do: it is timed on the vector unit like a pooling's windows,
+// a multiply-accumulate (vmla) per window element and a vadd of the bias, the filter
+// and bias read as broadcast inputs (docs/architecture.md).
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -62,6 +69,7 @@ constexpr OpInfo kOps[] = {
     {"MaxPool", VectorOp::kMaxPool, VectorFamily::kElementwise, 1, 0, false},
     {"AveragePool", VectorOp::kAvgPool, VectorFamily::kElementwise, 1, 0, false},
     {"Clip", VectorOp::kClip, VectorFamily::kElementwise, 1, 0, true},
+    {"DepthwiseConv2D", VectorOp::kDepthwiseConv, VectorFamily::kElementwise, 2, 0, false},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
     {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},
@@ -195,35 +203,70 @@ bool IsReduce(const VectorShape& s) {
   return s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean;
 }
 
-// MaxPool and AveragePool: the same windows over [N, C, H, W].
-Result<VectorShape> PoolShape(const OpKey& key, VectorShape s) {
+// A depthwise convolution's kernel [kh, kw], from its filter [C, 1, kh, kw] and optional
+// bias [C]; each other than x counts as a broadcast input of `s`.
+Result<window_attrs::Hw> DepthwiseKernel(const OpKey& key, VectorShape& s) {
+  const std::vector<int64_t>& x = key.inputs[0].shape;
+  const std::vector<int64_t>& f = key.inputs[1].shape;
+  if (f.size() != 4 || f[0] != x[1] || f[1] != 1) {
+    return InvalidArgument("DepthwiseConv2D input 1 (filter) shape " + ShapeText(f) + " must be [C, 1, kh, kw] = [" +
+                           N(x[1]) + ", 1, kh, kw]: one filter per channel of x (a channel multiplier other than 1 "
+                           "is a grouped Conv2D)");
+  }
+  if (f[2] > window_attrs::kMaxWindowAttr || f[3] > window_attrs::kMaxWindowAttr) {
+    return InvalidArgument("DepthwiseConv2D filter " + ShapeText(f) + " is larger than " +
+                           N(window_attrs::kMaxWindowAttr) + " on H or W");
+  }
+  if (key.inputs.size() == 3 && key.inputs[2].shape != std::vector<int64_t>{x[1]}) {
+    return InvalidArgument("DepthwiseConv2D input 2 (bias) shape " + ShapeText(key.inputs[2].shape) + " must be [C] = [" +
+                           N(x[1]) + "]");
+  }
+  for (size_t i = 1; i < key.inputs.size(); ++i) {
+    ++s.broadcast_inputs;
+    s.broadcast_elements += Elements(key.inputs[i].shape);
+  }
+  return window_attrs::Hw{f[2], f[3]};
+}
+
+// MaxPool, AveragePool and DepthwiseConv2D: windows over [N, C, H, W], each output element
+// reading its window of its own channel.
+Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
   const std::string& op = key.op_type;
+  const bool depthwise = s.op == VectorOp::kDepthwiseConv;
   const std::vector<int64_t>& x = key.inputs[0].shape;
   if (x.size() != 4) {
-    return InvalidArgument(op + " input 0 shape " + ShapeText(x) + ": a 2-D pooling takes x as [N, C, H, W]");
+    return InvalidArgument(op + " input 0 shape " + ShapeText(x) + ": a 2-D " + (depthwise ? "convolution" : "pooling") +
+                           " takes x as [N, C, H, W]");
   }
-  TF_ASSIGN_OR_RETURN(const window_attrs::Hw k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
+  window_attrs::Hw k{}, dilation{1, 1};
+  if (depthwise) {
+    TF_ASSIGN_OR_RETURN(k, DepthwiseKernel(key, s));
+    TF_ASSIGN_OR_RETURN(dilation, window_attrs::ReadHw(key, "dilations", 1, window_attrs::Hw{1, 1}));
+  } else {
+    TF_ASSIGN_OR_RETURN(k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
+  }
   TF_ASSIGN_OR_RETURN(const window_attrs::Hw stride, window_attrs::ReadHw(key, "strides", 1, window_attrs::Hw{1, 1}));
   TF_ASSIGN_OR_RETURN(const window_attrs::Pads pad, window_attrs::ReadPads(key));
   int64_t out = x[0] * x[1];
   for (size_t a = 0; a < 2; ++a) {
     const int64_t before = pad[2 * a], after = pad[2 * a + 1];
-    if (before >= k[a] || after >= k[a]) {
+    const int64_t extent = dilation[a] * (k[a] - 1) + 1;
+    if (!depthwise && (before >= k[a] || after >= k[a])) {
       return InvalidArgument(op + " attr 'pads' " + N(before) + "," + N(after) + " on " + (a == 0 ? "H" : "W") +
                              ": each pad must be smaller than the kernel's " + N(k[a]) +
                              " (a window must hold an element of x)");
     }
     const int64_t span = x[2 + a] + before + after;
-    if (span < k[a]) {
-      return InvalidArgument(op + " kernel_shape " + N(k[a]) + " is larger than x's " + (a == 0 ? "H " : "W ") +
-                             N(x[2 + a]) + " with its pads");
+    if (span < extent) {
+      return InvalidArgument(op + (depthwise ? " filter extent " : " kernel_shape ") + N(extent) + " is larger than x's " +
+                             (a == 0 ? "H " : "W ") + N(x[2 + a]) + " with its pads");
     }
-    out *= (span - k[a]) / stride[a] + 1;
+    out *= (span - extent) / stride[a] + 1;
   }
   s.elements = out;
   s.full_inputs = static_cast<int>(CeilDiv(Elements(x), out));
   s.window = static_cast<int>(k[0] * k[1]);
-  SetCompute(s, s.full_inputs);
+  SetCompute(s, s.full_inputs + s.broadcast_inputs);
   return s;
 }
 
@@ -240,12 +283,17 @@ const std::vector<std::string>& VectorOpTypes() {
 
 bool IsVectorOpType(std::string_view op_type) { return FindOp(op_type) != nullptr; }
 
-Status CanonicalPoolAttrs(OpKey& key) {
-  TF_ASSIGN_OR_RETURN(const window_attrs::Hw k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
-  TF_ASSIGN_OR_RETURN(const window_attrs::Hw stride, window_attrs::ReadHw(key, "strides", 1, window_attrs::Hw{1, 1}));
+Status CanonicalWindowAttrs(OpKey& key) {
+  if (key.op_type != "DepthwiseConv2D") {
+    TF_ASSIGN_OR_RETURN(const window_attrs::Hw k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
+    window_attrs::WriteHw(key, "kernel_shape", k, std::nullopt);
+  }
+  for (const char* name : {"strides", "dilations"}) {
+    if (!key.attrs.contains(name)) continue;
+    TF_ASSIGN_OR_RETURN(const window_attrs::Hw hw, window_attrs::ReadHw(key, name, 1, window_attrs::Hw{1, 1}));
+    window_attrs::WriteHw(key, name, hw, 1);
+  }
   TF_ASSIGN_OR_RETURN(const window_attrs::Pads pads, window_attrs::ReadPads(key));
-  window_attrs::WriteHw(key, "kernel_shape", k, std::nullopt);
-  window_attrs::WriteHw(key, "strides", stride, 1);
   window_attrs::WritePads(key, pads);
   return Status::Ok();
 }
@@ -257,7 +305,11 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   if (info->inputs == 0 && key.inputs.size() < 2) {
     return InvalidArgument(op + " needs at least 2 inputs, got " + N(static_cast<int64_t>(key.inputs.size())));
   }
-  if (info->inputs != 0 && static_cast<int>(key.inputs.size()) != info->inputs) {
+  if (info->op == VectorOp::kDepthwiseConv && (key.inputs.size() < 2 || key.inputs.size() > 3)) {
+    return InvalidArgument(op + " needs 2 or 3 inputs (x [N, C, H, W], filter [C, 1, kh, kw] and an optional bias [C]), got " +
+                           N(static_cast<int64_t>(key.inputs.size())));
+  }
+  if (info->inputs != 0 && info->op != VectorOp::kDepthwiseConv && static_cast<int>(key.inputs.size()) != info->inputs) {
     return InvalidArgument(op + " needs exactly " + N(info->inputs) + " input" +
                            (info->inputs > 1 ? "s" : "") + ", got " + N(static_cast<int64_t>(key.inputs.size())));
   }
@@ -313,7 +365,9 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
     s.compute_dtype = s.dtype;  // copied, not computed
     return s;
   }
-  if (s.op == VectorOp::kMaxPool || s.op == VectorOp::kAvgPool) return PoolShape(key, std::move(s));
+  if (s.op == VectorOp::kMaxPool || s.op == VectorOp::kAvgPool || s.op == VectorOp::kDepthwiseConv) {
+    return WindowShape(key, std::move(s));
+  }
   switch (s.family) {
     case VectorFamily::kElementwise: {
       // The output takes the largest input's shape; the others equal it or broadcast.

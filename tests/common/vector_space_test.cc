@@ -243,6 +243,43 @@ TEST_F(VectorSpace, MaxPoolTilesItsOutputAndItsErrorsNameTheAttribute) {
             std::string::npos);
 }
 
+// MobileNetV2's depthwise 3x3 (one filter per channel, stride 2, pad 1): a window op like
+// a pooling, its kernel from the filter [C, 1, kh, kw], the filter and bias read as
+// broadcast inputs; dilations widen the window; a filter with a channel multiplier or a
+// bias of another length is refused saying what it must be.
+TEST_F(VectorSpace, ADepthwiseConvIsAWindowOpWithItsFilterBroadcast) {
+  const std::map<std::string, std::string> attrs = {{"strides", "2,2"}, {"pads", "1,1,1,1"}};
+  const OpKey key = Key("DepthwiseConv2D", {{32, 96, 112, 112}, {96, 1, 3, 3}, {96}}, "float16", attrs);
+  auto shape = VectorShapeFromOpKey(key);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->elements, 32 * 96 * 56 * 56);
+  EXPECT_EQ(shape->full_inputs, 4) << "112x112 read for 56x56";
+  EXPECT_EQ(shape->window, 9);
+  EXPECT_EQ(shape->broadcast_inputs, 2);
+  EXPECT_EQ(shape->broadcast_elements, 96 * 9 + 96);
+  auto p = MakeTuningProblem(key, soc());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->space.Validate(p->default_config).ok());
+  auto dilated = VectorShapeFromOpKey(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}}, "float16", {{"dilations", "2"}}));
+  ASSERT_TRUE(dilated.ok()) << dilated.status().ToString();
+  EXPECT_EQ(dilated->elements, 8 * 5 * 5) << "a 5x5 extent over 9x9 without pads";
+  // Explicit defaults are the same op as none.
+  EXPECT_EQ(CanonicalOpKey(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}}, "float16",
+                               {{"strides", "1"}, {"dilations", "1,1"}, {"pads", "0,0,0,0"}}))->Canonical(),
+            Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}}).Canonical());
+  EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {16, 1, 3, 3}}))
+                .find("filter) shape [16,1,3,3] must be [C, 1, kh, kw] = [8, 1, kh, kw]"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}, {16}})).find("bias) shape [16] must be [C] = [8]"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}})).find("needs 2 or 3 inputs"), std::string::npos);
+  const std::string small = KeyError(Key("DepthwiseConv2D", {{1, 8, 2, 2}, {8, 1, 3, 3}}));
+  EXPECT_NE(small.find("filter extent 3 is larger than x's H 2"), std::string::npos) << small;
+  EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}}, "float16", {{"kernel_shape", "3,3"}}))
+                .find("known: dilations, pads, strides"),
+            std::string::npos);
+}
+
 TEST_F(VectorSpace, AcceptsBroadcastOfATrailingSuffixOrOneElement) {
   auto bias = VectorShapeFromOpKey(Key("Add", {{4096, 3072}, {3072}}));
   ASSERT_TRUE(bias.ok()) << bias.status().ToString();

@@ -279,6 +279,13 @@ check_onnx_tune densenet "$SRC/examples/densenet121.onnx" 367 \
   "^/features/features.4/layers.1/norm1/BatchNormalization  FusedMulAdd\[32x96x56x56,96x1x1,96x1x1\]" \
   "^/features/features.4/layers.1/Concat  Concat\[32x64x56x56,32x32x56x56\]{axis=1}" \
   "^/features/features.5/features.5.3/AveragePool  AveragePool\[32x128x56x56\]{kernel_shape=2,2,strides=2,2}@Ascend910B2  \[done\]"
+# MobileNetV2 (scripts/make_mobilenet_onnx.py): each depthwise 3x3 (a Conv with group =
+# channels) is a DepthwiseConv2D on the vector unit, each ReLU6 a Clip, and the 1x1
+# expansions stay Conv2D.
+check_onnx_tune mobilenet "$SRC/examples/mobilenet_v2.onnx" 99 \
+  "^/features/features.2/conv/conv.1/conv.1.0/Conv  DepthwiseConv2D\[32x96x112x112,96x1x3x3,96\]{pads=1,1,1,1,strides=2,2}@Ascend910B2  \[done\]" \
+  "^/features/features.2/conv/conv.0/conv.0.0/Conv  Conv2D\[32x16x112x112,96x16x1x1,96\]@Ascend910B2" \
+  "^/features/features.2/conv/conv.0/conv.0.2/Clip  Clip\["
 # ViT-B/16 (scripts/make_vit_onnx.py): the patch embedding a Conv 16x16/16 and a Transpose,
 # the class token joined before the patches by a Concat, and the classifier reading the
 # class token x[:, 0], a Gather of one index: a window view, so the Gemm reads [32, 768].

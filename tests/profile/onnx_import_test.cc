@@ -980,6 +980,55 @@ TEST(OnnxImport, AClipWithConstantBoundsIsAClipKernel) {
       << computed;
 }
 
+// MobileNetV2's inverted residual as torch exports it (BatchNorms folded): a 1x1 expand,
+// ReLU6, a depthwise 3x3 (group = channels, filter [C, 1, 3, 3], with the folded bias),
+// ReLU6, a 1x1 projection. The depthwise Conv imports as a DepthwiseConv2D, a vector op;
+// a Conv with fewer groups than channels stays a grouped Conv2D.
+TEST(OnnxImport, ADepthwiseConvImportsAsADepthwiseConv2d) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](int64_t group) {
+    return LoadChainModel(dir.Path("mbv2_" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "img", {2, 8, 16, 16});
+                            AddScalar(g, "zero", 0.0f);
+                            AddScalar(g, "six", 6.0f);
+                            AddWeight(g, "w_expand", {48, 8, 1, 1});
+                            AddWeight(g, "w_dw", {48, 48 / group, 3, 3});
+                            AddWeight(g, "b_dw", {48});
+                            AddWeight(g, "w_project", {8, 48, 1, 1});
+                            WithInts(AddNode(n, "Conv", {"img", "w_expand"}, "e", "block.expand"), "kernel_shape", {1, 1});
+                            AddNode(n, "Clip", {"e", "zero", "six"}, "e6", "block.expand_relu6");
+                            auto* dw = AddNode(n, "Conv", {"e6", "w_dw", "b_dw"}, "d", "block.depthwise");
+                            WithInt(WithInts(WithInts(WithInts(dw, "kernel_shape", {3, 3}), "strides", {2, 2}), "pads",
+                                             {1, 1, 1, 1}),
+                                    "group", group);
+                            AddNode(n, "Clip", {"d", "zero", "six"}, "d6", "block.depthwise_relu6");
+                            WithInts(AddNode(n, "Conv", {"d6", "w_project"}, "y", "block.project"), "kernel_shape", {1, 1});
+                          });
+  };
+  auto g = load(48);
+  ASSERT_TRUE(g.ok()) << Message(g);
+  const GraphNode* dw = FindNode(*g, "block.depthwise");
+  ASSERT_NE(dw, nullptr);
+  EXPECT_EQ(dw->op_type, "DepthwiseConv2D");
+  EXPECT_EQ(dw->inputs, (std::vector<std::string>{"e6", "w_dw", "b_dw"}));
+  EXPECT_FALSE(dw->attrs.contains("groups"));
+  EXPECT_EQ(dw->outputs[0].desc.shape, (std::vector<int64_t>{2, 48, 8, 8}));
+  EXPECT_EQ(FindNode(*g, "block.expand")->op_type, "Conv2D");
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys;
+  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  EXPECT_EQ(keys["block.depthwise"],
+            "DepthwiseConv2D[2x48x16x16,48x1x3x3,48]{pads=1,1,1,1,strides=2,2}@Ascend910B2");
+  // Two groups of 24 channels: a grouped convolution, still the cube's.
+  auto grouped = load(2);
+  ASSERT_TRUE(grouped.ok()) << Message(grouped);
+  EXPECT_EQ(FindNode(*grouped, "block.depthwise")->op_type, "Conv2D");
+  EXPECT_EQ(FindNode(*grouped, "block.depthwise")->attrs.at("groups"), "2");
+}
+
 // GQA's repeat_kv as torch 1.13 exports it at fixed shapes: Unsqueeze, an Expand whose
 // shape is arithmetic on constants (ConstantOfShape, Mul, Equal, Where), Reshape. The
 // arithmetic folds, the Expand is a broadcast view, and the attention's BatchMatMul reads

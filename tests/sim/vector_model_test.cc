@@ -42,6 +42,7 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   while (image.size() < 4) image.insert(image.begin(), 1);
   keys.push_back(Key("MaxPool", {image}, dtype, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}}));
   keys.push_back(Key("AveragePool", {image}, dtype, {{"kernel_shape", "1,2"}, {"strides", "1,2"}}));  // H may be 1
+  keys.push_back(Key("DepthwiseConv2D", {image, {image[1], 1, 1, 3}, {image[1]}}, dtype, {{"pads", "0,0,1,1"}}));
   keys.push_back(Key("Softmax", {shape}, dtype));
   keys.push_back(Key("LayerNorm", {shape, {last}, {last}}, dtype));
   keys.push_back(Key("RmsNorm", {shape, {last}}, dtype));
@@ -314,6 +315,8 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("AveragePool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "3,3"}})), 10)
       << "a vadd per window element, a vmuls by 1/count";
   EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "2,2"}, {"strides", "2"}})), 4);
+  EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}})), 9) << "a vmla per window element";
+  EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}, {4}})), 10) << "and a vadd of the bias";
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
@@ -371,6 +374,29 @@ TEST_F(VectorModel, AMaxPoolReadsItsInputOnceAndTakesAVmaxPerWindowElement) {
                                                 {{"kernel_shape", "2,2"}, {"strides", "2,2"}}))).second;
   EXPECT_EQ(small.compulsory_bytes, pool.compulsory_bytes);
   EXPECT_LT(small.BusyUs(Pipe::kVector), pool.BusyUs(Pipe::kVector));
+}
+
+// MobileNetV2's first depthwise 3x3 ([32, 32, 112, 112], pad 1): it reads x and writes
+// its output once, plus the filter and bias; it is bound by those bytes, not by the
+// vector unit; and it takes a fraction of the time the same convolution takes as a grouped
+// Conv2D on the cube, which pads each channel's one-row GEMM to whole fractals.
+TEST_F(VectorModel, ADepthwiseConvIsBoundByItsBytesNotByFractalPadding) {
+  const std::vector<int64_t> x = {32, 32, 112, 112};
+  const KernelEstimate dw =
+      Best(Problem(Key("DepthwiseConv2D", {x, {32, 1, 3, 3}, {32}}, "float16", {{"pads", "1"}}))).second;
+  const double bytes = 2.0 * (32.0 * 32 * 112 * 112) * 2 + (32 * 9 + 32) * 2;
+  EXPECT_EQ(dw.compulsory_bytes, bytes);
+  const SocSpec& soc = Soc();
+  const double roofline = bytes / (soc.hbm_bandwidth_gbps * 1e3);
+  EXPECT_GE(dw.latency_us, roofline);
+  EXPECT_LT(dw.latency_us, 3 * roofline) << "bound by its bytes";
+  EXPECT_LT(dw.BusyUs(Pipe::kVector), dw.latency_us);
+  const TuningProblem grouped =
+      Problem(Key("Conv2D", {x, {32, 1, 3, 3}, {32}}, "float16", {{"pads", "1,1,1,1"}, {"groups", "32"}}));
+  const KernelEstimate cube = Best(grouped).second;
+  std::printf("Depthwise 3x3 [32,32,112,112]: vector %.2f us (roofline %.2f us); as a grouped Conv2D %.2f us (%.1fx)\n",
+              dw.latency_us, roofline, cube.latency_us, cube.latency_us / dw.latency_us);
+  EXPECT_LT(dw.latency_us * 4, cube.latency_us);
 }
 
 // A mask broadcast over the heads is read from HBM once (then from L2): the Add moves

@@ -26,6 +26,7 @@ enum class VectorFamily {
 
 enum class VectorOp {
   kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
+  kDepthwiseConv,
   kSoftmax, kLayerNorm, kRmsNorm, kReduceSum, kReduceMean,
   kTranspose,
 };
@@ -84,12 +85,12 @@ struct VectorTiling {
 // a supported instance.
 Result<VectorShape> VectorShapeFromOpKey(const OpKey& key);
 
-// A pooling's (MaxPool's, AveragePool's) attributes in the spelling CanonicalConv2dAttrs
-// writes Conv2D's in: kernel_shape "kh,kw", strides "sh,sw" and pads
-// "top,bottom,left,right", strides and pads left out at their defaults (1,1 / 0), so
-// that ONNX's explicit zero pads and a JSON graph's missing ones are one op.
-// kInvalidArgument naming the attribute when one does not parse.
-Status CanonicalPoolAttrs(OpKey& key);
+// A window op's (MaxPool's, AveragePool's, DepthwiseConv2D's) attributes in the spelling
+// CanonicalConv2dAttrs writes Conv2D's in: kernel_shape "kh,kw", strides and dilations
+// "h,w" and pads "top,bottom,left,right", each but kernel_shape left out at its default
+// (1,1 / 0), so that ONNX's explicit zero pads and a JSON graph's missing ones are one
+// op. kInvalidArgument naming the attribute when one does not parse.
+Status CanonicalWindowAttrs(OpKey& key);
 
 // Parameter names of the family, in space order.
 std::vector<std::string> VectorParamNames(VectorFamily family);
