@@ -32,6 +32,12 @@ bool IsUnaryChainOp(const std::string& op) {
   return op == "Relu" || op == "Clip" || op == "Gelu" || op == "Sigmoid" || op == "Tanh" || op == "Exp";
 }
 
+// A vector op that applies unary chain ops to its output in UB (vector_space.h
+// DepthwiseConv2D's attrs.epilogue): MobileNet's depthwise convolution and its ReLU6.
+bool IsVectorEpilogueHead(const GraphNode& node) {
+  return node.op_type == "DepthwiseConv2D" && node.outputs.size() == 1;
+}
+
 bool IsChainOp(const std::string& op) {
   const auto& names = FusedChainOpNames();
   return op != "BiasAdd" && std::find(names.begin(), names.end(), op) != names.end();
@@ -136,9 +142,11 @@ bool IsReshapeOf(const Graph& graph, const GraphNode& node, const std::string& x
 }
 
 // Walks from `x` through the chain ops that alone read each value (a cube chain also
-// through reshape views, when a step follows them).
+// through reshape views, when a step follows them; a vector epilogue head's through unary
+// ops only).
 FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::string x) {
   FusionChain chain{head, {}, cube != nullptr, {}};
+  const bool unary_only = IsVectorEpilogueHead(graph.nodes[head]);
   for (;;) {
     int next = OnlyReader(graph, x);
     std::vector<int> views;
@@ -149,6 +157,7 @@ FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::
       next = OnlyReader(graph, through);
     }
     if (next < 0 || AsStep(graph, cube, graph.nodes[next], through).op.empty()) break;
+    if (unary_only && !IsUnaryChainOp(graph.nodes[next].op_type)) break;
     chain.steps.push_back(next);
     chain.views.push_back(std::move(views));
     x = graph.nodes[next].outputs[0].name;
@@ -198,11 +207,12 @@ bool FlagSet(const std::string& v) { return v == "1" || v == "true" || v == "Tru
 
 std::vector<FusionChain> FindFusionChains(const Graph& graph) {
   std::vector<FusionChain> chains;
-  std::set<int> in_cube_chain;
+  std::set<int> in_cube_chain;  // and in a vector epilogue head's
   for (size_t h = 0; h < graph.nodes.size(); ++h) {
     const GraphNode& head = graph.nodes[h];
-    if (!IsCubeHead(graph, head) || head.outputs.size() != 1) continue;
-    FusionChain chain = WalkSteps(graph, static_cast<int>(h), &head, head.outputs[0].name);
+    const bool cube = IsCubeHead(graph, head);
+    if ((!cube && !IsVectorEpilogueHead(head)) || head.outputs.size() != 1) continue;
+    FusionChain chain = WalkSteps(graph, static_cast<int>(h), cube ? &head : nullptr, head.outputs[0].name);
     if (chain.steps.empty()) continue;
     in_cube_chain.insert(chain.steps.begin(), chain.steps.end());
     chains.push_back(std::move(chain));
@@ -225,6 +235,7 @@ std::vector<FusionChain> FindFusionChains(const Graph& graph) {
 }
 
 std::string FusedOpType(const Graph& graph, const Fusion& fusion) {
+  if (IsVectorEpilogueHead(graph.nodes[fusion.chain.head])) return graph.nodes[fusion.chain.head].op_type;
   if (!fusion.chain.cube) return kFusedElementwiseOp;
   const std::string& head = graph.nodes[fusion.chain.head].op_type;
   return head == "Gemm" ? "FusedMatMul" : "Fused" + head;
@@ -266,7 +277,12 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
     fused.name = FusedNodeName(graph, f);
     fused.op_type = FusedOpType(graph, f);
     std::string x;
-    if (cube) {
+    if (IsVectorEpilogueHead(head)) {
+      fused.inputs = head.inputs;
+      fused.attrs = head.attrs;
+      fused.attrs["epilogue"] = FusedEpilogue(graph, f);
+      x = head.outputs[0].name;
+    } else if (cube) {
       fused.inputs = head.inputs;
       fused.attrs = head.attrs;
       if (head.op_type == "Gemm") {

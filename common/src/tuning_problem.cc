@@ -66,7 +66,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"Concat", {"axis"}},
       {"MaxPool", {"kernel_shape", "pads", "strides"}},
       {"AveragePool", {"kernel_shape", "pads", "strides"}},
-      {"DepthwiseConv2D", {"dilations", "pads", "strides"}},
+      {"DepthwiseConv2D", {"dilations", "epilogue", "pads", "strides"}},
       {"Softmax", {"axis"}},
       {"LayerNorm", {"begin_norm_axis"}},
       {"ReduceSum", {"axes"}},

@@ -47,7 +47,9 @@ struct OpInfo {
 // Conv2D's. Each output channel reads one input channel, so there is no reduction over
 // channels for the cube to do: it is timed on the vector unit like a pooling's windows,
 // a multiply-accumulate (vmla) per window element and a vadd of the bias, the filter
-// and bias read as broadcast inputs (docs/architecture.md).
+// and bias read as broadcast inputs (docs/architecture.md). attrs.epilogue "Clip" (or
+// "Relu", "Gelu,..." : unary element-wise ops in order) applies them to each output in UB
+// before it is written, as CANN fuses MobileNet's ReLU6 into it.
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -228,6 +230,31 @@ Result<window_attrs::Hw> DepthwiseKernel(const OpKey& key, VectorShape& s) {
   return window_attrs::Hw{f[2], f[3]};
 }
 
+// DepthwiseConv2D's attrs.epilogue: unary element-wise ops, "Clip" or "Relu,Sigmoid".
+Status ReadDepthwiseEpilogue(const OpKey& key, VectorShape& s) {
+  const auto it = key.attrs.find("epilogue");
+  if (it == key.attrs.end()) return Status::Ok();
+  size_t begin = 0;
+  int temps = 0;
+  for (;;) {
+    const size_t end = std::min(it->second.find(',', begin), it->second.size());
+    const std::string name = it->second.substr(begin, end - begin);
+    const OpInfo* o = FindOp(name);
+    if (o == nullptr || o->family != VectorFamily::kElementwise || o->inputs != 1 || o->op == VectorOp::kCast ||
+        o->op == VectorOp::kMaxPool || o->op == VectorOp::kAvgPool) {
+      return InvalidArgument("DepthwiseConv2D attr 'epilogue' op '" + name +
+                             "' is not a unary element-wise op (Relu, Clip, Gelu, Sigmoid, Tanh, Exp), in "
+                             "'" + it->second + "'");
+    }
+    s.epilogue.push_back(o->op);
+    temps = std::max(temps, o->temps);
+    if (end == it->second.size()) break;
+    begin = end + 1;
+  }
+  s.temps += temps;
+  return Status::Ok();
+}
+
 // MaxPool, AveragePool and DepthwiseConv2D: windows over [N, C, H, W], each output element
 // reading its window of its own channel.
 Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
@@ -242,6 +269,7 @@ Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
   if (depthwise) {
     TF_ASSIGN_OR_RETURN(k, DepthwiseKernel(key, s));
     TF_ASSIGN_OR_RETURN(dilation, window_attrs::ReadHw(key, "dilations", 1, window_attrs::Hw{1, 1}));
+    TF_RETURN_IF_ERROR(ReadDepthwiseEpilogue(key, s));
   } else {
     TF_ASSIGN_OR_RETURN(k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
   }

@@ -273,10 +273,18 @@ TEST_F(VectorSpace, ADepthwiseConvIsAWindowOpWithItsFilterBroadcast) {
   EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}, {16}})).find("bias) shape [16] must be [C] = [8]"),
             std::string::npos);
   EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}})).find("needs 2 or 3 inputs"), std::string::npos);
+  // Its epilogue (fuse's ReLU6): unary element-wise ops, Gelu's temp added.
+  auto fused = VectorShapeFromOpKey(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}}, "float16", {{"epilogue", "Clip,Gelu"}}));
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(fused->epilogue, (std::vector<VectorOp>{VectorOp::kClip, VectorOp::kGelu}));
+  EXPECT_EQ(fused->temps, 1);
+  EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}}, "float16", {{"epilogue", "Clip,Add"}}))
+                .find("epilogue' op 'Add' is not a unary element-wise op"),
+            std::string::npos);
   const std::string small = KeyError(Key("DepthwiseConv2D", {{1, 8, 2, 2}, {8, 1, 3, 3}}));
   EXPECT_NE(small.find("filter extent 3 is larger than x's H 2"), std::string::npos) << small;
   EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}}, "float16", {{"kernel_shape", "3,3"}}))
-                .find("known: dilations, pads, strides"),
+                .find("known: dilations, epilogue, pads, strides"),
             std::string::npos);
 }
 

@@ -286,6 +286,12 @@ check_onnx_tune mobilenet "$SRC/examples/mobilenet_v2.onnx" 99 \
   "^/features/features.2/conv/conv.1/conv.1.0/Conv  DepthwiseConv2D\[32x96x112x112,96x1x3x3,96\]{pads=1,1,1,1,strides=2,2}@Ascend910B2  \[done\]" \
   "^/features/features.2/conv/conv.0/conv.0.0/Conv  Conv2D\[32x16x112x112,96x16x1x1,96\]@Ascend910B2" \
   "^/features/features.2/conv/conv.0/conv.0.2/Clip  Clip\["
+# fuse takes each depthwise convolution's ReLU6 into it, as the 1x1 ones' (cube epilogues).
+(cd "$OUT" && "$TF" fuse "$SRC/examples/mobilenet_v2.onnx" > mobilenet_fuse.txt) || fail "fuse mobilenet exited $?"
+for want in "44 of 45 fusion chains fused, 0 of 0 transposes folded, 99 -> 55 kernels" \
+  "/features/features.2/conv/conv.1/conv.1.0/Conv+/features/features.2/conv/conv.1/conv.1.2/Clip (DepthwiseConv2D, epilogue Clip)"; do
+  grep -qF "$want" "$OUT/mobilenet_fuse.txt" || fail "fuse mobilenet: no line has '$want': $(head -5 "$OUT/mobilenet_fuse.txt")"
+done
 # ViT-B/16 (scripts/make_vit_onnx.py): the patch embedding a Conv 16x16/16 and a Transpose,
 # the class token joined before the patches by a Concat, and the classifier reading the
 # class token x[:, 0], a Gather of one index: a window view, so the Gemm reads [32, 768].

@@ -113,6 +113,43 @@ TEST(FusionChains, AConvTakesTheClipAfterItAsItsEpilogue) {
   EXPECT_LT(chosen->result_us, chosen->baseline_us);
 }
 
+// MobileNet's ReLU6 after a depthwise conv (a vector op) is applied in UB before the
+// output is written: the chain takes unary ops only, so a residual Add after them stays
+// out, and the fused node is the DepthwiseConv2D with attrs.epilogue, reading the conv's
+// own inputs. Fused, the Clip's write and re-read are saved.
+TEST(FusionChains, ADepthwiseConvTakesTheUnaryOpsAfterItAsItsEpilogue) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {8, 96, 56, 56})}},
+                   {"weights", {Tensor("dw", {96, 1, 3, 3}), Tensor("db", {96})}},
+                   {"outputs", {"y"}},
+                   {"nodes",
+                    {Node("depthwise", "DepthwiseConv2D", {"x", "dw", "db"}, Tensor("d", {8, 96, 56, 56})),
+                     Node("relu6", "Clip", {"d"}, Tensor("r", {8, 96, 56, 56})),
+                     Node("sigmoid", "Sigmoid", {"r"}, Tensor("s", {8, 96, 56, 56})),
+                     Node("residual", "Add", {"s", "x"}, Tensor("y", {8, 96, 56, 56}))}}};
+  j["nodes"][0]["attrs"] = {{"pads", "1,1,1,1"}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(Names(*g, chains[0]), (std::vector<std::string>{"depthwise", "relu6", "sigmoid"})) << "not the binary Add";
+  EXPECT_FALSE(chains[0].cube);
+  EXPECT_EQ(FusedOpType(*g, {chains[0], 2}), "DepthwiseConv2D");
+  EXPECT_EQ(FusedEpilogue(*g, {chains[0], 2}), "Clip,Sigmoid");
+  auto fused = ApplyFusions(*g, {{chains[0], 1}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  const GraphNode* node = FindNode(*fused, "depthwise+relu6");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->inputs, (std::vector<std::string>{"x", "dw", "db"}));
+  EXPECT_EQ(node->attrs.at("epilogue"), "Clip");
+  EXPECT_EQ(node->attrs.at("pads"), "1,1,1,1");
+  EXPECT_EQ(node->outputs[0].name, "r");
+  auto chosen = ChooseFusions(*g, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->kernels_after, 2) << "the depthwise conv with its Clip and Sigmoid, then the Add";
+  EXPECT_LT(chosen->result_us, chosen->baseline_us);
+}
+
 // GPT-2's Conv1D exports as a Gemm with its bias as C: it heads its chain as the MatMul it
 // is, so it fuses to the same op as MatMul + Add of the bias + Gelu. A Gemm that scales by
 // alpha or beta does not (the fused op has no scale).

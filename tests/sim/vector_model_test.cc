@@ -317,6 +317,8 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "2,2"}, {"strides", "2"}})), 4);
   EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}})), 9) << "a vmla per window element";
   EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}, {4}})), 10) << "and a vadd of the bias";
+  EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}, {4}}, "float16", {{"epilogue", "Clip"}})), 12)
+      << "and its ReLU6's vmaxs, vmins";
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);

@@ -37,7 +37,8 @@ bool IsReduce(const VectorShape& s) {
 //     element of the window (kh*kw), reading x's strided rows in UB. Clip: vmaxs, vmins = 2.
 //   AveragePool: a vadd per window element and a vmuls by 1/count = kh*kw + 1.
 //   DepthwiseConv2D: a vmla (multiply-accumulate by the channel's filter value) per
-//     window element, and a vadd of the bias when it has one = kh*kw (+ 1).
+//     window element, and a vadd of the bias when it has one = kh*kw (+ 1), plus its
+//     epilogue's ops' (a Clip's 2).
 //   Cast: one vconv (two via fp32 for fp16<->bf16).
 //   Softmax (row fits UB): running vmax, vsub, vexp, running vadd, vmul by 1/sum = 5.
 //   LayerNorm (row fits UB): vadd (sum), vsub mean, vmul (square), vadd (sum), vmul
@@ -78,8 +79,15 @@ int OpInstructions(const VectorShape& s) {
       return s.window;
     case VectorOp::kAvgPool:
       return s.window + 1;
-    case VectorOp::kDepthwiseConv:  // the filter is one broadcast input, a bias the other
-      return s.window + (s.broadcast_inputs - 1);
+    case VectorOp::kDepthwiseConv: {  // the filter is one broadcast input, a bias the other
+      int sum = s.window + (s.broadcast_inputs - 1);
+      for (VectorOp op : s.epilogue) {
+        VectorShape one;
+        one.op = op;
+        sum += OpInstructions(one);
+      }
+      return sum;
+    }
     case VectorOp::kCast:
       return s.temps > 0 ? 2 : 1;
     case VectorOp::kSoftmax:

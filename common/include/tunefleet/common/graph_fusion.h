@@ -23,7 +23,9 @@ namespace tunefleet {
 // written as BiasAdd; a conv's Add broadcasts over W like any Add, its per-channel bias is
 // its own input; or a Gemm without alpha or beta whose C, if any, is a bias [N] or [1, N]:
 // fused as a FusedMatMul, C its first BiasAdd, transA/transB as transpose_a/transpose_b),
-// or a chain op whose x has the output's shape (a FusedElementwise).
+// or a chain op whose x has the output's shape (a FusedElementwise), or a
+// DepthwiseConv2D, whose steps are unary ops only (Relu, Clip, Gelu, Sigmoid, Tanh, Exp:
+// MobileNet's ReLU6), fused as the DepthwiseConv2D with attrs.epilogue; `cube` is false.
 struct FusionChain {
   int head = -1;           // index in Graph::nodes
   std::vector<int> steps;  // indices, in chain order (at least one)
@@ -46,7 +48,7 @@ struct Fusion {
   size_t length = 0;  // 1 .. chain.steps.size()
 };
 
-// The fused node's op type ("FusedMatMul", "FusedElementwise"), name (the node names joined
+// The fused node's op type ("FusedMatMul", "FusedElementwise", "DepthwiseConv2D"), name (the node names joined
 // by '+') and chain (its attrs.epilogue, or attrs.ops: "BiasAdd,Gelu").
 std::string FusedOpType(const Graph& graph, const Fusion& fusion);
 std::string FusedNodeName(const Graph& graph, const Fusion& fusion);

@@ -62,6 +62,9 @@ struct VectorShape {
   // FusedElementwise (fused_space.h): the chain's ops in order, `op` then being kAdd;
   // the vector model charges the sum of their instructions. Empty for a single op.
   std::vector<VectorOp> chain;
+  // DepthwiseConv2D: the unary ops (its ReLU6's Clip) applied to each output in UB before
+  // it is written (attrs.epilogue, graph_fusion.h); their instructions are added.
+  std::vector<VectorOp> epilogue;
 
   // Two keys with equal shapes have one search space and one timing (CanonicalOpKey).
   friend bool operator==(const VectorShape&, const VectorShape&) = default;
