@@ -35,6 +35,7 @@ constexpr ChainOpInfo kChainOps[] = {
     {"Clip", VectorOp::kClip, 0, 0, true, false},
     {"Gelu", VectorOp::kGelu, 0, 1, false, false},
     {"Sigmoid", VectorOp::kSigmoid, 0, 0, false, false},
+    {"Silu", VectorOp::kSilu, 0, 1, false, false},
     {"Tanh", VectorOp::kTanh, 0, 1, false, false},
     {"Exp", VectorOp::kExp, 0, 0, false, false},
 };

@@ -29,7 +29,8 @@ bool IsCubeHead(const Graph& graph, const GraphNode& node) {
 }
 
 bool IsUnaryChainOp(const std::string& op) {
-  return op == "Relu" || op == "Clip" || op == "Gelu" || op == "Sigmoid" || op == "Tanh" || op == "Exp";
+  return op == "Relu" || op == "Clip" || op == "Gelu" || op == "Sigmoid" || op == "Silu" || op == "Tanh" ||
+         op == "Exp";
 }
 
 // A vector op that applies unary chain ops to its output in UB (vector_space.h

@@ -152,7 +152,7 @@ bool KnownOp(const onnx::NodeProto& n) {
       "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", "Clip",
       "BatchNormalization"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
-  if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope";
+  if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
 }
 
@@ -343,7 +343,7 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     c.op = depthwise ? "DepthwiseConv2D" : "Conv2D";
     if (g != 1 && !depthwise) c.attrs["groups"] = std::to_string(g);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Relu" || op == "Sigmoid" ||
-             op == "Tanh" || op == "Exp") {
+             op == "Tanh" || op == "Exp" || op == "Silu") {  // Silu: ai.tunefleet, Folds::Silu's
     c.op = op;
     c.inputs = first(n.input_size());
   } else if (op == "Concat") {
@@ -565,7 +565,9 @@ Result<std::vector<std::vector<int64_t>>> WindowStarts(
 //   0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) (GPT-2's gelu_new, PyTorch's
 //   approximate='tanh'), with x^3 as Pow(x, 3) or two Muls;
 // - LayerNorm before opset 17: ReduceMean, Sub, Pow 2 (or Mul by itself), ReduceMean, Add
-//   eps, Sqrt, Div, Mul gamma, Add beta (PyTorch's export; the Sub may be written twice).
+//   eps, Sqrt, Div, Mul gamma, Add beta (PyTorch's export; the Sub may be written twice);
+// - SiLU: Sigmoid(x) and x * it (PyTorch's export of F.silu: Llama's MLP, EfficientNet),
+//   as ai.tunefleet's Silu (CANN's Swish).
 // A chain folds only when each constant holds its value (within float16's precision) and
 // nothing outside the chain reads an intermediate. The folded node takes the place and the
 // name of the chain's last node; every node keeps its index in the file (what names a
@@ -594,6 +596,7 @@ class Folds {
       if (n.op_type() == "Sqrt") LayerNorm(i);
       if (n.op_type() == "Sqrt") RmsNorm(i);  // where no LayerNorm was folded
       if (n.op_type() == "Concat") Rope(i);
+      if (n.op_type() == "Sigmoid") Silu(i);
     }
     std::vector<std::pair<onnx::NodeProto, int>> out;
     for (int i = 0; i < g_.node_size(); ++i) {
@@ -639,6 +642,18 @@ class Folds {
       if (auto last = GeluTail(t, x, nodes)) Fold(nodes, *last, Gelu(x));
       return;
     }
+  }
+
+  // SiLU (Swish): Sigmoid(x) and a Mul of x by it, either way round.
+  void Silu(int s) {
+    const std::string& x = g_.node(s).input(0);
+    const int m = OnlyReader(g_.node(s).output(0));
+    if (m < 0 || Other(m, "Mul", g_.node(s).output(0), true) != x) return;
+    onnx::NodeProto silu;
+    silu.set_op_type("Silu");
+    silu.set_domain(kTunefleetDomain);
+    silu.add_input(x);
+    Fold({s, m}, m, std::move(silu));
   }
 
   // Whether node c computes x^3: Pow(x, 3), or Mul(x, Mul(x, x)) either way round.
@@ -1107,7 +1122,7 @@ Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& mo
     // LayerNormalization has a schema from opset 17: a folded one in an older model is
     // inferred as the element-wise op of its input it is, shape-wise.
     if (n.op_type() == "Gelu" || n.op_type() == "FastGelu" || n.op_type() == "RMSNormalization" ||
-        (n.op_type() == "Rope" && n.domain() == kTunefleetDomain) ||
+        (n.domain() == kTunefleetDomain && (n.op_type() == "Rope" || n.op_type() == "Silu")) ||
         (n.op_type() == "LayerNormalization" && opset < 17)) {
       copy->set_op_type("Relu");
       copy->set_domain("");

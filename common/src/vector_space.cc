@@ -32,6 +32,9 @@ struct OpInfo {
 // through UB (MTE2 in, MTE3 out, no vector instruction); it reads as many elements as it
 // writes, so it is timed as one full input of the output's elements, read in bursts of
 // its contiguous pieces (an input's elements from the axis on; their mean).
+// Silu (x * sigmoid(x), CANN's Swish with scale 1; Llama's MLP and EfficientNet's
+// activation, which PyTorch exports as a Sigmoid and a Mul): its temp keeps x beside the
+// sigmoid.
 // Clip (ONNX's Clip, CANN's ClipByValue; MobileNet's ReLU6): x bounded below and above by
 // constants, which leave its cost alone and are not part of its key.
 // MaxPool (CANN's MaxPoolV3, ONNX's MaxPool): x [N, C, H, W], attrs kernel_shape "kh,kw",
@@ -61,6 +64,7 @@ constexpr OpInfo kOps[] = {
     {"Relu", VectorOp::kRelu, VectorFamily::kElementwise, 1, 0, true},
     {"Gelu", VectorOp::kGelu, VectorFamily::kElementwise, 1, 1, false},
     {"Sigmoid", VectorOp::kSigmoid, VectorFamily::kElementwise, 1, 0, false},
+    {"Silu", VectorOp::kSilu, VectorFamily::kElementwise, 1, 1, false},
     {"Tanh", VectorOp::kTanh, VectorFamily::kElementwise, 1, 1, false},
     {"Exp", VectorOp::kExp, VectorFamily::kElementwise, 1, 0, false},
     {"Cast", VectorOp::kCast, VectorFamily::kElementwise, 1, 0, true},
@@ -243,7 +247,7 @@ Status ReadDepthwiseEpilogue(const OpKey& key, VectorShape& s) {
     if (o == nullptr || o->family != VectorFamily::kElementwise || o->inputs != 1 || o->op == VectorOp::kCast ||
         o->op == VectorOp::kMaxPool || o->op == VectorOp::kAvgPool) {
       return InvalidArgument("DepthwiseConv2D attr 'epilogue' op '" + name +
-                             "' is not a unary element-wise op (Relu, Clip, Gelu, Sigmoid, Tanh, Exp), in "
+                             "' is not a unary element-wise op (Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp), in "
                              "'" + it->second + "'");
     }
     s.epilogue.push_back(o->op);

@@ -39,8 +39,8 @@ using VectorSpace = VectorSpaceTest;
 
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "Cast",
+                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;

@@ -227,9 +227,15 @@ check_onnx_tune() {  # label model kernels pattern...
     "$report" "$kernels" || fail "report of $label: $(head -c 300 "$report")"
 }
 # A Llama-2-7B decoder layer as PyTorch exports it (scripts/make_llama_onnx.py): its two
-# RMSNorms and the RoPE of q and of k fold into one kernel each, and every kernel is tuned.
-check_onnx_tune llama "$SRC/examples/llama_layer.onnx" 22 \
-  "^/self_attn/Add  Rope\[32x2048x128,2048x128,2048x128\]@Ascend910B2  \[done\]"
+# RMSNorms, the RoPE of q and of k and the MLP's SiLU (a Sigmoid and a Mul) fold into one
+# kernel each, and every kernel is tuned.
+check_onnx_tune llama "$SRC/examples/llama_layer.onnx" 21 \
+  "^/self_attn/Add  Rope\[32x2048x128,2048x128,2048x128\]@Ascend910B2  \[done\]" \
+  "^/mlp/Mul  Silu\[2048x11008\]@Ascend910B2  \[done\]"
+# fuse then takes the SwiGLU (the SiLU and the Mul by up_proj's output) into gate_proj.
+(cd "$OUT" && "$TF" fuse "$SRC/examples/llama_layer.onnx" > llama_fuse.txt) || fail "fuse llama exited $?"
+grep -qF "/mlp/gate_proj/MatMul+/mlp/Mul+/mlp/Mul_1 (FusedBatchMatMul, epilogue Silu,Mul)" "$OUT/llama_fuse.txt" \
+  || fail "fuse llama: the SwiGLU is not gate_proj's epilogue: $(cat "$OUT/llama_fuse.txt")"
 # The same layer exported with dynamic axes (make_llama_onnx.py --dynamic): its views'
 # shapes and rotate_half's bounds come from Shape ops, which fold once --dim sizes batch
 # and seq; it then profiles as the fixed-shape export does.
@@ -240,12 +246,12 @@ dynamic=$("$TF" profile "$SRC/examples/llama_dynamic_layer.onnx" --dim batch=1 -
 # Llama-3-8B's layer: grouped-query attention, 8 key/value heads repeated for 32 query heads
 # (repeat_kv's Expand, its shape computed from constants), so k and v are projected to
 # 1024 and rotated at 8 heads, and the attention's BatchMatMuls run at 32.
-check_onnx_tune llama3 "$SRC/examples/llama3_layer.onnx" 22 "^/self_attn/k_proj/MatMul  MatMul\[2048x4096,4096x1024\]" \
+check_onnx_tune llama3 "$SRC/examples/llama3_layer.onnx" 21 "^/self_attn/k_proj/MatMul  MatMul\[2048x4096,4096x1024\]" \
   "^/self_attn/Add_1  Rope\[8x2048x128," "^/self_attn/MatMul_1  BatchMatMul\[1x32x2048x2048,1x32x2048x128\]"
 # A decoding step of the Llama-2 layer with a KV cache of 2047 positions (--past 2047): the
 # past keys and values are joined with the new ones by a Concat kernel each, and the
 # attention's BatchMatMuls read 2048 positions.
-check_onnx_tune llama_decode "$SRC/examples/llama_decode_layer.onnx" 24 \
+check_onnx_tune llama_decode "$SRC/examples/llama_decode_layer.onnx" 23 \
   "^/self_attn/Concat_2  Concat\[1x32x2047x128,1x32x1x128\]{axis=2}" \
   "^/self_attn/MatMul  BatchMatMul\[1x32x1x128,1x32x128x2048\]" "^/self_attn/q_proj/MatMul  MatMul\[1x4096,4096x4096\]"
 # GPT-2's block as PyTorch exports it (scripts/make_gpt2_onnx.py): the fused c_attn is

@@ -113,6 +113,31 @@ TEST(FusionChains, AConvTakesTheClipAfterItAsItsEpilogue) {
   EXPECT_LT(chosen->result_us, chosen->baseline_us);
 }
 
+// Llama's SwiGLU, silu(gate_proj(x)) * up_proj(x): the SiLU and the Mul by the up
+// projection are gate_proj's epilogue, and fused they save the two intermediates.
+TEST(FusionChains, AMatMulTakesItsSwiGluAsItsEpilogue) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {2048, 4096})}},
+                   {"weights", {Tensor("wg", {4096, 11008}), Tensor("wu", {4096, 11008})}},
+                   {"outputs", {"h"}},
+                   {"nodes",
+                    {Node("gate_proj", "MatMul", {"x", "wg"}, Tensor("g", {2048, 11008})),
+                     Node("up_proj", "MatMul", {"x", "wu"}, Tensor("u", {2048, 11008})),
+                     Node("act", "Silu", {"g"}, Tensor("a", {2048, 11008})),
+                     Node("gated", "Mul", {"a", "u"}, Tensor("h", {2048, 11008}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  ASSERT_EQ(chains.size(), 2u) << "and up_proj's, which meets it at the Mul";
+  EXPECT_EQ(Names(*g, chains[0]), (std::vector<std::string>{"gate_proj", "act", "gated"}));
+  EXPECT_EQ(FusedEpilogue(*g, {chains[0], 2}), "Silu,Mul");
+  EXPECT_EQ(Names(*g, chains[1]), (std::vector<std::string>{"up_proj", "gated"}));
+  auto chosen = ChooseFusions(*g, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->kernels_after, 2) << "gate_proj with its SwiGLU, and up_proj";
+  EXPECT_LT(chosen->result_us, chosen->baseline_us);
+}
+
 // MobileNet's ReLU6 after a depthwise conv (a vector op) is applied in UB before the
 // output is written: the chain takes unary ops only, so a residual Add after them stays
 // out, and the fused node is the DepthwiseConv2D with attrs.epilogue, reading the conv's

@@ -980,6 +980,45 @@ TEST(OnnxImport, AClipWithConstantBoundsIsAClipKernel) {
       << computed;
 }
 
+// F.silu as PyTorch exports it (Llama's MLP, EfficientNet): Sigmoid(x) and x times it,
+// either way round, fold into one Silu kernel named as the Mul; a sigmoid something else
+// also reads, or a Mul by another tensor, is left as it is.
+TEST(OnnxImport, ASiluWrittenOutFoldsIntoOneKernel) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](bool x_first, bool sigmoid_read_twice, bool times_x) {
+    return LoadChainModel(dir.Path("silu" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "other", {4, 16, 64});
+                            AddNode(n, "Sigmoid", {"x"}, "s", "act.sigmoid");
+                            const std::string by = times_x ? "x" : "other";
+                            AddNode(n, "Mul", x_first ? std::vector<std::string>{by, "s"} : std::vector<std::string>{"s", by},
+                                    sigmoid_read_twice ? "m" : "y", "act.mul");
+                            if (sigmoid_read_twice) AddNode(n, "Add", {"m", "s"}, "y", "also_reads_s");
+                          });
+  };
+  for (bool x_first : {true, false}) {
+    auto g = load(x_first, false, true);
+    ASSERT_TRUE(g.ok()) << Message(g);
+    const GraphNode* silu = FindNode(*g, "act.mul");
+    ASSERT_NE(silu, nullptr);
+    EXPECT_EQ(silu->op_type, "Silu");
+    EXPECT_EQ(silu->inputs, (std::vector<std::string>{"x"}));
+    EXPECT_EQ(FindNode(*g, "act.sigmoid"), nullptr);
+    auto run = profile::RunGraph(*g, testing::Soc910B2());
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_EQ(run->ops.size(), 1u);
+    EXPECT_EQ(run->ops[0].op_key, "Silu[64x64]@Ascend910B2");
+  }
+  auto shared = load(true, true, true);
+  ASSERT_TRUE(shared.ok()) << Message(shared);
+  EXPECT_EQ(FindNode(*shared, "act.sigmoid")->op_type, "Sigmoid") << "its output is read outside the pair";
+  EXPECT_EQ(FindNode(*shared, "act.mul")->op_type, "Mul");
+  auto gated = load(true, false, false);
+  ASSERT_TRUE(gated.ok()) << Message(gated);
+  EXPECT_EQ(FindNode(*gated, "act.sigmoid")->op_type, "Sigmoid") << "a gate by another tensor is no SiLU";
+}
+
 // MobileNetV2's inverted residual as torch exports it (BatchNorms folded): a 1x1 expand,
 // ReLU6, a depthwise 3x3 (group = channels, filter [C, 1, 3, 3], with the folded bias),
 // ReLU6, a 1x1 projection. The depthwise Conv imports as a DepthwiseConv2D, a vector op;

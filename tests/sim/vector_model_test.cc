@@ -31,7 +31,7 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   const int64_t last = shape.back();
   std::vector<OpKey> keys;
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) keys.push_back(Key(op, {shape, shape}, dtype));
-  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Tanh", "Exp"}) keys.push_back(Key(op, {shape}, dtype));
+  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp"}) keys.push_back(Key(op, {shape}, dtype));
   keys.push_back(Key("Cast", {shape}, dtype, {{"dst_type", dtype == "float32" ? "float16" : "float32"}}));
   keys.push_back(Key("FusedMulAdd", {shape, shape, shape}, dtype));
   if (last % 2 == 0) keys.push_back(Key("Rope", {shape, shape, shape}, dtype));
@@ -303,6 +303,7 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Add", {{16}, {16}})), 1);
   EXPECT_EQ(count(Key("Gelu", {{16}})), 8);
   EXPECT_EQ(count(Key("Sigmoid", {{16}})), 4);
+  EXPECT_EQ(count(Key("Silu", {{16}})), 5) << "a sigmoid and a vmul by x";
   EXPECT_EQ(count(Key("Tanh", {{16}})), 5);
   EXPECT_EQ(count(Key("FusedMulAdd", {{16}, {16}, {16}})), 2);
   EXPECT_EQ(count(Key("Rope", {{16}, {16}, {16}})), 3);

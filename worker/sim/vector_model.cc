@@ -27,7 +27,7 @@ bool IsReduce(const VectorShape& s) {
 // vector unit's basic instructions (vadd, vmul, vmuls, vadds, vexp, vrec, vdiv, vmax,
 // vconv), the way CANN's kernels decompose them:
 //   Add/Sub/Mul/Div/Relu/Exp: one (vadd, vsub, vmul, vdiv, vrelu, vexp).
-//   Sigmoid = 1/(1+exp(-x)): vmuls, vexp, vadds, vrec = 4.
+//   Sigmoid = 1/(1+exp(-x)): vmuls, vexp, vadds, vrec = 4. Silu = x * sigmoid(x): 4 + vmul = 5.
 //   Tanh = (e^2x - 1)/(e^2x + 1): vmuls, vexp, vadds, vadds, vdiv = 5.
 //   Gelu, CANN's tanh form x / (1 + exp(-1.5958 (x + 0.044715 x^3))): vmul, vmul,
 //     vmuls, vadd, vmuls, vexp, vadds, vdiv = 8.
@@ -65,6 +65,8 @@ int OpInstructions(const VectorShape& s) {
       return 1;
     case VectorOp::kSigmoid:
       return 4;
+    case VectorOp::kSilu:
+      return 5;
     case VectorOp::kTanh:
       return 5;
     case VectorOp::kGelu:

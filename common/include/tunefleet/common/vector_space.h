@@ -25,7 +25,7 @@ enum class VectorFamily {
 };
 
 enum class VectorOp {
-  kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
+  kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kSilu, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
   kDepthwiseConv,
   kSoftmax, kLayerNorm, kRmsNorm, kReduceSum, kReduceMean,
   kTranspose,
