@@ -73,8 +73,19 @@ Step AsStep(const Graph& graph, const GraphNode* cube, const GraphNode& node, co
   if (node.outputs.size() != 1 || !IsChainOp(node.op_type)) return {};
   const auto& in = node.inputs;
   if (IsUnaryChainOp(node.op_type)) return in.size() == 1 && in[0] == x ? Step{node.op_type, {}} : Step{};
+  // An operand larger than the chain's value (an SE block's [N, C, H, W] scaled by the
+  // excitation's [N, C, 1, 1]) would make the step's output larger than the chain's: it
+  // starts a chain of its own instead.
+  const NamedTensor* value = graph.FindTensor(x);
+  auto larger = [&](const std::string& operand) {
+    const NamedTensor* t = graph.FindTensor(operand);
+    return value != nullptr && t != nullptr &&
+           space_util::Elements(t->desc.shape) > space_util::Elements(value->desc.shape);
+  };
   if (node.op_type == "FusedMulAdd") {
-    return in.size() == 3 && in[0] == x && in[1] != x && in[2] != x ? Step{node.op_type, {in[1], in[2]}} : Step{};
+    return in.size() == 3 && in[0] == x && in[1] != x && in[2] != x && !larger(in[1]) && !larger(in[2])
+               ? Step{node.op_type, {in[1], in[2]}}
+               : Step{};
   }
   if (in.size() != 2 || in[0] == in[1]) return {};
   const bool commutative = node.op_type == "Add" || node.op_type == "Mul";
@@ -86,6 +97,7 @@ Step AsStep(const Graph& graph, const GraphNode* cube, const GraphNode& node, co
   } else {
     return {};
   }
+  if (larger(operand)) return {};
   // A GEMM's bias: one value per output column, [N], which an Add broadcasts over the
   // trailing axis as BiasAdd does. Not for a conv: its channel axis is not the trailing one,
   // so an Add of [C] broadcasts over W there (a per-channel bias is the conv's own input).

@@ -298,6 +298,13 @@ for want in "44 of 45 fusion chains fused, 0 of 0 transposes folded, 99 -> 55 ke
   "/features/features.2/conv/conv.1/conv.1.0/Conv+/features/features.2/conv/conv.1/conv.1.2/Clip (DepthwiseConv2D, epilogue Clip)"; do
   grep -qF "$want" "$OUT/mobilenet_fuse.txt" || fail "fuse mobilenet: no line has '$want': $(head -5 "$OUT/mobilenet_fuse.txt")"
 done
+# EfficientNet-B0 (scripts/make_efficientnet_onnx.py): depthwise 5x5 convolutions, each
+# SiLU (Sigmoid and Mul) folded into one Silu kernel, and the squeeze-and-excitation's
+# mean a ReduceMean over H*W whose excitation scales x by a broadcast Mul.
+check_onnx_tune efficientnet "$SRC/examples/efficientnet_b0.onnx" 189 \
+  "^/features/features.4/block/block.1/block.1.0/Conv  DepthwiseConv2D\[32x144x56x56,144x1x5x5,144\]{pads=2,2,2,2,strides=2,2}" \
+  "^/features/features.2/block/block.1/block.1.2/Mul  Silu\[172032x56\]@Ascend910B2  \[done\]" \
+  "^/features/features.1/block/block.1/Mul  Mul\[32x32x112x112,32x32x1x1\]"
 # ViT-B/16 (scripts/make_vit_onnx.py): the patch embedding a Conv 16x16/16 and a Transpose,
 # the class token joined before the patches by a Concat, and the classifier reading the
 # class token x[:, 0], a Gather of one index: a window view, so the Gemm reads [32, 768].

@@ -113,6 +113,25 @@ TEST(FusionChains, AConvTakesTheClipAfterItAsItsEpilogue) {
   EXPECT_LT(chosen->result_us, chosen->baseline_us);
 }
 
+// A squeeze-and-excitation block's excitation: fc2 [N, C, 1, 1] and its Sigmoid are a
+// chain, but the Mul scaling x [N, C, H, W] by it is not a step of it (its output would
+// be larger than the chain's value).
+TEST(FusionChains, AStepWhoseOperandIsLargerThanTheChainsValueEndsTheChain) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {8, 96, 28, 28}), Tensor("squeezed", {8, 24, 1, 1})}},
+                   {"weights", {Tensor("w", {96, 24, 1, 1})}},
+                   {"outputs", {"y"}},
+                   {"nodes",
+                    {Node("fc2", "Conv2D", {"squeezed", "w"}, Tensor("e", {8, 96, 1, 1})),
+                     Node("gate", "Sigmoid", {"e"}, Tensor("g", {8, 96, 1, 1})),
+                     Node("scale", "Mul", {"x", "g"}, Tensor("y", {8, 96, 28, 28}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(Names(*g, chains[0]), (std::vector<std::string>{"fc2", "gate"}));
+}
+
 // Llama's SwiGLU, silu(gate_proj(x)) * up_proj(x): the SiLU and the Mul by the up
 // projection are gate_proj's epilogue, and fused they save the two intermediates.
 TEST(FusionChains, AMatMulTakesItsSwiGluAsItsEpilogue) {
