@@ -8,12 +8,9 @@ then the final BatchNorm, ReLU, global average pooling and the classifier's Gemm
 Input: x [batch, 3, 224, 224]; batch is fixed at export (--batch).
 Run with Debian's python3-torch and python3-onnx:
     /usr/bin/python3 scripts/make_densenet_onnx.py [--batch 32] [OUT]"""
-import argparse
-import io
 
-import onnx
 import torch
-from onnx_weights import save_without_weights
+from onnx_weights import export_image_classifier
 
 nn = torch.nn
 GROWTH, BOTTLENECK, BLOCKS, STEM = 32, 4, (6, 12, 24, 16), 64
@@ -70,18 +67,5 @@ class DenseNet121(nn.Module):
         return self.classifier(torch.flatten(x, 1))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("out", nargs="?", default="examples/densenet121.onnx")
-    args = ap.parse_args()
-    with torch.no_grad():
-        model_t = DenseNet121().eval()
-        buf = io.BytesIO()
-        torch.onnx.export(model_t, (torch.zeros(args.batch, 3, 224, 224),), buf, opset_version=17,
-                          input_names=["x"], output_names=["logits"])
-    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "densenet121")
-
-
 if __name__ == "__main__":
-    main()
+    export_image_classifier(__doc__, DenseNet121, "densenet121", "examples/densenet121.onnx")

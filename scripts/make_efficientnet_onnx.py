@@ -9,12 +9,9 @@ The weights' data is dropped after the export (each initializer points at an ext
 file that is not shipped): tunefleet reads only their shapes, and the model stays small.
 Run with Debian's python3-torch and python3-onnx:
     /usr/bin/python3 scripts/make_efficientnet_onnx.py [--batch 32] [OUT]"""
-import argparse
-import io
 
-import onnx
 import torch
-from onnx_weights import save_without_weights
+from onnx_weights import export_image_classifier
 
 nn = torch.nn
 
@@ -75,18 +72,5 @@ class EfficientNetB0(nn.Module):
         return self.classifier(torch.flatten(x, 1))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("out", nargs="?", default="examples/efficientnet_b0.onnx")
-    args = ap.parse_args()
-    with torch.no_grad():
-        model_t = EfficientNetB0().eval()
-        buf = io.BytesIO()
-        torch.onnx.export(model_t, (torch.zeros(args.batch, 3, 224, 224),), buf, opset_version=17,
-                          input_names=["x"], output_names=["logits"])
-    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "efficientnet_b0")
-
-
 if __name__ == "__main__":
-    main()
+    export_image_classifier(__doc__, EfficientNetB0, "efficientnet_b0", "examples/efficientnet_b0.onnx")

@@ -7,12 +7,9 @@ The weights' data is dropped after the export (each initializer points at an ext
 file that is not shipped): tunefleet reads only their shapes, and the model stays small.
 Run with Debian's python3-torch and python3-onnx:
     /usr/bin/python3 scripts/make_resnet_onnx.py [--batch 32] [OUT]"""
-import argparse
-import io
 
-import onnx
 import torch
-from onnx_weights import save_without_weights
+from onnx_weights import export_image_classifier
 
 nn = torch.nn
 
@@ -70,18 +67,5 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("out", nargs="?", default="examples/resnet50.onnx")
-    args = ap.parse_args()
-    with torch.no_grad():
-        model_t = ResNet50().eval()
-        buf = io.BytesIO()
-        torch.onnx.export(model_t, (torch.zeros(args.batch, 3, 224, 224),), buf, opset_version=17,
-                          input_names=["x"], output_names=["logits"])
-    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "resnet50")
-
-
 if __name__ == "__main__":
-    main()
+    export_image_classifier(__doc__, ResNet50, "resnet50", "examples/resnet50.onnx")
