@@ -203,5 +203,41 @@ TEST(Analysis, AGemmsEpilogueAdviceSaysWhenFuseTakesIt) {
   EXPECT_EQ(FindFusionChains(*g).size(), 1u) << "fuse takes this Gemm's chain, as the advice says";
 }
 
+// MobileNet's depthwise conv and its ReLU6: advised as the DepthwiseConv2D's epilogue, as
+// `fuse` takes it; the residual Add after them is not advised into it.
+TEST(Analysis, ADepthwiseConvsUnaryEpilogueIsAdvisedAsFuseTakesIt) {
+  auto tensor = [](const char* name, std::vector<int64_t> shape) {
+    return nlohmann::json{{"name", name}, {"shape", shape}, {"dtype", "float16"}};
+  };
+  auto g = GraphFromJson({{"soc", "Ascend910B2"},
+                          {"inputs", {tensor("x", {32, 96, 56, 56})}},
+                          {"weights", {tensor("w", {96, 1, 3, 3})}},
+                          {"outputs", {"y"}},
+                          {"nodes",
+                           {{{"name", "dw"}, {"op", "DepthwiseConv2D"}, {"inputs", {"x", "w"}}, {"attrs", {{"pads", "1"}}},
+                             {"outputs", {tensor("d", {32, 96, 56, 56})}}},
+                            {{"name", "relu6"}, {"op", "Clip"}, {"inputs", {"d"}}, {"outputs", {tensor("r", {32, 96, 56, 56})}}},
+                            {{"name", "residual"}, {"op", "Add"}, {"inputs", {"r", "x"}},
+                             {"outputs", {tensor("y", {32, 96, 56, 56})}}}}}});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto run = RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  testing::ScratchDir dir;
+  ASSERT_TRUE(WriteProfileDir(*run, dir.Path()).ok());
+  auto loaded = LoadProfile(dir.Path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  std::map<std::vector<std::string>, std::string> fusions;
+  for (const auto& st : Analyze(*loaded).next_steps) {
+    if (st.kind == "fuse") fusions[st.ops] = st.reason;
+  }
+  const std::vector<std::string> conv_and_relu6 = {"dw", "relu6"};
+  ASSERT_TRUE(fusions.count(conv_and_relu6));
+  const std::string& reason = fusions[conv_and_relu6];
+  EXPECT_NE(reason.find("DepthwiseConv2D with 'Clip' ending attrs.epilogue"), std::string::npos) << reason;
+  EXPECT_TRUE(fusions.count(std::vector<std::string>{"relu6", "residual"})) << "an element-wise chain";
+  ASSERT_EQ(FindFusionChains(*g).size(), 1u);
+  EXPECT_EQ(FindFusionChains(*g)[0].steps.size(), 1u) << "fuse takes the Clip into the conv, as advised";
+}
+
 }  // namespace
 }  // namespace tunefleet::profile

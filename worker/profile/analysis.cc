@@ -128,6 +128,12 @@ bool IsElementwise(const std::string& op_type) {
   return kElementwise.count(op_type) > 0;
 }
 
+// The element-wise ops a DepthwiseConv2D takes as its epilogue (vector_space.h).
+bool IsUnaryElementwise(const std::string& op_type) {
+  static const std::set<std::string> kUnary = {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp"};
+  return kUnary.count(op_type) > 0;
+}
+
 std::string Pct(double v) { return fmt::format("{:.1f}%", 100 * v); }
 
 // Fields of run_summary.json, tolerant of a hand-edited file: a missing or mistyped
@@ -436,6 +442,9 @@ Analysis Analyze(const LoadedProfile& profile) {
         as += " with '" + tt + "' ending attrs.epilogue";
         // `tunefleet fuse` takes a Gemm head only as a MatMul with a bias (graph_fusion.h).
         if (ft == "Gemm") as += " (`tunefleet fuse` takes a Gemm's chain when the Gemm scales by neither alpha nor beta)";
+      } else if (ft == "DepthwiseConv2D" && IsUnaryElementwise(tt)) {
+        kind = "depthwise conv + unary epilogue";
+        as = "DepthwiseConv2D with '" + tt + "' ending attrs.epilogue";
       } else if ((IsElementwise(ft) || ft == "FusedElementwise") && IsElementwise(tt)) {
         kind = "element-wise chain";
         as = "FusedElementwise with '" + tt + "' ending attrs.ops";
