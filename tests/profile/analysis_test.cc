@@ -171,6 +171,19 @@ TEST(Analysis, SuggestsFusingBertsMatMulsWithTheirBiasAddsFromAProfileFolder) {
   EXPECT_FALSE(a.ToText().empty());
 }
 
+// The analysis of `g`'s simulated run on the 910B2, written as a profile folder and read
+// back as `analyze` reads one (empty, with a failure recorded, when any step fails).
+Analysis AnalyzeSimulatedRun(const Graph& g) {
+  auto run = RunGraph(g, testing::Soc910B2());
+  EXPECT_TRUE(run.ok()) << run.status().ToString();
+  testing::ScratchDir dir;
+  const Status written = run.ok() ? WriteProfileDir(*run, dir.Path()) : run.status();
+  EXPECT_TRUE(written.ok()) << written.ToString();
+  auto loaded = written.ok() ? LoadProfile(dir.Path()) : Result<LoadedProfile>(written);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+  return loaded.ok() ? Analyze(*loaded) : Analysis{};
+}
+
 // `fuse` starts chains at MatMul, BatchMatMul and Conv2D, not Gemm: the advice to fuse a
 // Gemm's epilogue says how (found by an audit: analyze advised what fuse silently skipped).
 TEST(Analysis, AGemmsEpilogueAdviceSaysWhenFuseTakesIt) {
@@ -184,13 +197,7 @@ TEST(Analysis, AGemmsEpilogueAdviceSaysWhenFuseTakesIt) {
                             {{"name", "act"}, {"op", "Relu"}, {"inputs", {"y"}},
                              {"outputs", {{{"name", "z"}, {"shape", {1024, 3072}}, {"dtype", "float16"}}}}}}}});
   ASSERT_TRUE(g.ok()) << g.status().ToString();
-  auto run = RunGraph(*g, testing::Soc910B2());
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  testing::ScratchDir dir;
-  ASSERT_TRUE(WriteProfileDir(*run, dir.Path()).ok());
-  auto loaded = LoadProfile(dir.Path());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  Analysis a = Analyze(*loaded);
+  const Analysis a = AnalyzeSimulatedRun(*g);
   const NextStep* fuse = nullptr;
   for (const auto& st : a.next_steps) {
     if (st.kind == "fuse") fuse = &st;
@@ -220,14 +227,8 @@ TEST(Analysis, ADepthwiseConvsUnaryEpilogueIsAdvisedAsFuseTakesIt) {
                             {{"name", "residual"}, {"op", "Add"}, {"inputs", {"r", "x"}},
                              {"outputs", {tensor("y", {32, 96, 56, 56})}}}}}});
   ASSERT_TRUE(g.ok()) << g.status().ToString();
-  auto run = RunGraph(*g, testing::Soc910B2());
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  testing::ScratchDir dir;
-  ASSERT_TRUE(WriteProfileDir(*run, dir.Path()).ok());
-  auto loaded = LoadProfile(dir.Path());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   std::map<std::vector<std::string>, std::string> fusions;
-  for (const auto& st : Analyze(*loaded).next_steps) {
+  for (const auto& st : AnalyzeSimulatedRun(*g).next_steps) {
     if (st.kind == "fuse") fusions[st.ops] = st.reason;
   }
   const std::vector<std::string> conv_and_relu6 = {"dw", "relu6"};
