@@ -252,6 +252,11 @@ std::vector<OpKey> VectorSweepKeys() {
       Key("ReduceSum", {{50, 300000}}),
       Key("Gelu", {{3000001}}),
       Key("Cast", {{3000001}}, {{"dst_type", "float32"}}),
+      // The window ops (ResNet's stem pooling, MobileNet's depthwise conv with its ReLU6)
+      // and Llama's SiLU.
+      Key("MaxPool", {{32, 64, 112, 112}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}}),
+      Key("DepthwiseConv2D", {{32, 96, 56, 56}, {96, 1, 3, 3}, {96}}, {{"pads", "1"}, {"epilogue", "Clip"}}),
+      Key("Silu", {{2048, 11008}}),
   };
 }
 

@@ -80,6 +80,10 @@ std::vector<OpKey> FusedSweepKeys() {
       Fused("FusedConv2D", {{{32, 64, 56, 56}}, {{64, 64, 3, 3}}, {{64}}}, "BiasAdd,Relu", {{"pads", "1"}}),
       Fused("FusedConv2D", {{{32, 64, 56, 56}}, {{256, 64, 1, 1}}, {{256}}, {{32, 256, 56, 56}}}, "BiasAdd,Add,Relu"),
       Fused("FusedConv2D", {{{2, 5, 13, 13}}, {{7, 5, 3, 3}}, {{7, 1, 1}}}, "BiasAdd,Gelu", {{"pads", "1"}}),
+      // Llama's SwiGLU and MobileNet's ReLU6 after a pointwise conv, at small sizes (the
+      // event simulation of a whole Llama MLP is minutes).
+      Fused("FusedMatMul", {{{256, 512}}, {{512, 1376}}, {{256, 1376}}}, "Silu,Mul"),
+      Fused("FusedConv2D", {{{2, 16, 28, 28}}, {{96, 16, 1, 1}}, {{96}}}, "BiasAdd,Clip"),
   };
 }
 
