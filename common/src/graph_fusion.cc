@@ -4,6 +4,7 @@
 #include <set>
 
 #include "tunefleet/common/fused_space.h"
+#include "tunefleet/common/vector_space.h"
 
 #include "space_util.h"
 
@@ -28,10 +29,7 @@ bool IsCubeHead(const Graph& graph, const GraphNode& node) {
          IsBiasGemm(graph, node);
 }
 
-bool IsUnaryChainOp(const std::string& op) {
-  return op == "Relu" || op == "Clip" || op == "Gelu" || op == "Sigmoid" || op == "Silu" || op == "Tanh" ||
-         op == "Exp";
-}
+bool IsUnaryChainOp(const std::string& op) { return IsUnaryEpilogueOp(op); }
 
 // A vector op that applies unary chain ops to its output in UB (vector_space.h
 // DepthwiseConv2D's attrs.epilogue): MobileNet's depthwise convolution and its ReLU6.

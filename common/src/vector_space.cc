@@ -244,8 +244,7 @@ Status ReadDepthwiseEpilogue(const OpKey& key, VectorShape& s) {
     const size_t end = std::min(it->second.find(',', begin), it->second.size());
     const std::string name = it->second.substr(begin, end - begin);
     const OpInfo* o = FindOp(name);
-    if (o == nullptr || o->family != VectorFamily::kElementwise || o->inputs != 1 || o->op == VectorOp::kCast ||
-        o->op == VectorOp::kMaxPool || o->op == VectorOp::kAvgPool) {
+    if (o == nullptr || !IsUnaryEpilogueOp(name)) {
       return InvalidArgument("DepthwiseConv2D attr 'epilogue' op '" + name +
                              "' is not a unary element-wise op (Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp), in "
                              "'" + it->second + "'");
@@ -314,6 +313,13 @@ const std::vector<std::string>& VectorOpTypes() {
 }
 
 bool IsVectorOpType(std::string_view op_type) { return FindOp(op_type) != nullptr; }
+
+bool IsUnaryEpilogueOp(std::string_view op_type) {
+  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp"}) {
+    if (op_type == op) return true;
+  }
+  return false;
+}
 
 Status CanonicalWindowAttrs(OpKey& key) {
   if (key.op_type != "DepthwiseConv2D") {

@@ -13,6 +13,8 @@
 
 #include <fmt/core.h>
 
+#include "tunefleet/common/vector_space.h"
+
 namespace tunefleet::profile {
 namespace {
 
@@ -126,12 +128,6 @@ bool IsElementwise(const std::string& op_type) {
   static const std::set<std::string> kElementwise = {"Add",  "Sub",  "Mul", "Div", "Relu", "Clip",       "Gelu",
                                                      "Sigmoid", "Silu", "Tanh", "Exp", "Cast", "FusedMulAdd"};
   return kElementwise.count(op_type) > 0;
-}
-
-// The element-wise ops a DepthwiseConv2D takes as its epilogue (vector_space.h).
-bool IsUnaryElementwise(const std::string& op_type) {
-  static const std::set<std::string> kUnary = {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp"};
-  return kUnary.count(op_type) > 0;
 }
 
 std::string Pct(double v) { return fmt::format("{:.1f}%", 100 * v); }
@@ -442,7 +438,7 @@ Analysis Analyze(const LoadedProfile& profile) {
         as += " with '" + tt + "' ending attrs.epilogue";
         // `tunefleet fuse` takes a Gemm head only as a MatMul with a bias (graph_fusion.h).
         if (ft == "Gemm") as += " (`tunefleet fuse` takes a Gemm's chain when the Gemm scales by neither alpha nor beta)";
-      } else if (ft == "DepthwiseConv2D" && IsUnaryElementwise(tt)) {
+      } else if (ft == "DepthwiseConv2D" && IsUnaryEpilogueOp(tt)) {
         kind = "depthwise conv + unary epilogue";
         as = "DepthwiseConv2D with '" + tt + "' ending attrs.epilogue";
       } else if ((IsElementwise(ft) || ft == "FusedElementwise") && IsElementwise(tt)) {
