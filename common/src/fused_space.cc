@@ -59,10 +59,7 @@ Result<FusedChain> ParseChain(const OpKey& key, const char* attr) {
   for (const std::string& n : FusedChainOpNames()) known += (known.empty() ? "" : ", ") + n;
   FusedChain chain;
   const std::string& text = it->second;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string name = text.substr(pos, comma - pos);
+  for (const std::string& name : SplitCommas(text)) {
     const ChainOpInfo* info = FindChainOp(name);
     if (info == nullptr) {
       return InvalidArgument(key.op_type + " attrs." + attr + "='" + text + "': '" + name +
@@ -77,19 +74,14 @@ Result<FusedChain> ParseChain(const OpKey& key, const char* attr) {
     chain.ops.push_back(info->op);
     chain.operands.resize(chain.operands.size() + static_cast<size_t>(info->operands));
     chain.temps = std::max(chain.temps, info->temps);
-    pos = comma + 1;
   }
   return chain;
 }
 
 bool ChainInt8Ok(const OpKey& key, const char* attr) {
-  const std::string& text = key.attrs.at(attr);
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t comma = std::min(text.find(',', pos), text.size());
-    const ChainOpInfo* info = FindChainOp(text.substr(pos, comma - pos));
+  for (const std::string& name : SplitCommas(key.attrs.at(attr))) {
+    const ChainOpInfo* info = FindChainOp(name);
     if (info == nullptr || !info->int8_ok) return false;
-    pos = comma + 1;
   }
   return true;
 }

@@ -11,6 +11,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "space_util.h"
+
 namespace tunefleet {
 namespace {
 
@@ -23,18 +25,6 @@ std::string PythonStr(const json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
   if (v.is_null()) return "None";
   return v.dump();
-}
-
-std::vector<std::string> SplitKey(std::string_view key) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t comma = key.find(',', start);
-    out.emplace_back(key.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-  return out;
 }
 
 Result<std::string> ReadWholeFile(const std::string& path) {
@@ -161,7 +151,7 @@ Result<KtCache> KtCache::Parse(std::string_view json_text, std::string_view sour
     for (const auto& n : names) has_fields = has_fields && entry.contains(n);
     std::vector<std::string> tokens;
     if (!has_fields) {
-      tokens = SplitKey(key);
+      tokens = space_util::SplitCommas(key);
       if (tokens.size() != dims) {
         return bad(fmt::format("cache key '{}' has {} values, tune_params_keys has {}", key,
                                tokens.size(), dims));

@@ -1,7 +1,6 @@
 // Small helpers the op spaces (matmul/conv2d/vector/fused_space.cc) share: integer
-// rounding, the texts constraint reasons print, element counts and shapes, the names of
-// an op table. Private to
-// common/src/.
+// rounding, the texts constraint reasons print, element counts and shapes, integer and
+// comma-separated lists, the names of an op table. Private to common/src/.
 #pragma once
 
 #include <cctype>
@@ -10,6 +9,7 @@
 #include <functional>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tunefleet/common/status.h"
@@ -85,6 +85,20 @@ inline Result<std::vector<int64_t>> ParseIntList(const std::string& text, const 
   TF_RETURN_IF_ERROR(flush());
   if (out.empty()) return InvalidArgument(what + " is empty; give integers like \"" + example + "\"");
   return out;
+}
+
+// "Relu,Clip" -> {"Relu", "Clip"}: the op names of a chain or epilogue attribute (and a
+// Kernel Tuner key's values), split at every comma and kept as written, so "" is {""}
+// and "a,,b" keeps its empty middle for the caller's error to name.
+inline std::vector<std::string> SplitCommas(std::string_view text) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  for (;;) {
+    const size_t comma = text.find(',', begin);
+    out.emplace_back(text.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
+    if (comma == std::string_view::npos) return out;
+    begin = comma + 1;
+  }
 }
 
 // The `name` of every entry of an op table, in table order.

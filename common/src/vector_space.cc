@@ -238,11 +238,8 @@ Result<window_attrs::Hw> DepthwiseKernel(const OpKey& key, VectorShape& s) {
 Status ReadDepthwiseEpilogue(const OpKey& key, VectorShape& s) {
   const auto it = key.attrs.find("epilogue");
   if (it == key.attrs.end()) return Status::Ok();
-  size_t begin = 0;
   int temps = 0;
-  for (;;) {
-    const size_t end = std::min(it->second.find(',', begin), it->second.size());
-    const std::string name = it->second.substr(begin, end - begin);
+  for (const std::string& name : SplitCommas(it->second)) {
     const OpInfo* o = FindOp(name);
     if (o == nullptr || !IsUnaryEpilogueOp(name)) {
       return InvalidArgument("DepthwiseConv2D attr 'epilogue' op '" + name +
@@ -251,8 +248,6 @@ Status ReadDepthwiseEpilogue(const OpKey& key, VectorShape& s) {
     }
     s.epilogue.push_back(o->op);
     temps = std::max(temps, o->temps);
-    if (end == it->second.size()) break;
-    begin = end + 1;
   }
   s.temps += temps;
   return Status::Ok();

@@ -45,16 +45,22 @@ bool IsReduce(const VectorShape& s) {
 //     rstd, vmul gamma, vadd beta = 7.
 //   RmsNorm (row fits UB): vmul (square), vadd (sum), vmul rstd, vmul gamma = 4.
 //   ReduceSum/ReduceMean: one running vadd.
-int OpInstructions(const VectorShape& s) {
-  if (!s.chain.empty()) {  // FusedElementwise: every op of the chain on the running value
-    int sum = 0;
-    for (VectorOp op : s.chain) {
-      VectorShape one;
-      one.op = op;
-      sum += OpInstructions(one);
-    }
-    return sum;
+int OpInstructions(const VectorShape& s);
+
+// Ops applied in turn to the running value in UB (a FusedElementwise chain, a depthwise
+// convolution's epilogue): each op's own instructions per element.
+int InstructionsOf(const std::vector<VectorOp>& ops) {
+  int sum = 0;
+  for (VectorOp op : ops) {
+    VectorShape one;
+    one.op = op;
+    sum += OpInstructions(one);
   }
+  return sum;
+}
+
+int OpInstructions(const VectorShape& s) {
+  if (!s.chain.empty()) return InstructionsOf(s.chain);  // FusedElementwise
   switch (s.op) {
     case VectorOp::kAdd:
     case VectorOp::kSub:
@@ -81,15 +87,8 @@ int OpInstructions(const VectorShape& s) {
       return s.window;
     case VectorOp::kAvgPool:
       return s.window + 1;
-    case VectorOp::kDepthwiseConv: {  // the filter is one broadcast input, a bias the other
-      int sum = s.window + (s.broadcast_inputs - 1);
-      for (VectorOp op : s.epilogue) {
-        VectorShape one;
-        one.op = op;
-        sum += OpInstructions(one);
-      }
-      return sum;
-    }
+    case VectorOp::kDepthwiseConv:  // the filter is one broadcast input, a bias the other
+      return s.window + (s.broadcast_inputs - 1) + InstructionsOf(s.epilogue);
     case VectorOp::kCast:
       return s.temps > 0 ? 2 : 1;
     case VectorOp::kSoftmax:
