@@ -77,8 +77,8 @@ Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
     return InvalidArgument("Conv2D x and weight must share a dtype, got " + x.dtype + " and " + w.dtype);
   }
   TF_ASSIGN_OR_RETURN(DType dt, ParseDType(x.dtype));
-  if (dt == DType::kFloat32) {
-    return InvalidArgument("Conv2D on the cube takes float16, bfloat16 or int8 inputs, not float32");
+  if (dt == DType::kFloat32 || IsIndexDType(dt)) {
+    return InvalidArgument("Conv2D on the cube takes float16, bfloat16 or int8 inputs, not " + x.dtype);
   }
   for (size_t i = 0; i < 4; ++i) {
     if (x.shape[i] <= 0 || w.shape[i] <= 0) {
@@ -117,6 +117,9 @@ Result<Conv2dShape> Conv2dShapeFromOpKey(const OpKey& key) {
       return InvalidArgument("Conv2D input 2 (bias) must be [Cout] = [" + Str(s.out_channels) + "]");
     }
     TF_ASSIGN_OR_RETURN(DType bias_dtype, ParseDType(bias.dtype));
+    if (IsIndexDType(bias_dtype)) {
+      return InvalidArgument("Conv2D input 2 (bias) dtype " + bias.dtype + ": a bias is float16, bfloat16 or float32");
+    }
     s.bias_bytes = DTypeBytes(bias_dtype);
   }
   TF_ASSIGN_OR_RETURN(const window_attrs::Hw stride, window_attrs::ReadHw(key, "strides", 1, window_attrs::Hw{1, 1}));

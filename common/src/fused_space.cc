@@ -176,7 +176,9 @@ Result<FusedCubeShape> FusedCubeShapeFromOpKey(const OpKey& key) {
     const std::string where = key.op_type + " input " + N(static_cast<int64_t>(2 + i));
     FusedOperand& o = s.epilogue.operands[i];
     TF_ASSIGN_OR_RETURN(o.dtype, ParseDType(t.dtype));
-    if (o.dtype == DType::kInt8) return InvalidArgument(where + " dtype int8: epilogue operands are float16, bfloat16 or float32");
+    if (o.dtype == DType::kInt8 || IsIndexDType(o.dtype)) {
+      return InvalidArgument(where + " dtype " + t.dtype + ": epilogue operands are float16, bfloat16 or float32");
+    }
     if (t.format != "ND") return InvalidArgument(where + " format " + t.format + ": epilogue operands are ND");
     needs_cast = needs_cast || o.dtype != DType::kFloat32;
     o.elements = Elements(t.shape);
@@ -322,6 +324,10 @@ Result<VectorShape> FusedElementwiseShapeFromOpKey(const OpKey& key) {
     s.broadcast_elements += Elements(t.shape);
   }
   TF_ASSIGN_OR_RETURN(s.dtype, ParseDType(key.inputs[0].dtype));
+  if (IsIndexDType(s.dtype)) {
+    return InvalidArgument("FusedElementwise input 0 dtype " + key.inputs[0].dtype +
+                           ": indices are only a Gather's (use float16, bfloat16, float32 or int8)");
+  }
   if (s.dtype == DType::kInt8 && !ChainInt8Ok(key, "ops")) {
     return InvalidArgument("FusedElementwise input 0 dtype int8: only a chain of Add, Sub, Mul, Relu and BiasAdd takes int8");
   }

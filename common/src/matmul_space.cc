@@ -43,8 +43,8 @@ Result<DType> CubeInputDType(const OpKey& key, const TensorDesc& a, const Tensor
                            " and " + b.dtype);
   }
   TF_ASSIGN_OR_RETURN(DType dt, ParseDType(a.dtype));
-  if (dt == DType::kFloat32) {
-    return InvalidArgument(key.op_type + " on the cube takes float16, bfloat16 or int8 inputs");
+  if (dt == DType::kFloat32 || IsIndexDType(dt)) {
+    return InvalidArgument(key.op_type + " on the cube takes float16, bfloat16 or int8 inputs, got " + a.dtype);
   }
   return dt;
 }
@@ -203,8 +203,8 @@ Result<MatmulShape> MatmulShapeFromOpKey(const OpKey& key) {
                            b.dtype);
   }
   TF_ASSIGN_OR_RETURN(DType dt, ParseDType(a.dtype));
-  if (dt == DType::kFloat32) {
-    return InvalidArgument(key.op_type + " on the cube takes float16, bfloat16 or int8 inputs");
+  if (dt == DType::kFloat32 || IsIndexDType(dt)) {
+    return InvalidArgument(key.op_type + " on the cube takes float16, bfloat16 or int8 inputs, got " + a.dtype);
   }
   MatmulShape s;
   s.in_dtype = dt;

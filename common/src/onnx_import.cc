@@ -41,7 +41,8 @@ constexpr const char* kSupported =
     "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
     "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Pad of zeros, Split and Slice "
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
-    "(a window: ViT's class token x[:, 0]), Where (a select: GPT-2's causal "
+    "(a window: ViT's class token x[:, 0]), Gather of a 2-D table's rows by int32 or int64 indices (an embedding: "
+    "torch's nn.Embedding of token ids), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
     "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
     "(inference: a FusedMulAdd per channel)";
@@ -87,7 +88,8 @@ std::string Join(const std::vector<int64_t>& v) {
 
 // What a tunefleet graph's tensors may be (graph.h's JSON reader).
 bool IsGraphDType(const std::string& dtype) {
-  return dtype == "float16" || dtype == "bfloat16" || dtype == "float32" || dtype == "int8";
+  return dtype == "float16" || dtype == "bfloat16" || dtype == "float32" || dtype == "int8" || dtype == "int32" ||
+         dtype == "int64";
 }
 
 
@@ -149,7 +151,7 @@ bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool", "Clip",
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "MaxPool", "AveragePool", "GlobalAveragePool", "Clip",
       "BatchNormalization"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
@@ -164,8 +166,6 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"Shape", "shape arithmetic on a tensor ONNX's shape inference could not size (a dynamic-axes export's Shape "
                 "of a tensor it sizes, once --dim gives every symbolic dimension, is computed at import): export "
                 "with fixed shapes (torch.onnx.export without dynamic_axes, with do_constant_folding=True)"},
-      {"Gather", "shape arithmetic or an embedding lookup (one constant index, ViT's x[:, 0], is a window view): "
-                 "export with fixed shapes and constant folding on, from the embeddings' output on"},
       {"ConstantOfShape", "shape arithmetic on a tensor's shape: export with fixed shapes and constant folding on "
                           "(arithmetic on constants only, such as GQA's repeat_kv writes, is folded)"},
       {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
@@ -346,6 +346,20 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
              op == "Tanh" || op == "Exp" || op == "Silu") {  // Silu: ai.tunefleet, Folds::Silu's
     c.op = op;
     c.inputs = first(n.input_size());
+  } else if (op == "Gather") {
+    // An embedding lookup: the rows of a [vocabulary, hidden] table picked by token ids
+    // (vector_space.h). One constant index is a window view (PickNodes), never here.
+    const int64_t axis = IntAttr(n, "axis", 0);
+    if (rank(0) != 2 || (axis != 0 && axis != -2)) {
+      return InvalidArgument(fmt::format(
+          "{}: a Gather is a kernel only as an embedding lookup, the rows (axis 0) of a 2-D table picked by int32 or "
+          "int64 indices (torch's nn.Embedding); this one gathers axis {} of a {}-D input (one constant index, ViT's "
+          "x[:, 0], is a window view; a Gather in shape arithmetic means: export with fixed shapes and constant "
+          "folding on)",
+          where, axis, rank(0)));
+    }
+    c.op = "Gather";
+    c.inputs = first(2);
   } else if (op == "Concat") {
     // A copy kernel (a KV cache's past and new keys, a partial rotary embedding's rotated
     // and passed parts), or a view of its one input.
@@ -1271,7 +1285,15 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     if (!dtype || !IsGraphDType(*dtype)) {
       return InvalidArgument(where + ": its output '" + name + "' is " +
                              onnx::TensorProto::DataType_Name(t->second.elem_type) +
-                             ", a dtype tunefleet's graphs do not carry (float16, bfloat16, float32, int8)");
+                             ", a dtype tunefleet's graphs do not carry (float16, bfloat16, float32, int8, and int32 "
+                             "or int64 indices)");
+    }
+    if (*dtype == "int32" || *dtype == "int64") {  // indices are read, never computed, by a kernel
+      return InvalidArgument(where + ": its output '" + name + "' is " +
+                             onnx::TensorProto::DataType_Name(t->second.elem_type) +
+                             ": integer arithmetic tunefleet has no kernel for (int32 and int64 tensors are a Gather's "
+                             "indices, graph inputs or constants; shape arithmetic on a tensor's shape: export with "
+                             "fixed shapes and constant folding on)");
     }
     return TensorDesc{t->second.shape, Precision(*dtype), "ND"};
   };
@@ -1349,9 +1371,8 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     auto dtype = DTypeOf(t.elem_type);
     if (!dtype || !IsGraphDType(*dtype)) {
       return InvalidArgument(fmt::format("{}: tensor '{}' is {}, a dtype tunefleet's graphs do not carry (float16, "
-                                         "bfloat16, float32, int8 and bool, as int8, are: an int64 attention mask or token ids are data "
-                                         "the NPU model has no kernel for; export the model from its embeddings on, "
-                                         "with the mask folded into the scores or left out)",
+                                         "bfloat16, float32, int8 and bool, as int8, are, and int32 or int64 as a "
+                                         "Gather's indices, an embedding's token ids)",
                                          path, name, onnx::TensorProto::DataType_Name(t.elem_type)));
     }
     if (t.shape.empty()) return NamedTensor{name, TensorDesc{{1}, Precision(*dtype), "ND"}};  // a scalar

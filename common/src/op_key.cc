@@ -27,8 +27,10 @@ Result<DType> ParseDType(std::string_view name) {
   if (name == "bfloat16" || name == "bf16") return DType::kBFloat16;
   if (name == "float32" || name == "fp32" || name == "float") return DType::kFloat32;
   if (name == "int8") return DType::kInt8;
+  if (name == "int32") return DType::kInt32;
+  if (name == "int64") return DType::kInt64;
   return InvalidArgument("unknown dtype '" + std::string(name) +
-                         "' (expected float16, bfloat16, float32 or int8)");
+                         "' (expected float16, bfloat16, float32, int8, or int32 or int64 for a Gather's indices)");
 }
 
 std::string_view DTypeName(DType dtype) {
@@ -37,6 +39,8 @@ std::string_view DTypeName(DType dtype) {
     case DType::kBFloat16: return "bfloat16";
     case DType::kFloat32: return "float32";
     case DType::kInt8: return "int8";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
   }
   return "?";
 }
@@ -47,6 +51,8 @@ int DTypeBytes(DType dtype) {
     case DType::kBFloat16: return 2;
     case DType::kFloat32: return 4;
     case DType::kInt8: return 1;
+    case DType::kInt32: return 4;
+    case DType::kInt64: return 8;
   }
   return 0;
 }

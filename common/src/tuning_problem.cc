@@ -67,6 +67,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"MaxPool", {"kernel_shape", "pads", "strides"}},
       {"AveragePool", {"kernel_shape", "pads", "strides"}},
       {"DepthwiseConv2D", {"dilations", "epilogue", "pads", "strides"}},
+      {"Gather", {"axis"}},
       {"Softmax", {"axis"}},
       {"LayerNorm", {"begin_norm_axis"}},
       {"ReduceSum", {"axes"}},
@@ -129,6 +130,13 @@ void CanonicalVectorShapes(OpKey& key) {
   if (key.op_type == "MaxPool" || key.op_type == "AveragePool" || key.op_type == "DepthwiseConv2D") {
     // A key that does not parse keeps its spelling: its error is said where it is used.
     if (VectorShapeFromOpKey(key).ok()) (void)CanonicalWindowAttrs(key);
+    return;
+  }
+  if (key.op_type == "Gather") {
+    // Its cost is the rows it picks, not how its indices are laid out: [b, s] is [b*s].
+    if (!VectorShapeFromOpKey(key).ok()) return;
+    key.inputs[1].shape = {Elements(key.inputs[1].shape)};
+    key.attrs.erase("axis");
     return;
   }
   if ((key.op_type != kFusedElementwiseOp && !IsVectorOpType(key.op_type)) || key.op_type == "Concat") return;

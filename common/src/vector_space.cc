@@ -53,6 +53,11 @@ struct OpInfo {
 // and bias read as broadcast inputs (docs/architecture.md). attrs.epilogue "Clip" (or
 // "Relu", "Gelu,..." : unary element-wise ops in order) applies them to each output in UB
 // before it is written, as CANN fuses MobileNet's ReLU6 into it.
+// Gather (CANN's GatherV2 on axis 0, ONNX's Gather, torch's nn.Embedding: a model's token
+// embedding): the rows of a table [rows, cols] that int32 or int64 indices of any shape
+// pick; output [indices..., cols]. A copy through UB as Concat's: each output row a burst
+// read from wherever its row lies in the table (HBM: a lookup rarely repeats within a tile),
+// its index read beside it, no vector instruction.
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -76,6 +81,7 @@ constexpr OpInfo kOps[] = {
     {"AveragePool", VectorOp::kAvgPool, VectorFamily::kElementwise, 1, 0, false},
     {"Clip", VectorOp::kClip, VectorFamily::kElementwise, 1, 0, true},
     {"DepthwiseConv2D", VectorOp::kDepthwiseConv, VectorFamily::kElementwise, 2, 0, false},
+    {"Gather", VectorOp::kGather, VectorFamily::kElementwise, 2, 0, true},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
     {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},
@@ -101,7 +107,7 @@ Status CheckLastAxis(const OpKey& key, const char* attr, size_t rank) {
                          "': only the last axis is supported (-1 or " + N(static_cast<int64_t>(rank) - 1) + ")");
 }
 
-bool IsFloat(DType d) { return d != DType::kInt8; }
+bool IsFloat(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat32; }
 
 // Concat's attrs.axis (required; negative counts from the end) of its inputs' rank.
 Result<size_t> ConcatAxis(const OpKey& key) {
@@ -138,6 +144,12 @@ Status CheckCastPair(const OpKey& key, DType from, DType to) {
   if (is(DType::kFloat16, DType::kFloat32) || is(DType::kBFloat16, DType::kFloat32) ||
       is(DType::kFloat16, DType::kBFloat16) || is(DType::kFloat16, DType::kInt8)) {
     return Status::Ok();
+  }
+  if (IsIndexDType(from) || IsIndexDType(to)) {
+    return InvalidArgument(key.op_type + " attrs.dst_type: cannot cast " + std::string(DTypeName(from)) + " to " +
+                           std::string(DTypeName(to)) +
+                           ": int32 and int64 are only a Gather's indices (an attention mask made from int64 data: "
+                           "pass the mask as a float or bool input instead)");
   }
   return InvalidArgument(key.op_type + " attrs.dst_type: cannot cast " + std::string(DTypeName(from)) +
                          " to " + std::string(DTypeName(to)) +
@@ -253,6 +265,39 @@ Status ReadDepthwiseEpilogue(const OpKey& key, VectorShape& s) {
   return Status::Ok();
 }
 
+// Gather: input 0 the table [rows, cols], input 1 the indices (int32 or int64).
+Result<VectorShape> GatherShape(const OpKey& key, VectorShape s) {
+  const TensorDesc& table = key.inputs[0];
+  const TensorDesc& indices = key.inputs[1];
+  if (table.shape.size() != 2) {
+    return InvalidArgument("Gather input 0 (the table) shape " + ShapeText(table.shape) +
+                           ": a table is [rows, cols] (an embedding's [vocabulary, hidden])");
+  }
+  if (auto it = key.attrs.find("axis"); it != key.attrs.end() && it->second != "0") {
+    return InvalidArgument("Gather attrs.axis='" + it->second + "': only rows of the table are gathered (axis 0)");
+  }
+  TF_ASSIGN_OR_RETURN(const DType index, ParseDType(indices.dtype));
+  if (!IsIndexDType(index)) {
+    return InvalidArgument("Gather input 1 (the indices) dtype " + indices.dtype + ": indices are int32 or int64");
+  }
+  TF_ASSIGN_OR_RETURN(s.dtype, ParseDType(table.dtype));
+  if (IsIndexDType(s.dtype)) {
+    return InvalidArgument("Gather input 0 (the table) dtype " + table.dtype +
+                           ": a table is float16, bfloat16, float32 or int8");
+  }
+  s.out_dtype = s.compute_dtype = s.dtype;  // copied, not computed
+  s.cols = table.shape[1];
+  const int64_t rows = Elements(indices.shape);
+  if (rows > kMaxTensorElements / s.cols) {
+    return InvalidArgument("Gather output " + ShapeText(indices.shape) + " x " + N(s.cols) +
+                           " holds more than 2^50 elements");
+  }
+  s.elements = rows * s.cols;
+  s.full_inputs = 1;  // the rows it reads are as many elements as it writes
+  s.index_bytes = DTypeBytes(index);
+  return s;
+}
+
 // MaxPool, AveragePool and DepthwiseConv2D: windows over [N, C, H, W], each output element
 // reading its window of its own channel.
 Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
@@ -355,6 +400,12 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
     }
     if (t.format != "ND") return InvalidArgument(where + " format " + t.format + ": vector ops take ND");
   }
+  if (info->op == VectorOp::kGather) {
+    VectorShape s;
+    s.op = info->op;
+    s.family = info->family;
+    return GatherShape(key, std::move(s));
+  }
   // Where's input 0 is its condition; its data are inputs 1 and 2.
   const size_t data = info->op == VectorOp::kWhere ? 1 : 0;
   if (data == 1 && key.inputs[0].dtype != "int8") {
@@ -372,6 +423,11 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   s.family = info->family;
   TF_ASSIGN_OR_RETURN(s.dtype, ParseDType(key.inputs[data].dtype));
   s.out_dtype = s.dtype;
+  if (IsIndexDType(s.dtype) && s.op != VectorOp::kCast) {  // a Cast's is said with its dst_type
+    return InvalidArgument(op + " input " + N(static_cast<int64_t>(data)) + " dtype " + key.inputs[data].dtype +
+                           ": indices are only a Gather's (use float16, bfloat16, float32" +
+                           (info->int8_ok ? " or int8)" : ")"));
+  }
   if (!IsFloat(s.dtype) && !info->int8_ok) {
     return InvalidArgument(op + " input " + N(static_cast<int64_t>(data)) +
                            " dtype int8 is not supported (use float16, bfloat16 or float32)");

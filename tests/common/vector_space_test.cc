@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -182,6 +182,65 @@ TEST_F(VectorSpace, ConcatJoinsInputsEqualButOnItsAxisAndKeepsItsAxesInItsKey) {
             std::string::npos);
   EXPECT_NE(KeyError(Key("Concat", {{4, 8}, {4, 8}}, "float16", {{"axis", "2"}})).find("got '2'"), std::string::npos);
   EXPECT_NE(KeyError(Key("Concat", {{4, 8}}, "float16", {{"axis", "0"}})).find("at least 2 inputs"), std::string::npos);
+}
+
+// Gather picks rows of a table by int32 or int64 indices (Llama-2's token embedding:
+// [32000, 4096] by [1, 2048] token ids): its output is [indices..., cols], read as a copy
+// of those rows plus an index each, and its key does not care how the indices are laid
+// out. Indices are refused anywhere else, and a Gather's errors name the input to fix.
+TEST_F(VectorSpace, GatherPicksTableRowsByIntegerIndicesAndNoOtherOpTakesIndices) {
+  auto gather = [](std::vector<int64_t> table, std::vector<int64_t> ids, const std::string& id_dtype = "int64",
+                   const std::string& table_dtype = "float16", std::map<std::string, std::string> attrs = {}) {
+    return test_support::TestKey("Gather", {TensorDesc{std::move(table), table_dtype}, TensorDesc{std::move(ids), id_dtype}},
+                                 std::move(attrs));
+  };
+  const OpKey embed = gather({32000, 4096}, {1, 2048});
+  auto shape = VectorShapeFromOpKey(embed);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->elements, 2048 * 4096);
+  EXPECT_EQ(shape->cols, 4096) << "a table row, one burst";
+  EXPECT_EQ(shape->full_inputs, 1) << "the rows it reads are as many elements as it writes";
+  EXPECT_EQ(shape->broadcast_inputs, 0) << "the table is not read whole";
+  EXPECT_EQ(shape->index_bytes, 8);
+  EXPECT_EQ(shape->out_dtype, DType::kFloat16);
+  EXPECT_EQ(OutputElements(embed), 2048 * 4096);
+  EXPECT_EQ(VectorShapeFromOpKey(gather({32000, 4096}, {2048}, "int32"))->index_bytes, 4);
+  auto p = MakeTuningProblem(embed, soc());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->space.Validate(p->default_config).ok());
+  EXPECT_EQ(CanonicalOpKey(embed)->Canonical(), CanonicalOpKey(gather({32000, 4096}, {2048}, "int64", "float16",
+                                                                       {{"axis", "0"}}))->Canonical())
+      << "[1, 2048] ids and [2048] are one op";
+  EXPECT_NE(CanonicalOpKey(embed)->Canonical(), CanonicalOpKey(gather({32000, 4096}, {2048}, "int32"))->Canonical())
+      << "int32 indices are read in half the bytes";
+  EXPECT_TRUE(MakeTuningProblem(gather({100, 64}, {4, 16}, "int64", "int8"), soc()).ok()) << "an int8 table: a copy";
+
+  EXPECT_NE(KeyError(gather({100, 64}, {16}, "float16")).find("Gather input 1 (the indices) dtype float16: indices are "
+                                                             "int32 or int64"),
+            std::string::npos);
+  EXPECT_NE(KeyError(gather({100, 64}, {16}, "int64", "int64")).find("Gather input 0 (the table) dtype int64"),
+            std::string::npos);
+  EXPECT_NE(KeyError(gather({4, 100, 64}, {16})).find("Gather input 0 (the table) shape [4,100,64]: a table is [rows, "
+                                                     "cols]"),
+            std::string::npos);
+  EXPECT_NE(KeyError(gather({100, 64}, {16}, "int64", "float16", {{"axis", "1"}}))
+                .find("Gather attrs.axis='1': only rows of the table are gathered (axis 0)"),
+            std::string::npos);
+  EXPECT_NE(KeyError(test_support::TestKey("Gather", {TensorDesc{{100, 64}}})).find("exactly 2 inputs"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Add", {{4, 8}, {4, 8}}, "int64")).find("Add input 0 dtype int64: indices are only a Gather's"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Cast", {{4, 8}}, "int64", {{"dst_type", "float16"}}))
+                .find("cannot cast int64 to float16: int32 and int64 are only a Gather's indices"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("MatMul", {{64, 64}, {64, 64}}, "int32")).find("on the cube takes float16, bfloat16 or int8 "
+                                                                      "inputs, got int32"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Conv2D", {{1, 16, 8, 8}, {16, 16, 3, 3}}, "int64")).find("not int64"), std::string::npos);
+  EXPECT_NE(KeyError(test_support::TestKey("FusedElementwise", test_support::Inputs({{4, 8}, {4, 8}}, "int32"),
+                                           {{"ops", "Add"}}))
+                .find("FusedElementwise input 0 dtype int32: indices are only a Gather's"),
+            std::string::npos);
 }
 
 // MaxPool over [N, C, H, W] (ResNet's stem: 3x3, stride 2, pad 1): its output's elements

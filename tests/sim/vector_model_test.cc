@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,8 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   keys.push_back(Key("MaxPool", {image}, dtype, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}}));
   keys.push_back(Key("AveragePool", {image}, dtype, {{"kernel_shape", "1,2"}, {"strides", "1,2"}}));  // H may be 1
   keys.push_back(Key("DepthwiseConv2D", {image, {image[1], 1, 1, 3}, {image[1]}}, dtype, {{"pads", "0,0,1,1"}}));
+  keys.push_back(test_support::TestKey(  // the rows of a 64-row table, as many as the shape has
+      "Gather", {TensorDesc{{64, last}, dtype}, TensorDesc{{std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()) / last}, "int64"}}));
   keys.push_back(Key("Softmax", {shape}, dtype));
   keys.push_back(Key("LayerNorm", {shape, {last}, {last}}, dtype));
   keys.push_back(Key("RmsNorm", {shape, {last}}, dtype));
@@ -311,6 +315,8 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   where.inputs[0].dtype = "int8";
   EXPECT_EQ(count(where), 2) << "vcmp into a select mask, vsel";
   EXPECT_EQ(count(Key("Concat", {{16}, {16}}, "bfloat16", {{"axis", "0"}})), 0) << "a copy, not a computation";
+  EXPECT_EQ(count(test_support::TestKey("Gather", {TensorDesc{{8, 16}, "bfloat16"}, TensorDesc{{4}, "int32"}})), 0)
+      << "a copy, not a computation";
   EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "3,3"}})), 9) << "a vmax per window element";
   EXPECT_EQ(count(Key("Clip", {{16}})), 2) << "vmaxs, vmins";
   EXPECT_EQ(count(Key("AveragePool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "3,3"}})), 10)
@@ -355,6 +361,26 @@ TEST_F(VectorModel, AConcatOnTheLastAxisPaysABurstPerPiece) {
   auto shape = VectorShapeFromOpKey(Key("Concat", {{4096, 32}, {4096, 16}}, "float16", {{"axis", "-1"}}));
   ASSERT_TRUE(shape.ok());
   EXPECT_EQ(shape->cols, 24) << "the mean piece: each row of the output holds one of 32 and one of 16";
+}
+
+// Gather (an embedding lookup) reads the rows it picks and an index each, and writes them:
+// its compulsory bytes are exactly those. Each row is a burst of its own, so the same
+// elements in narrow rows (a 64-wide table's) take longer than in Llama's 4096-wide ones.
+TEST_F(VectorModel, AGatherReadsItsRowsAndIndicesAndPaysABurstPerRow) {
+  auto best = [&](const OpKey& k) { return Best(Problem(k)).second; };
+  auto gather = [](int64_t table_rows, int64_t cols, int64_t ids) {
+    return test_support::TestKey("Gather", {TensorDesc{{table_rows, cols}}, TensorDesc{{ids}, "int64"}});
+  };
+  const KernelEstimate wide = best(gather(32000, 4096, 2048));
+  const KernelEstimate narrow = best(gather(100000, 64, 2048 * 64));
+  const double elements = 2048.0 * 4096;
+  EXPECT_EQ(wide.compulsory_bytes, elements * 2 * 2 + 2048 * 8) << "rows in and out, an int64 index per row";
+  EXPECT_EQ(narrow.compulsory_bytes, elements * 2 * 2 + 2048 * 64 * 8);
+  const SocSpec& soc = Soc();
+  EXPECT_GE(wide.latency_us, wide.compulsory_bytes / (soc.hbm_bandwidth_gbps * 1e3));
+  EXPECT_GT(narrow.latency_us, wide.latency_us * 1.1);
+  std::printf("Gather of 8 Mi elements: 2048 rows of 4096 %.2f us, 131072 rows of 64 %.2f us\n", wide.latency_us,
+              narrow.latency_us);
 }
 
 // ResNet's stem pooling (3x3, stride 2, pad 1, 112 -> 56) reads its input once and writes

@@ -33,7 +33,7 @@ bool IsReduce(const VectorShape& s) {
 //     vmuls, vadd, vmuls, vexp, vadds, vdiv = 8.
 //   FusedMulAdd: vmul, vadd = 2. Rope, per half row: vmul x by cos, vmul the other half
 //     by sin, vsub (first half) or vadd (second) = 3. Where: vcmp (the condition into a
-//     select mask), vsel = 2. Concat: none (a copy through UB). MaxPool: one vmax per
+//     select mask), vsel = 2. Concat, Gather: none (copies through UB). MaxPool: one vmax per
 //     element of the window (kh*kw), reading x's strided rows in UB. Clip: vmaxs, vmins = 2.
 //   AveragePool: a vadd per window element and a vmuls by 1/count = kh*kw + 1.
 //   DepthwiseConv2D: a vmla (multiply-accumulate by the channel's filter value) per
@@ -102,6 +102,7 @@ int OpInstructions(const VectorShape& s) {
       return 1;
     case VectorOp::kTranspose:
     case VectorOp::kConcat:
+    case VectorOp::kGather:
       return 0;
   }
   return 0;
@@ -152,7 +153,9 @@ int PerRowInstructions(const VectorShape& s) {
 // Casts around the arithmetic when the vector unit computes in another dtype
 // (bf16 in fp32, int8 in fp16): one vconv per input in, one out.
 int CastInstructions(const VectorShape& s) {
-  if (s.op == VectorOp::kCast || s.op == VectorOp::kTranspose || s.op == VectorOp::kConcat) return 0;
+  if (s.op == VectorOp::kCast || s.op == VectorOp::kTranspose || s.op == VectorOp::kConcat || s.op == VectorOp::kGather) {
+    return 0;
+  }
   if (s.compute_dtype == s.dtype) return 0;
   const int inputs = s.family == VectorFamily::kElementwise ? s.full_inputs + s.broadcast_inputs : 1;
   return inputs + (IsReduce(s) ? 0 : 1);
@@ -254,23 +257,29 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
       const int64_t n = std::min(t.tile_length, s.elements);
       TileKind& k = kinds[0];
       k.count = per_core;
-      // Concat reads its inputs' pieces, each a burst: a tile of n elements in n / piece.
-      const double bursts = s.op == VectorOp::kConcat ? static_cast<double>(CeilDiv(n, std::max<int64_t>(1, s.cols))) : 1;
+      // Concat reads its inputs' pieces, Gather its table's rows, each a burst: a tile of n
+      // elements in n / piece.
+      const bool pieces = s.op == VectorOp::kConcat || s.op == VectorOp::kGather;
+      const double bursts = pieces ? static_cast<double>(CeilDiv(n, std::max<int64_t>(1, s.cols))) : 1;
       k.read_hbm_eq = s.full_inputs * TransferEq(static_cast<double>(n * in_b), bursts, false, soc);
+      // Gather's indices: one per row of the tile, read in one burst before the rows.
+      const double index_bytes = static_cast<double>(s.index_bytes) * (s.cols > 0 ? static_cast<double>(n) / s.cols : 0);
+      if (s.index_bytes > 0) k.read_hbm_eq += TransferEq(std::ceil(index_bytes), 1, false, soc);
       // A broadcast input (a bias row, a scalar) is loaded per tile at its own size, at
       // most a tile, and served by L2 after the first core read it.
       const int64_t bcast_n =
           s.broadcast_inputs > 0 ? std::min(n, CeilDiv(s.broadcast_elements, s.broadcast_inputs)) : 0;
       k.read_l2_eq = s.broadcast_inputs * TransferEq(static_cast<double>(bcast_n * in_b), 1, false, soc);
       k.write_eq = TransferEq(static_cast<double>(n * out_b), 1, false, soc);
-      k.mte2_instrs = s.full_inputs + s.broadcast_inputs;
+      k.mte2_instrs = s.full_inputs + s.broadcast_inputs + (s.index_bytes > 0 ? 1 : 0);
       k.mte3_instrs = 1;
       const VecCost v = VectorCost(n, c_b, VectorInstructionsPerElement(s), 0, 0, soc);
       k.vec_cycles = v.cycles;
       k.vec_instrs = v.instrs;
       const double e = static_cast<double>(s.elements);
       const double bcast = static_cast<double>(s.broadcast_elements * in_b);
-      compulsory = e * s.full_inputs * in_b + bcast + e * out_b;
+      compulsory = e * s.full_inputs * in_b + bcast + e * out_b +
+                   (s.index_bytes > 0 ? e / static_cast<double>(s.cols) * s.index_bytes : 0);
       hbm_bytes = compulsory;
       l2_bytes = std::max(0.0, static_cast<double>(blk.tiles * s.broadcast_inputs * bcast_n * in_b) - bcast);
       element_ops = e * VectorInstructionsPerElement(s);

@@ -22,10 +22,13 @@ namespace tunefleet {
 // write their output dtype (out_dtype), not always fp32.
 inline constexpr uint32_t kSimModelVersion = 6;
 
-enum class DType { kFloat16, kBFloat16, kFloat32, kInt8 };
+// int32 and int64 are index dtypes: a Gather's indices (an embedding's token ids), which
+// no op computes on; every op but Gather refuses them (IsIndexDType).
+enum class DType { kFloat16, kBFloat16, kFloat32, kInt8, kInt32, kInt64 };
 Result<DType> ParseDType(std::string_view name);
 std::string_view DTypeName(DType dtype);
 int DTypeBytes(DType dtype);
+inline bool IsIndexDType(DType dtype) { return dtype == DType::kInt32 || dtype == DType::kInt64; }
 
 struct TensorDesc {
   std::vector<int64_t> shape;

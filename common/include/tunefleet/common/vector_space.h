@@ -26,7 +26,7 @@ enum class VectorFamily {
 
 enum class VectorOp {
   kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kSilu, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
-  kDepthwiseConv,
+  kDepthwiseConv, kGather,
   kSoftmax, kLayerNorm, kRmsNorm, kReduceSum, kReduceMean,
   kTranspose,
 };
@@ -53,7 +53,8 @@ struct VectorShape {
   // Row-wise: rows x cols (cols = last axis). Transpose: batch matrices of rows x cols.
   // Rope (element-wise): cols = the rotary dimension (x's last axis), whole rows per tile.
   // Concat (element-wise): cols = its inputs' mean contiguous piece (an input's elements
-  // from the joined axis on), each piece a DMA burst of its own.
+  // from the joined axis on), each piece a DMA burst of its own. Gather (element-wise):
+  // cols = a table row, each row a burst of its own.
   int64_t rows = 0, cols = 0;
   int64_t batch = 1;
   // MaxPool and AveragePool (element-wise over their output): the window's elements, one
@@ -68,6 +69,8 @@ struct VectorShape {
   // DepthwiseConv2D: the unary ops (its ReLU6's Clip) applied to each output in UB before
   // it is written (attrs.epilogue, graph_fusion.h); their instructions are added.
   std::vector<VectorOp> epilogue;
+  // Gather: the bytes of one index (4 or 8), read per output row of cols elements.
+  int index_bytes = 0;
 
   // Two keys with equal shapes have one search space and one timing (CanonicalOpKey).
   friend bool operator==(const VectorShape&, const VectorShape&) = default;
