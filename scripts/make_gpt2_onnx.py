@@ -8,10 +8,16 @@ boolean `bias` buffer applied with torch.where and the dtype's minimum (Where), 
 gelu_new written out with tanh and pow(x, 3).
 Input: x [batch, seq, 768]; batch and seq are fixed at export (--batch, --seq), so the
 mask's slice bounds and the views' shapes are constants.
+With --model it writes examples/gpt2.onnx instead: the whole GPT-2 small as Hugging Face's
+GPT2LMHeadModel runs it, from input_ids [batch, seq] (int64) to the logits: the token
+embedding (an nn.Embedding of 50257 x 768, a Gather by the ids), the position embedding of
+positions 0..seq-1, 12 blocks, the final LayerNorm and the LM head tied to the token
+embedding's weight.
 The weights' data is dropped after the export (each initializer points at an external
 file that is not shipped): tunefleet reads only their shapes, and the model stays small.
 Run with Debian's python3-torch and python3-onnx:
-    /usr/bin/python3 scripts/make_gpt2_onnx.py [--batch 8] [--seq 1024] [OUT]"""
+    /usr/bin/python3 scripts/make_gpt2_onnx.py [--batch 8] [--seq 1024] [OUT]
+    /usr/bin/python3 scripts/make_gpt2_onnx.py --model --batch 1 [--seq 1024] [OUT]"""
 import argparse
 import io
 import math
@@ -21,6 +27,7 @@ import torch
 from onnx_weights import save_without_weights
 
 HIDDEN, HEADS, FFN, MAX_POSITIONS, EPS = 768, 12, 3072, 1024, 1e-5
+VOCAB, LAYERS = 50257, 12
 
 
 class Conv1D(torch.nn.Module):
@@ -94,22 +101,47 @@ class Block(torch.nn.Module):
         return h + self.mlp(self.ln_2(h))
 
 
+class LMHeadModel(torch.nn.Module):
+    """GPT2LMHeadModel's forward without a mask or a cache: wte(ids) + wpe(positions), the
+    blocks, ln_f, and logits by the token embedding's weight (tied, as HF ties them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(VOCAB, HIDDEN)
+        self.wpe = torch.nn.Embedding(MAX_POSITIONS, HIDDEN)
+        self.h = torch.nn.ModuleList(Block() for _ in range(LAYERS))
+        self.ln_f = torch.nn.LayerNorm(HIDDEN, eps=EPS)
+
+    def forward(self, input_ids):
+        positions = torch.arange(0, input_ids.size(-1), dtype=torch.long).unsqueeze(0)
+        x = self.wte(input_ids) + self.wpe(positions)
+        for block in self.h:
+            x = block(x)
+        return torch.nn.functional.linear(self.ln_f(x), self.wte.weight)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
-    ap.add_argument("out", nargs="?", default="examples/gpt2_layer.onnx")
+    ap.add_argument("--model", action="store_true", help="the whole GPT2LMHeadModel from input_ids")
+    ap.add_argument("out", nargs="?")
     args = ap.parse_args()
     if args.seq > MAX_POSITIONS:
         ap.error(f"--seq {args.seq}: GPT-2's causal mask covers {MAX_POSITIONS} positions")
+    name = "gpt2" if args.model else "gpt2_layer"
     with torch.no_grad():
-        layer = Block().eval()
+        if args.model:
+            module, example, names = LMHeadModel().eval(), torch.zeros(args.batch, args.seq, dtype=torch.long), (
+                ["input_ids"], ["logits"])
+        else:
+            module, example, names = Block().eval(), torch.zeros(args.batch, args.seq, HIDDEN), (["x"], ["layer_out"])
         buf = io.BytesIO()
-        torch.onnx.export(layer, (torch.zeros(args.batch, args.seq, HIDDEN),), buf, opset_version=17,
-                          input_names=["x"], output_names=["layer_out"])
+        torch.onnx.export(module, (example,), buf, opset_version=17, input_names=names[0], output_names=names[1])
     # The causal mask, a window of the bool buffer, is folded by the exporter into a
     # Constant node of 1 MiB: as an initializer, its data is dropped with the weights'.
-    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "gpt2_layer", constants_too=True)
+    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out or f"examples/{name}.onnx", name,
+                         constants_too=True)
 
 
 if __name__ == "__main__":

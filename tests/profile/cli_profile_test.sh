@@ -269,6 +269,11 @@ for want in "4 of 4 fusion chains fused, 0 of 0 transposes folded, 14 -> 10 kern
   grep -qF "$want" "$OUT/gpt2_fuse.txt" || fail "fuse gpt2: no line has '$want': $(cat "$OUT/gpt2_fuse.txt")"
 done
 "$TF" profile "$OUT/gpt2_layer_fused.json" > /dev/null || fail "profile of the fused GPT-2 layer exited $?"
+# The whole GPT-2 small from its int64 input_ids (make_gpt2_onnx.py --model): the token and
+# position embeddings are Gather kernels, 12 blocks, and the LM head tied to the token
+# embedding's weight, a MatMul by its transpose, which the export folds into a constant.
+check_onnx_tune gpt2_model "$SRC/examples/gpt2.onnx" 173 "^/wte/Gather  Gather\[50257x768,int64:1024\]@Ascend910B2  \[done\]" \
+  "^/wpe/Gather  Gather\[1024x768,int64:1024\]" "^/MatMul  MatMul\[1024x768,768x50257\]" "^/h.11/attn/Where  Where"
 # ResNet-50 as torch exports it in eval mode (scripts/make_resnet_onnx.py: BatchNorm folded
 # into the convolutions): 53 Conv2D, the stem's MaxPool kernel and the head's average
 # pooling as a ReduceMean over 7x7; fuse takes each convolution's Relu and residual Add.
