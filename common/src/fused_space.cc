@@ -326,7 +326,7 @@ Result<VectorShape> FusedElementwiseShapeFromOpKey(const OpKey& key) {
   TF_ASSIGN_OR_RETURN(s.dtype, ParseDType(key.inputs[0].dtype));
   if (IsIndexDType(s.dtype)) {
     return InvalidArgument("FusedElementwise input 0 dtype " + key.inputs[0].dtype +
-                           ": indices are only a Gather's (use float16, bfloat16, float32 or int8)");
+                           ": " + kIndexDTypeRule + "; use float16, bfloat16, float32 or int8");
   }
   if (s.dtype == DType::kInt8 && !ChainInt8Ok(key, "ops")) {
     return InvalidArgument("FusedElementwise input 0 dtype int8: only a chain of Add, Sub, Mul, Relu and BiasAdd takes int8");

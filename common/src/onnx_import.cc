@@ -1288,13 +1288,6 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
                              ", a dtype tunefleet's graphs do not carry (float16, bfloat16, float32, int8, and int32 "
                              "or int64 indices)");
     }
-    if (*dtype == "int32" || *dtype == "int64") {  // indices are read, never computed, by a kernel
-      return InvalidArgument(where + ": its output '" + name + "' is " +
-                             onnx::TensorProto::DataType_Name(t->second.elem_type) +
-                             ": integer arithmetic tunefleet has no kernel for (int32 and int64 tensors are a Gather's "
-                             "indices, graph inputs or constants; shape arithmetic on a tensor's shape: export with "
-                             "fixed shapes and constant folding on)");
-    }
     return TensorDesc{t->second.shape, Precision(*dtype), "ND"};
   };
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -1364,6 +1357,13 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     }
     node.attrs = std::move(c.attrs);
     TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
+    if (node.op_type != kReshapeOp && (desc.dtype == "int32" || desc.dtype == "int64")) {
+      // Views of ids or of a mask pass them on; a kernel only reads them.
+      return InvalidArgument(where + ": its output '" + n.output(0) + "' is " + desc.dtype +
+                             ": integer arithmetic tunefleet has no kernel for (int32 and int64 tensors are graph "
+                             "inputs or constants, read by a Gather as its indices or cast to float; shape arithmetic "
+                             "on a tensor's shape: export with fixed shapes and constant folding on)");
+    }
     node.outputs.push_back({n.output(0), std::move(desc)});
     out.nodes.push_back(std::move(node));
   }

@@ -142,18 +142,19 @@ void SetCompute(VectorShape& s, int inputs) {
 Status CheckCastPair(const OpKey& key, DType from, DType to) {
   auto is = [&](DType a, DType b) { return (from == a && to == b) || (from == b && to == a); };
   if (is(DType::kFloat16, DType::kFloat32) || is(DType::kBFloat16, DType::kFloat32) ||
-      is(DType::kFloat16, DType::kBFloat16) || is(DType::kFloat16, DType::kInt8)) {
+      is(DType::kFloat16, DType::kBFloat16) || is(DType::kFloat16, DType::kInt8) ||
+      (IsIndexDType(from) && (to == DType::kFloat16 || to == DType::kFloat32))) {
     return Status::Ok();
   }
-  if (IsIndexDType(from) || IsIndexDType(to)) {
+  if (IsIndexDType(to)) {
     return InvalidArgument(key.op_type + " attrs.dst_type: cannot cast " + std::string(DTypeName(from)) + " to " +
                            std::string(DTypeName(to)) +
-                           ": int32 and int64 are only a Gather's indices (an attention mask made from int64 data: "
-                           "pass the mask as a float or bool input instead)");
+                           ": " + kIndexDTypeRule);
   }
   return InvalidArgument(key.op_type + " attrs.dst_type: cannot cast " + std::string(DTypeName(from)) +
                          " to " + std::string(DTypeName(to)) +
-                         " (supported: float16<->float32, bfloat16<->float32, float16<->bfloat16, float16<->int8)");
+                         " (supported: float16<->float32, bfloat16<->float32, float16<->bfloat16, float16<->int8, "
+                         "int32 or int64 -> float16 or float32)");
 }
 
 std::vector<int64_t> CoreValues(const SocSpec& soc) {
@@ -425,8 +426,7 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   s.out_dtype = s.dtype;
   if (IsIndexDType(s.dtype) && s.op != VectorOp::kCast) {  // a Cast's is said with its dst_type
     return InvalidArgument(op + " input " + N(static_cast<int64_t>(data)) + " dtype " + key.inputs[data].dtype +
-                           ": indices are only a Gather's (use float16, bfloat16, float32" +
-                           (info->int8_ok ? " or int8)" : ")"));
+                           ": " + kIndexDTypeRule + "; use float16, bfloat16, float32" + (info->int8_ok ? " or int8" : ""));
   }
   if (!IsFloat(s.dtype) && !info->int8_ok) {
     return InvalidArgument(op + " input " + N(static_cast<int64_t>(data)) +
@@ -511,8 +511,10 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
         if (*to == s.dtype) return InvalidArgument("Cast attrs.dst_type equals the input dtype: nothing to cast");
         TF_RETURN_IF_ERROR(CheckCastPair(key, s.dtype, *to));
         s.out_dtype = *to;
+        // vconv has no fp16<->bf16 and no int64 -> fp16: those go through fp32.
         const bool via_fp32 = (s.dtype == DType::kFloat16 && *to == DType::kBFloat16) ||
-                              (s.dtype == DType::kBFloat16 && *to == DType::kFloat16);
+                              (s.dtype == DType::kBFloat16 && *to == DType::kFloat16) ||
+                              (s.dtype == DType::kInt64 && *to == DType::kFloat16);
         s.compute_dtype = DTypeBytes(s.dtype) >= DTypeBytes(*to) ? s.dtype : *to;
         if (via_fp32) {
           s.compute_dtype = DType::kFloat32;

@@ -228,10 +228,24 @@ TEST_F(VectorSpace, GatherPicksTableRowsByIntegerIndicesAndNoOtherOpTakesIndices
             std::string::npos);
   EXPECT_NE(KeyError(test_support::TestKey("Gather", {TensorDesc{{100, 64}}})).find("exactly 2 inputs"),
             std::string::npos);
-  EXPECT_NE(KeyError(Key("Add", {{4, 8}, {4, 8}}, "int64")).find("Add input 0 dtype int64: indices are only a Gather's"),
+  EXPECT_NE(KeyError(Key("Add", {{4, 8}, {4, 8}}, "int64"))
+                .find("Add input 0 dtype int64: int32 and int64 are only read, as a Gather's indices or by a Cast to "
+                      "float16 or float32 (an attention mask); use float16, bfloat16, float32 or int8"),
             std::string::npos);
-  EXPECT_NE(KeyError(Key("Cast", {{4, 8}}, "int64", {{"dst_type", "float16"}}))
-                .find("cannot cast int64 to float16: int32 and int64 are only a Gather's indices"),
+  // An int64 attention mask is cast to float (BERT's extended mask): int64 has no vconv to
+  // float16, so that one goes through float32.
+  auto mask = VectorShapeFromOpKey(Key("Cast", {{4, 16}}, "int64", {{"dst_type", "float16"}}));
+  ASSERT_TRUE(mask.ok()) << mask.status().ToString();
+  EXPECT_EQ(mask->out_dtype, DType::kFloat16);
+  EXPECT_EQ(mask->compute_dtype, DType::kFloat32);
+  EXPECT_EQ(mask->temps, 1);
+  auto mask32 = VectorShapeFromOpKey(Key("Cast", {{4, 16}}, "int32", {{"dst_type", "float32"}}));
+  ASSERT_TRUE(mask32.ok()) << mask32.status().ToString();
+  EXPECT_EQ(mask32->temps, 0) << "one vconv";
+  EXPECT_NE(KeyError(Key("Cast", {{4, 8}}, "float16", {{"dst_type", "int64"}}))
+                .find("cannot cast float16 to int64: int32 and int64 are only read"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Cast", {{4, 8}}, "int32", {{"dst_type", "int8"}})).find("int32 or int64 -> float16 or float32"),
             std::string::npos);
   EXPECT_NE(KeyError(Key("MatMul", {{64, 64}, {64, 64}}, "int32")).find("on the cube takes float16, bfloat16 or int8 "
                                                                       "inputs, got int32"),
@@ -239,7 +253,7 @@ TEST_F(VectorSpace, GatherPicksTableRowsByIntegerIndicesAndNoOtherOpTakesIndices
   EXPECT_NE(KeyError(Key("Conv2D", {{1, 16, 8, 8}, {16, 16, 3, 3}}, "int64")).find("not int64"), std::string::npos);
   EXPECT_NE(KeyError(test_support::TestKey("FusedElementwise", test_support::Inputs({{4, 8}, {4, 8}}, "int32"),
                                            {{"ops", "Add"}}))
-                .find("FusedElementwise input 0 dtype int32: indices are only a Gather's"),
+                .find("FusedElementwise input 0 dtype int32: int32 and int64 are only read"),
             std::string::npos);
 }
 

@@ -327,6 +327,8 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}, {4}}, "float16", {{"epilogue", "Clip"}})), 12)
       << "and its ReLU6's vmaxs, vmins";
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
+  EXPECT_EQ(count(Key("Cast", {{16}}, "int32", {{"dst_type", "float16"}})), 1);
+  EXPECT_EQ(count(Key("Cast", {{16}}, "int64", {{"dst_type", "float16"}})), 2) << "via float32";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
   EXPECT_EQ(count(Key("RmsNorm", {{4, 16}, {16}})), 4);

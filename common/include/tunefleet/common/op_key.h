@@ -22,13 +22,17 @@ namespace tunefleet {
 // write their output dtype (out_dtype), not always fp32.
 inline constexpr uint32_t kSimModelVersion = 6;
 
-// int32 and int64 are index dtypes: a Gather's indices (an embedding's token ids), which
-// no op computes on; every op but Gather refuses them (IsIndexDType).
+// int32 and int64 are index dtypes: a Gather's indices (an embedding's token ids) or an
+// integer attention mask, which no op computes on: a Gather reads them, a Cast turns them
+// into float16 or float32, and every other op refuses them (IsIndexDType).
 enum class DType { kFloat16, kBFloat16, kFloat32, kInt8, kInt32, kInt64 };
 Result<DType> ParseDType(std::string_view name);
 std::string_view DTypeName(DType dtype);
 int DTypeBytes(DType dtype);
 inline bool IsIndexDType(DType dtype) { return dtype == DType::kInt32 || dtype == DType::kInt64; }
+// What the ops that refuse an index dtype say about it.
+inline constexpr const char* kIndexDTypeRule =
+    "int32 and int64 are only read, as a Gather's indices or by a Cast to float16 or float32 (an attention mask)";
 
 struct TensorDesc {
   std::vector<int64_t> shape;
