@@ -274,6 +274,13 @@ done
 # embedding's weight, a MatMul by its transpose, which the export folds into a constant.
 check_onnx_tune gpt2_model "$SRC/examples/gpt2.onnx" 173 "^/wte/Gather  Gather\[50257x768,int64:1024\]@Ascend910B2  \[done\]" \
   "^/wpe/Gather  Gather\[1024x768,int64:1024\]" "^/MatMul  MatMul\[1024x768,768x50257\]" "^/h.11/attn/Where  Where"
+# The whole BERT-base from its three int64 inputs (scripts/make_bert_model_onnx.py): the
+# word, token type and position embeddings are Gathers, the extended attention mask a Cast
+# of the int64 mask to float16 and float kernels, and the pooler reads the first token.
+check_onnx_tune bert_model "$SRC/examples/bert_base.onnx" 275 \
+  "^/embeddings/word_embeddings/Gather  Gather\[30522x768,int64:4096\]" \
+  "^/embeddings/token_type_embeddings/Gather  Gather\[2x768,int64:4096\]" \
+  "^/Cast  Cast\[int64:32x128\]{dst_type=float16}" "^/pooler/Gemm  Gemm\[32x768,768x768,768\]"
 # ResNet-50 as torch exports it in eval mode (scripts/make_resnet_onnx.py: BatchNorm folded
 # into the convolutions): 53 Conv2D, the stem's MaxPool kernel and the head's average
 # pooling as a ReduceMean over 7x7; fuse takes each convolution's Relu and residual Add.

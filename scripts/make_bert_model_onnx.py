@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""Writes examples/bert_base.onnx: the whole BERT-base (12 layers, hidden 768, 12 heads of
+64, FFN 3072, vocabulary 30522) from its three int64 inputs to its pooled output, as
+PyTorch's ONNX exporter writes it (opset 17, float32) from a module written the way
+Hugging Face's BertModel is:
+- embeddings: word (a Gather of the token ids), position (positions 0..seq-1, a buffer)
+  and token type (a Gather of token_type_ids), summed, LayerNorm;
+- the extended attention mask computed in the graph from attention_mask [batch, seq]:
+  (1.0 - mask[:, None, None, :].to(float32)) * finfo(float32).min, added to every layer's
+  scores;
+- 12 encoder layers (q, k, v Linear, heads by view + permute, softmax of the scaled and
+  masked scores, output Linear + residual + LayerNorm, FFN with GELU + residual +
+  LayerNorm), and the pooler (the first token, Linear, tanh).
+Inputs: input_ids, token_type_ids, attention_mask [batch, seq], int64; batch and seq are
+fixed at export (--batch 32, --seq 128). The weights' data is dropped after the export:
+tunefleet reads only their shapes, and the model stays small.
+Run with Debian's python3-torch and python3-onnx:
+    /usr/bin/python3 scripts/make_bert_model_onnx.py [--batch 32] [--seq 128] [OUT]"""
+import argparse
+import io
+import math
+
+import onnx
+import torch
+from onnx_weights import save_without_weights
+
+HIDDEN, HEADS, FFN, LAYERS, VOCAB, MAX_POSITIONS, TYPES, EPS = 768, 12, 3072, 12, 30522, 512, 2, 1e-12
+
+
+class Embeddings(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.word_embeddings = torch.nn.Embedding(VOCAB, HIDDEN)
+        self.position_embeddings = torch.nn.Embedding(MAX_POSITIONS, HIDDEN)
+        self.token_type_embeddings = torch.nn.Embedding(TYPES, HIDDEN)
+        self.LayerNorm = torch.nn.LayerNorm(HIDDEN, eps=EPS)
+        self.register_buffer("position_ids", torch.arange(MAX_POSITIONS).expand((1, -1)), persistent=False)
+
+    def forward(self, input_ids, token_type_ids):
+        positions = self.position_ids[:, :input_ids.size(1)]
+        x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
+        return self.LayerNorm(x + self.position_embeddings(positions))
+
+
+class Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.query = torch.nn.Linear(HIDDEN, HIDDEN)
+        self.key = torch.nn.Linear(HIDDEN, HIDDEN)
+        self.value = torch.nn.Linear(HIDDEN, HIDDEN)
+        self.attention_output = torch.nn.Linear(HIDDEN, HIDDEN)
+        self.attention_norm = torch.nn.LayerNorm(HIDDEN, eps=EPS)
+        self.intermediate = torch.nn.Linear(HIDDEN, FFN)
+        self.output = torch.nn.Linear(FFN, HIDDEN)
+        self.output_norm = torch.nn.LayerNorm(HIDDEN, eps=EPS)
+
+    def heads(self, t):
+        return t.view(t.size()[:-1] + (HEADS, HIDDEN // HEADS)).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask):
+        q, k, v = self.heads(self.query(x)), self.heads(self.key(x)), self.heads(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(HIDDEN // HEADS) + mask
+        context = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3).contiguous()
+        context = context.view(context.size()[:-2] + (HIDDEN,))
+        h = self.attention_norm(self.attention_output(context) + x)
+        return self.output_norm(self.output(torch.nn.functional.gelu(self.intermediate(h))) + h)
+
+
+class BertModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embeddings = Embeddings()
+        self.layer = torch.nn.ModuleList(Layer() for _ in range(LAYERS))
+        self.pooler = torch.nn.Linear(HIDDEN, HIDDEN)
+
+    def forward(self, input_ids, token_type_ids, attention_mask):
+        mask = attention_mask[:, None, None, :].to(torch.float32)
+        mask = (1.0 - mask) * torch.finfo(torch.float32).min
+        x = self.embeddings(input_ids, token_type_ids)
+        for layer in self.layer:
+            x = layer(x, mask)
+        return torch.tanh(self.pooler(x[:, 0]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("out", nargs="?", default="examples/bert_base.onnx")
+    args = ap.parse_args()
+    if args.seq > MAX_POSITIONS:
+        ap.error(f"--seq {args.seq}: BERT has {MAX_POSITIONS} positions")
+    torch.nn.Linear.reset_parameters = lambda self: None  # the weights' values are dropped: skip their init
+    with torch.no_grad():
+        model = BertModel().eval()
+        ids = torch.zeros(args.batch, args.seq, dtype=torch.long)
+        buf = io.BytesIO()
+        torch.onnx.export(model, (ids, ids, torch.ones_like(ids)), buf, opset_version=17,
+                          input_names=["input_ids", "token_type_ids", "attention_mask"], output_names=["pooler_output"])
+    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "bert_base", constants_too=True)
+
+
+if __name__ == "__main__":
+    main()
