@@ -42,7 +42,8 @@ constexpr const char* kSupported =
     "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Pad of zeros, Split and Slice "
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Gather of a 2-D table's rows by int32 or int64 indices (an embedding: "
-    "torch's nn.Embedding of token ids), Where (a select: GPT-2's causal "
+    "torch's nn.Embedding of token ids), Resize (2-D, NCHW, nearest or linear: nn.Upsample, "
+    "interpolate), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
     "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
     "(inference: a FusedMulAdd per channel)";
@@ -151,7 +152,7 @@ bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "MaxPool", "AveragePool", "GlobalAveragePool", "Clip",
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "MaxPool", "AveragePool", "GlobalAveragePool", "Clip",
       "BatchNormalization"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
@@ -346,6 +347,27 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
              op == "Tanh" || op == "Exp" || op == "Silu") {  // Silu: ai.tunefleet, Folds::Silu's
     c.op = op;
     c.inputs = first(n.input_size());
+  } else if (op == "Resize") {
+    // A feature pyramid's or U-Net's upsampling (torch's nn.Upsample, interpolate): over H
+    // and W of NCHW to the size inference gives its output (from its scales or sizes).
+    const auto* mode_attr = Attr(n, "mode");
+    const std::string mode = mode_attr ? mode_attr->s() : "nearest";
+    const auto out = info.find(n.output(0));
+    const auto in = info.find(n.input(0));
+    if (rank(0) != 4 || out == info.end() || out->second.shape.size() != 4 || in == info.end()) {
+      return InvalidArgument(where + ": only a 2-D resize (NCHW input, over H and W) is supported");
+    }
+    if (out->second.shape[0] != in->second.shape[0] || out->second.shape[1] != in->second.shape[1]) {
+      return InvalidArgument(fmt::format("{}: it resizes N or C too ([{}] to [{}]); only H and W are resized", where,
+                                         Join(in->second.shape), Join(out->second.shape)));
+    }
+    if (mode != "nearest" && mode != "linear") {
+      return InvalidArgument(where + ": mode '" + mode + "' is not supported (nearest, or linear: bilinear over H and W)");
+    }
+    c.op = "Resize";
+    c.inputs = first(1);
+    c.attrs["sizes"] = fmt::format("{},{}", out->second.shape[2], out->second.shape[3]);
+    if (mode != "nearest") c.attrs["mode"] = mode;
   } else if (op == "Gather") {
     // An embedding lookup: the rows of a [vocabulary, hidden] table picked by token ids
     // (vector_space.h). One constant index is a window view (PickNodes), never here.

@@ -58,6 +58,14 @@ struct OpInfo {
 // pick; output [indices..., cols]. A copy through UB as Concat's: each output row a burst
 // read from wherever its row lies in the table (HBM: a lookup rarely repeats within a tile),
 // its index read beside it, no vector instruction.
+// Resize (CANN's ResizeNearestNeighborV2 and ResizeBilinearV2, ONNX's Resize, torch's
+// nn.Upsample and interpolate: a feature pyramid's and a U-Net's upsampling): x [N, C, H,
+// W] to [N, C, Ho, Wo], attrs sizes "Ho,Wo" (required) and mode "nearest" (default) or
+// "linear". Element-wise over its output, each output row read from one input row
+// (nearest) or two (linear) in a burst: a tile reads its share of the input, all of it
+// when it grows (x2: a quarter of the output's elements), at most what it picks when it
+// shrinks. Nearest copies (no vector instruction); linear blends two rows and two columns:
+// per output element a vsub, vmul, vadd along W and again along H = 6.
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -82,6 +90,7 @@ constexpr OpInfo kOps[] = {
     {"Clip", VectorOp::kClip, VectorFamily::kElementwise, 1, 0, true},
     {"DepthwiseConv2D", VectorOp::kDepthwiseConv, VectorFamily::kElementwise, 2, 0, false},
     {"Gather", VectorOp::kGather, VectorFamily::kElementwise, 2, 0, true},
+    {"Resize", VectorOp::kResize, VectorFamily::kElementwise, 1, 0, false},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
     {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},
@@ -203,7 +212,9 @@ std::vector<int64_t> TransposeTileValues(int64_t dim) {
 }
 
 int64_t ElementwiseBytesPerElement(const VectorShape& s) {
-  return static_cast<int64_t>(s.full_inputs + s.broadcast_inputs) * DTypeBytes(s.dtype) +
+  // A Resize's input rows of a tile are at most a tile's elements (when it grows, fewer).
+  const int inputs = s.full_inputs + s.broadcast_inputs + (s.source_elements > 0 ? 1 : 0);
+  return static_cast<int64_t>(inputs) * DTypeBytes(s.dtype) +
          DTypeBytes(s.out_dtype) + static_cast<int64_t>(s.temps) * DTypeBytes(s.compute_dtype);
 }
 
@@ -299,6 +310,33 @@ Result<VectorShape> GatherShape(const OpKey& key, VectorShape s) {
   return s;
 }
 
+// Resize: x [N, C, H, W] to attrs.sizes [Ho, Wo] by attrs.mode.
+Result<VectorShape> ResizeShape(const OpKey& key, VectorShape s) {
+  const std::vector<int64_t>& x = key.inputs[0].shape;
+  if (x.size() != 4) {
+    return InvalidArgument("Resize input 0 shape " + ShapeText(x) + ": a 2-D resize takes x as [N, C, H, W]");
+  }
+  TF_ASSIGN_OR_RETURN(const window_attrs::Hw out, window_attrs::ReadHw(key, "sizes", 1, std::nullopt, "112,112"));
+  int rows_read = 1;  // input rows an output row blends
+  if (auto it = key.attrs.find("mode"); it != key.attrs.end() && it->second != "nearest") {
+    if (it->second != "linear") {
+      return InvalidArgument("Resize attrs.mode='" + it->second + "': nearest or linear (bilinear over H and W)");
+    }
+    s.temps = 1;  // the blended row beside the output
+    rows_read = 2;
+  }
+  s.elements = x[0] * x[1] * out[0] * out[1];
+  s.window = rows_read * rows_read;
+  s.source_elements = std::min(Elements(x), s.elements * s.window);
+  s.cols = out[1];
+  if (rows_read == 1) {
+    s.compute_dtype = s.dtype;  // copied, not computed
+  } else {
+    SetCompute(s, 1);
+  }
+  return s;
+}
+
 // MaxPool, AveragePool and DepthwiseConv2D: windows over [N, C, H, W], each output element
 // reading its window of its own channel.
 Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
@@ -363,6 +401,12 @@ bool IsUnaryEpilogueOp(std::string_view op_type) {
 }
 
 Status CanonicalWindowAttrs(OpKey& key) {
+  if (key.op_type == "Resize") {
+    TF_ASSIGN_OR_RETURN(const window_attrs::Hw sizes, window_attrs::ReadHw(key, "sizes", 1, std::nullopt));
+    window_attrs::WriteHw(key, "sizes", sizes, std::nullopt);
+    if (auto it = key.attrs.find("mode"); it != key.attrs.end() && it->second == "nearest") key.attrs.erase(it);
+    return Status::Ok();
+  }
   if (key.op_type != "DepthwiseConv2D") {
     TF_ASSIGN_OR_RETURN(const window_attrs::Hw k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
     window_attrs::WriteHw(key, "kernel_shape", k, std::nullopt);
@@ -457,6 +501,7 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   if (s.op == VectorOp::kMaxPool || s.op == VectorOp::kAvgPool || s.op == VectorOp::kDepthwiseConv) {
     return WindowShape(key, std::move(s));
   }
+  if (s.op == VectorOp::kResize) return ResizeShape(key, std::move(s));
   switch (s.family) {
     case VectorFamily::kElementwise: {
       // The output takes the largest input's shape; the others equal it or broadcast.

@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Resize", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -254,6 +254,46 @@ TEST_F(VectorSpace, GatherPicksTableRowsByIntegerIndicesAndNoOtherOpTakesIndices
   EXPECT_NE(KeyError(test_support::TestKey("FusedElementwise", test_support::Inputs({{4, 8}, {4, 8}}, "int32"),
                                            {{"ops", "Add"}}))
                 .find("FusedElementwise input 0 dtype int32: int32 and int64 are only read"),
+            std::string::npos);
+}
+
+// Resize over H and W of [N, C, H, W] (a feature pyramid's x2 nearest upsampling of P5, a
+// U-Net's bilinear one): element-wise over its output, reading its input once when it
+// grows and only what it picks when it shrinks; its key keeps its axes, its sizes in one
+// spelling, its default mode left out; its errors name the attribute to fix.
+TEST_F(VectorSpace, ResizeTilesItsOutputAndReadsItsInputOnce) {
+  const OpKey up = Key("Resize", {{1, 256, 20, 20}}, "float16", {{"sizes", "[40, 40]"}, {"mode", "nearest"}});
+  auto shape = VectorShapeFromOpKey(up);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->elements, 256 * 40 * 40);
+  EXPECT_EQ(shape->source_elements, 256 * 20 * 20) << "each input element read once";
+  EXPECT_EQ(shape->full_inputs, 0);
+  EXPECT_EQ(shape->cols, 40) << "an output row, a burst";
+  EXPECT_EQ(shape->window, 1);
+  EXPECT_EQ(shape->compute_dtype, DType::kFloat16);
+  EXPECT_EQ(OutputElements(up), 256 * 40 * 40);
+  auto p = MakeTuningProblem(up, soc());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->space.Validate(p->default_config).ok());
+  EXPECT_EQ(CanonicalOpKey(up)->Canonical(), Key("Resize", {{1, 256, 20, 20}}, "float16", {{"sizes", "40,40"}}).Canonical())
+      << "one spelling: sizes \"40,40\", nearest left out";
+  auto linear = VectorShapeFromOpKey(Key("Resize", {{2, 64, 32, 32}}, "bfloat16", {{"sizes", "64,64"}, {"mode", "linear"}}));
+  ASSERT_TRUE(linear.ok()) << linear.status().ToString();
+  EXPECT_EQ(linear->window, 4) << "two rows and two columns an output element";
+  EXPECT_EQ(linear->compute_dtype, DType::kFloat32) << "bf16 blends in fp32";
+  auto down = VectorShapeFromOpKey(Key("Resize", {{1, 4, 40, 40}}, "float16", {{"sizes", "10,10"}}));
+  ASSERT_TRUE(down.ok());
+  EXPECT_EQ(down->source_elements, 4 * 10 * 10) << "nearest reads only what it picks";
+
+  EXPECT_NE(KeyError(Key("Resize", {{1, 4, 8, 8}})).find("Resize needs attrs.sizes"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Resize", {{1, 4, 8, 8}}, "float16", {{"sizes", "16,16"}, {"mode", "cubic"}}))
+                .find("Resize attrs.mode='cubic': nearest or linear"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Resize", {{4, 8, 8}}, "float16", {{"sizes", "16,16"}})).find("a 2-D resize takes x as [N, C, H, W]"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Resize", {{1, 4, 8, 8}}, "float16", {{"sizes", "16,0"}})).find("sizes"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Resize", {{1, 4, 8, 8}}, "float16", {{"sizes", "16,16"}, {"scales", "2"}}))
+                .find("Resize has no attribute 'scales'"),
             std::string::npos);
 }
 

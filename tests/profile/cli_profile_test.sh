@@ -281,6 +281,12 @@ check_onnx_tune bert_model "$SRC/examples/bert_base.onnx" 275 \
   "^/embeddings/word_embeddings/Gather  Gather\[30522x768,int64:4096\]" \
   "^/embeddings/token_type_embeddings/Gather  Gather\[2x768,int64:4096\]" \
   "^/Cast  Cast\[int64:32x128\]{dst_type=float16}" "^/pooler/Gemm  Gemm\[32x768,768x768,768\]"
+# U-Net with bilinear upsampling (scripts/make_unet_onnx.py): each decoder stage's
+# nn.Upsample is a Resize kernel to twice its input's size, joined to the encoder's
+# features by a Concat on the channels.
+check_onnx_tune unet "$SRC/examples/unet.onnx" 49 \
+  "^/ups.0/up/Resize  Resize\[32x512x14x14\]{mode=linear,sizes=28,28}@Ascend910B2  \[done\]" \
+  "^/ups.3/up/Resize  Resize\[32x64x112x112\]{mode=linear,sizes=224,224}" "^/ups.3/Concat  Concat\[32x64x224x224,32x64x224x224\]{axis=1}"
 # ResNet-50 as torch exports it in eval mode (scripts/make_resnet_onnx.py: BatchNorm folded
 # into the convolutions): 53 Conv2D, the stem's MaxPool kernel and the head's average
 # pooling as a ReduceMean over 7x7; fuse takes each convolution's Relu and residual Add.

@@ -888,6 +888,59 @@ TEST(OnnxImport, AnInt64AttentionMaskIsCastToFloatAndAddedToTheScores) {
   EXPECT_EQ(run->ops.size(), 5u) << "Cast, Sub, Mul, Add, Softmax";
 }
 
+// A feature pyramid's top-down path as torch exports nn.Upsample(scale_factor=2): a
+// Resize of P5 by constant scales [1, 1, 2, 2] (its roi left empty), added to P4. It runs
+// as a Resize kernel to the size inference gives; linear is kept as the mode, cubic and a
+// resize of the channels are refused naming the node.
+TEST(OnnxImport, AnUpsamplingResizeIsAResizeKernel) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const std::string& mode, const std::vector<float>& scales) {
+    return LoadChainModel(dir.Path("fpn" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "p5", {2, 8, 10, 10});
+                            AddInput(g, "p4", {2, static_cast<int64_t>(8 * scales[1]), 20, 20});
+                            auto* t = g.add_initializer();
+                            t->set_name("scales");
+                            t->set_data_type(onnx::TensorProto::FLOAT);
+                            t->add_dims(4);
+                            for (float s : scales) t->add_float_data(s);
+                            auto* up = AddNode(n, "Resize", {"p5", "", "scales"}, "u", "fpn.upsample");
+                            auto* a = up->add_attribute();
+                            a->set_name("mode");
+                            a->set_type(onnx::AttributeProto::STRING);
+                            a->set_s(mode);
+                            AddNode(n, "Add", {"u", "p4"}, "merged", "fpn.add");
+                            AddNode(n, "Relu", {"x"}, "y", "act");
+                          });
+  };
+  auto g = load("nearest", {1, 1, 2, 2});
+  ASSERT_TRUE(g.ok()) << Message(g);
+  const GraphNode* up = FindNode(*g, "fpn.upsample");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->op_type, "Resize");
+  EXPECT_EQ(up->inputs, (std::vector<std::string>{"p5"})) << "the scales are read at import";
+  EXPECT_EQ(up->attrs.at("sizes"), "20,20");
+  EXPECT_FALSE(up->attrs.contains("mode"));
+  EXPECT_EQ(up->outputs[0].desc.shape, (std::vector<int64_t>{2, 8, 20, 20}));
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys;
+  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  EXPECT_EQ(keys["fpn.upsample"], "Resize[2x8x10x10]{sizes=20,20}@Ascend910B2");
+  auto linear = load("linear", {1, 1, 2, 2});
+  ASSERT_TRUE(linear.ok()) << Message(linear);
+  EXPECT_EQ(FindNode(*linear, "fpn.upsample")->attrs.at("mode"), "linear");
+  const std::string cubic = Message(load("cubic", {1, 1, 2, 2}));
+  EXPECT_NE(cubic.find("node 'fpn.upsample' (Resize): mode 'cubic' is not supported (nearest, or linear"),
+            std::string::npos)
+      << cubic;
+  const std::string channels = Message(load("nearest", {1, 2, 2, 2}));
+  EXPECT_NE(channels.find("node 'fpn.upsample' (Resize): it resizes N or C too ([2,8,10,10] to [2,16,20,20])"),
+            std::string::npos)
+      << channels;
+}
+
 // A BatchNormalization torch did not fold into a convolution before it (a pre-activation
 // block's, or BatchNorm1d after a Linear) runs as ATC runs it in inference: x * a + b per
 // channel, a FusedMulAdd whose scale and bias are read through views that broadcast over

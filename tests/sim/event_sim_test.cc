@@ -257,6 +257,9 @@ std::vector<OpKey> VectorSweepKeys() {
       Key("MaxPool", {{32, 64, 112, 112}}, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}}),
       Key("DepthwiseConv2D", {{32, 96, 56, 56}, {96, 1, 3, 3}, {96}}, {{"pads", "1"}, {"epilogue", "Clip"}}),
       Key("Silu", {{2048, 11008}}),
+      // A feature pyramid's upsampling, nearest and bilinear.
+      Key("Resize", {{8, 256, 40, 40}}, {{"sizes", "80,80"}}),
+      Key("Resize", {{4, 64, 30, 30}}, {{"sizes", "60,60"}, {"mode", "linear"}}),
       // Llama-2's token embedding: rows of the table by int64 ids, a burst each.
       test_support::TestKey("Gather", {TensorDesc{{32000, 4096}}, TensorDesc{{2048}, "int64"}}),
   };

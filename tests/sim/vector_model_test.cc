@@ -45,6 +45,9 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   keys.push_back(Key("MaxPool", {image}, dtype, {{"kernel_shape", "3,3"}, {"strides", "2,2"}, {"pads", "1,1,1,1"}}));
   keys.push_back(Key("AveragePool", {image}, dtype, {{"kernel_shape", "1,2"}, {"strides", "1,2"}}));  // H may be 1
   keys.push_back(Key("DepthwiseConv2D", {image, {image[1], 1, 1, 3}, {image[1]}}, dtype, {{"pads", "0,0,1,1"}}));
+  const std::string twice = std::to_string(image[2] * 2) + "," + std::to_string(image[3] * 2);
+  keys.push_back(Key("Resize", {image}, dtype, {{"sizes", twice}}));
+  keys.push_back(Key("Resize", {image}, dtype, {{"sizes", twice}, {"mode", "linear"}}));
   keys.push_back(test_support::TestKey(  // the rows of a 64-row table, as many as the shape has
       "Gather", {TensorDesc{{64, last}, dtype}, TensorDesc{{std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()) / last}, "int64"}}));
   keys.push_back(Key("Softmax", {shape}, dtype));
@@ -328,6 +331,9 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
       << "and its ReLU6's vmaxs, vmins";
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Cast", {{16}}, "int32", {{"dst_type", "float16"}})), 1);
+  EXPECT_EQ(count(Key("Resize", {{1, 1, 8, 8}}, "float16", {{"sizes", "16,16"}})), 0) << "nearest copies";
+  EXPECT_EQ(count(Key("Resize", {{1, 1, 8, 8}}, "float16", {{"sizes", "16,16"}, {"mode", "linear"}})), 6)
+      << "vsub, vmul, vadd along W and along H";
   EXPECT_EQ(count(Key("Cast", {{16}}, "int64", {{"dst_type", "float16"}})), 2) << "via float32";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
@@ -383,6 +389,27 @@ TEST_F(VectorModel, AGatherReadsItsRowsAndIndicesAndPaysABurstPerRow) {
   EXPECT_GT(narrow.latency_us, wide.latency_us * 1.1);
   std::printf("Gather of 8 Mi elements: 2048 rows of 4096 %.2f us, 131072 rows of 64 %.2f us\n", wide.latency_us,
               narrow.latency_us);
+}
+
+// A feature pyramid's x2 nearest upsampling reads its input once and writes four times as
+// much: its compulsory bytes are exactly those, so it is faster than a Relu of its output's
+// size, which reads all of it; bilinear, six vector instructions an element more, is not
+// faster than nearest.
+TEST_F(VectorModel, AResizeReadsItsInputOnceAndWritesItsOutput) {
+  auto best = [&](const OpKey& k) { return Best(Problem(k)).second; };
+  const KernelEstimate nearest = best(Key("Resize", {{8, 256, 40, 40}}, "float16", {{"sizes", "80,80"}}));
+  const KernelEstimate linear =
+      best(Key("Resize", {{8, 256, 40, 40}}, "float16", {{"sizes", "80,80"}, {"mode", "linear"}}));
+  const KernelEstimate relu = best(Key("Relu", {{8, 256, 80, 80}}));
+  const double in = 8.0 * 256 * 40 * 40 * 2, out = 4 * in;
+  EXPECT_EQ(nearest.compulsory_bytes, in + out);
+  EXPECT_EQ(linear.compulsory_bytes, in + out);
+  const SocSpec& soc = Soc();
+  EXPECT_GE(nearest.latency_us, (in + out) / (soc.hbm_bandwidth_gbps * 1e3));
+  EXPECT_LT(nearest.latency_us, relu.latency_us);
+  EXPECT_GE(linear.latency_us, nearest.latency_us);
+  std::printf("Resize [8,256,40,40] -> 80x80: nearest %.2f us, linear %.2f us; Relu of the output %.2f us\n",
+              nearest.latency_us, linear.latency_us, relu.latency_us);
 }
 
 // ResNet's stem pooling (3x3, stride 2, pad 1, 112 -> 56) reads its input once and writes

@@ -87,6 +87,8 @@ int OpInstructions(const VectorShape& s) {
       return s.window;
     case VectorOp::kAvgPool:
       return s.window + 1;
+    case VectorOp::kResize:  // nearest copies; linear blends along W, then H
+      return s.window > 1 ? 6 : 0;
     case VectorOp::kDepthwiseConv:  // the filter is one broadcast input, a bias the other
       return s.window + (s.broadcast_inputs - 1) + InstructionsOf(s.epilogue);
     case VectorOp::kCast:
@@ -153,7 +155,8 @@ int PerRowInstructions(const VectorShape& s) {
 // Casts around the arithmetic when the vector unit computes in another dtype
 // (bf16 in fp32, int8 in fp16): one vconv per input in, one out.
 int CastInstructions(const VectorShape& s) {
-  if (s.op == VectorOp::kCast || s.op == VectorOp::kTranspose || s.op == VectorOp::kConcat || s.op == VectorOp::kGather) {
+  if (s.op == VectorOp::kCast || s.op == VectorOp::kTranspose || s.op == VectorOp::kConcat || s.op == VectorOp::kGather ||
+      (s.op == VectorOp::kResize && s.window == 1)) {
     return 0;
   }
   if (s.compute_dtype == s.dtype) return 0;
@@ -257,11 +260,17 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
       const int64_t n = std::min(t.tile_length, s.elements);
       TileKind& k = kinds[0];
       k.count = per_core;
-      // Concat reads its inputs' pieces, Gather its table's rows, each a burst: a tile of n
-      // elements in n / piece.
-      const bool pieces = s.op == VectorOp::kConcat || s.op == VectorOp::kGather;
+      // Concat reads its inputs' pieces, Gather its table's rows, Resize the input rows of its
+      // output rows, each a burst: a tile of n elements in n / piece.
+      const bool pieces = s.op == VectorOp::kConcat || s.op == VectorOp::kGather || s.op == VectorOp::kResize;
       const double bursts = pieces ? static_cast<double>(CeilDiv(n, std::max<int64_t>(1, s.cols))) : 1;
       k.read_hbm_eq = s.full_inputs * TransferEq(static_cast<double>(n * in_b), bursts, false, soc);
+      // Resize: the tile's share of the input elements it reads, a burst per input row read.
+      const double source_share = static_cast<double>(s.source_elements) / static_cast<double>(s.elements);
+      if (s.source_elements > 0) {
+        k.read_hbm_eq += TransferEq(std::ceil(static_cast<double>(n) * source_share) * static_cast<double>(in_b),
+                                    bursts * std::sqrt(static_cast<double>(s.window)), false, soc);
+      }
       // Gather's indices: one per row of the tile, read in one burst before the rows.
       const double index_bytes = static_cast<double>(s.index_bytes) * (s.cols > 0 ? static_cast<double>(n) / s.cols : 0);
       if (s.index_bytes > 0) k.read_hbm_eq += TransferEq(std::ceil(index_bytes), 1, false, soc);
@@ -271,7 +280,7 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
           s.broadcast_inputs > 0 ? std::min(n, CeilDiv(s.broadcast_elements, s.broadcast_inputs)) : 0;
       k.read_l2_eq = s.broadcast_inputs * TransferEq(static_cast<double>(bcast_n * in_b), 1, false, soc);
       k.write_eq = TransferEq(static_cast<double>(n * out_b), 1, false, soc);
-      k.mte2_instrs = s.full_inputs + s.broadcast_inputs + (s.index_bytes > 0 ? 1 : 0);
+      k.mte2_instrs = s.full_inputs + s.broadcast_inputs + (s.index_bytes > 0 || s.source_elements > 0 ? 1 : 0);
       k.mte3_instrs = 1;
       const VecCost v = VectorCost(n, c_b, VectorInstructionsPerElement(s), 0, 0, soc);
       k.vec_cycles = v.cycles;
@@ -279,7 +288,8 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
       const double e = static_cast<double>(s.elements);
       const double bcast = static_cast<double>(s.broadcast_elements * in_b);
       compulsory = e * s.full_inputs * in_b + bcast + e * out_b +
-                   (s.index_bytes > 0 ? e / static_cast<double>(s.cols) * s.index_bytes : 0);
+                   (s.index_bytes > 0 ? e / static_cast<double>(s.cols) * s.index_bytes : 0) +
+                   static_cast<double>(s.source_elements * in_b);
       hbm_bytes = compulsory;
       l2_bytes = std::max(0.0, static_cast<double>(blk.tiles * s.broadcast_inputs * bcast_n * in_b) - bcast);
       element_ops = e * VectorInstructionsPerElement(s);

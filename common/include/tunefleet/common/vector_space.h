@@ -26,7 +26,7 @@ enum class VectorFamily {
 
 enum class VectorOp {
   kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kSilu, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
-  kDepthwiseConv, kGather,
+  kDepthwiseConv, kGather, kResize,
   kSoftmax, kLayerNorm, kRmsNorm, kReduceSum, kReduceMean,
   kTranspose,
 };
@@ -58,7 +58,8 @@ struct VectorShape {
   int64_t rows = 0, cols = 0;
   int64_t batch = 1;
   // MaxPool and AveragePool (element-wise over their output): the window's elements, one
-  // vmax (vadd) each per output element. Its input is counted as full_inputs inputs of the output's size (its
+  // vmax (vadd) each per output element. Resize: the input elements an output element
+  // blends, 1 (nearest) or 4 (linear). Its input is counted as full_inputs inputs of the output's size (its
   // elements over the output's, rounded up: 4 for a 3x3 window at stride 2).
   int window = 0;
   // Compute-dtype buffers of one tile besides inputs and outputs (casts, intermediates).
@@ -71,6 +72,9 @@ struct VectorShape {
   std::vector<VectorOp> epilogue;
   // Gather: the bytes of one index (4 or 8), read per output row of cols elements.
   int index_bytes = 0;
+  // Resize: the input elements it reads (x's, or fewer when it shrinks), each tile of
+  // output elements reading its share of them; cols = an output row, each a burst.
+  int64_t source_elements = 0;
 
   // Two keys with equal shapes have one search space and one timing (CanonicalOpKey).
   friend bool operator==(const VectorShape&, const VectorShape&) = default;
@@ -98,7 +102,8 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key);
 // CanonicalConv2dAttrs writes Conv2D's in: kernel_shape "kh,kw", strides and dilations
 // "h,w" and pads "top,bottom,left,right", each but kernel_shape left out at its default
 // (1,1 / 0), so that ONNX's explicit zero pads and a JSON graph's missing ones are one
-// op. kInvalidArgument naming the attribute when one does not parse.
+// op; a Resize's sizes "Ho,Wo", its mode left out at nearest. kInvalidArgument naming the
+// attribute when one does not parse.
 Status CanonicalWindowAttrs(OpKey& key);
 
 // Parameter names of the family, in space order.
