@@ -2,6 +2,7 @@
 #include "tunefleet/common/graph.h"
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -135,6 +136,50 @@ bool GraphIndex::IsWeight(const std::string& tensor) const {
   return e && e->weight;
 }
 
+namespace {
+
+// A Conv2D whose groups are its channels, one filter each (x [N, C, H, W], filter [C, 1,
+// kh, kw]), is the depthwise convolution CANN runs on the vector unit (vector_space.h
+// DepthwiseConv2D), as the ONNX importer writes it: a framework's IR that spells it as a
+// grouped convolution profiles it as it runs, not as a batch of one-row GEMMs padded to
+// whole fractals (seven times slower). An int8 one, or one that declares another output
+// dtype than its input's (the cube writes fp32; the vector op its input's), stays a Conv2D.
+void UseDepthwiseKernels(Graph& g) {
+  std::map<std::string, const TensorDesc*> desc;
+  for (const auto* section : {&g.inputs, &g.weights}) {
+    for (const NamedTensor& t : *section) desc[t.name] = &t.desc;
+  }
+  for (const GraphNode& n : g.nodes) {
+    for (const NamedTensor& t : n.outputs) desc[t.name] = &t.desc;
+  }
+  for (GraphNode& n : g.nodes) {
+    const auto groups = n.attrs.find("groups");
+    if (n.op_type != "Conv2D" || groups == n.attrs.end() || n.inputs.size() < 2 || n.outputs.size() != 1 ||
+        n.attrs.contains("out_dtype")) {
+      continue;
+    }
+    const TensorDesc* x = desc[n.inputs[0]];
+    const TensorDesc* w = desc[n.inputs[1]];
+    const auto format = n.attrs.find("data_format");
+    if (x == nullptr || w == nullptr || x->shape.size() != 4 || w->shape.size() != 4 ||
+        (format != n.attrs.end() && format->second != "NCHW") || x->dtype == "int8" ||
+        n.outputs[0].desc.dtype != x->dtype) {
+      continue;
+    }
+    bool one_dtype = true;
+    for (const std::string& in : n.inputs) one_dtype = one_dtype && desc[in] != nullptr && desc[in]->dtype == x->dtype;
+    if (!one_dtype) continue;
+    const int64_t c = x->shape[1];
+    if (c > 1 && groups->second == std::to_string(c) && w->shape[0] == c && w->shape[1] == 1) {
+      n.op_type = "DepthwiseConv2D";
+      n.attrs.erase("groups");
+      n.attrs.erase("data_format");
+    }
+  }
+}
+
+}  // namespace
+
 Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_override) {
   if (!j.is_object()) return InvalidArgument("graph: expected a JSON object with 'nodes'");
   TF_RETURN_IF_ERROR(CheckKnownFields(
@@ -230,6 +275,7 @@ Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_over
       }
     }
   }
+  UseDepthwiseKernels(g);
   if (!j.contains("outputs") || !j["outputs"].is_array() || j["outputs"].empty()) {
     return InvalidArgument("graph: 'outputs' must be a non-empty array of tensor names");
   }

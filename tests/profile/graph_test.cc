@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "tests/profile/test_util.h"
 
 namespace tunefleet {
@@ -54,6 +58,36 @@ TEST(GraphModel, ACubeNodeWritesTheDtypeItsOutputDeclares) {
                              "attrs.out_dtype and the declaration agree"),
             std::string::npos)
       << s.message();
+}
+
+// A Conv2D whose groups are its channels, one filter each (a framework IR's spelling of
+// MobileNet's depthwise 3x3), runs as the DepthwiseConv2D kernel CANN runs, as an ONNX
+// import writes it; any other grouping, int8, or an fp32 output declared stays the cube's
+// grouped convolution.
+TEST(GraphModel, AConvWhoseGroupsAreItsChannelsIsADepthwiseConv) {
+  auto graph = [](int64_t groups, const std::string& dtype, const std::string& out_dtype) {
+    nlohmann::json x = Tensor("x", {8, 32, 56, 56}), w = Tensor("w", {32, 32 / groups, 3, 3}),
+                   y = Tensor("y", {8, 32, 56, 56});
+    x["dtype"] = w["dtype"] = dtype;
+    y["dtype"] = out_dtype;
+    nlohmann::json conv = Node("dw", "Conv2D", {"x", "w"}, y);
+    conv["attrs"] = {{"groups", std::to_string(groups)}, {"pads", "1,1,1,1"}, {"data_format", "NCHW"}};
+    return nlohmann::json{{"soc", "Ascend910B2"}, {"inputs", {x}}, {"weights", {w}}, {"outputs", {"y"}},
+                          {"nodes", {conv}}};
+  };
+  auto g = GraphFromJson(graph(32, "float16", "float16"));
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->nodes[0].op_type, "DepthwiseConv2D");
+  EXPECT_FALSE(g->nodes[0].attrs.contains("groups"));
+  EXPECT_EQ(g->nodes[0].attrs.at("pads"), "1,1,1,1");
+  Status valid = ValidateGraphOps(*g, testing::Soc910B2());
+  EXPECT_TRUE(valid.ok()) << valid.ToString();
+  for (const auto& [groups, dtype, out] : std::vector<std::tuple<int64_t, std::string, std::string>>{
+           {2, "float16", "float16"}, {32, "int8", "float16"}, {32, "float16", "float32"}}) {
+    auto kept = GraphFromJson(graph(groups, dtype, out));
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    EXPECT_EQ(kept->nodes[0].op_type, "Conv2D") << groups << " " << dtype << " -> " << out;
+  }
 }
 
 // A declared output dtype sizes the D2H copy, the consumers' reads and peak memory, so
