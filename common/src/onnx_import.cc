@@ -43,7 +43,7 @@ constexpr const char* kSupported =
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Gather of a 2-D table's rows by int32 or int64 indices (an embedding: "
     "torch's nn.Embedding of token ids), Resize (2-D, NCHW, nearest or linear: nn.Upsample, "
-    "interpolate), Where (a select: GPT-2's causal "
+    "interpolate), ConvTranspose whose kernel equals its stride (U-Net's 2x2/2: a MatMul), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
     "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
     "(inference: a FusedMulAdd per channel)";
@@ -152,7 +152,7 @@ bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "MaxPool", "AveragePool", "GlobalAveragePool", "Clip",
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "Clip",
       "BatchNormalization"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
@@ -279,6 +279,53 @@ Result<std::vector<GraphNode>> BatchNormNodes(const onnx::NodeProto& n, const st
                               {{params.back(), {per_channel, desc.dtype, "ND"}}}, {}});
   }
   nodes.push_back(GraphNode{name, "FusedMulAdd", {n.input(0), params[0], params[1]}, {{n.output(0), std::move(desc)}}, {}});
+  return nodes;
+}
+
+// A 2-D ConvTranspose whose kernel equals its stride (U-Net's 2x2/2 up-convolution): each
+// output pixel takes exactly one input pixel's contribution, so it is the GEMM x [N*H*W,
+// Cin] by its weight [Cin, Cout*kh*kw], as CANN's Conv2DTranspose computes it on the cube,
+// written into the output's layout (a view, as a head split's permute is). The MatMul is
+// named as the node; a bias is an Add of [Cout, 1, 1] after it. Others (overlapping
+// windows: 3x3/2 with pads) are refused saying so.
+Result<std::vector<GraphNode>> ConvTransposeNodes(const onnx::NodeProto& n, const std::string& name,
+                                                  const std::string& where, const std::vector<int64_t>& x,
+                                                  const std::map<std::string, TensorInfo>& info, TensorDesc desc) {
+  const auto w = n.input_size() >= 2 ? info.find(n.input(1)) : info.end();
+  if (x.size() != 4 || w == info.end() || w->second.shape.size() != 4 || desc.shape.size() != 4) {
+    return InvalidArgument(where + ": only a 2-D transposed convolution (NCHW input, weight [Cin, Cout, kh, kw]) is "
+                                   "supported");
+  }
+  const std::vector<int64_t>& k = w->second.shape;
+  auto all = [&](const char* attr, int64_t value) {
+    const std::vector<int64_t> v = IntsAttr(n, attr);
+    return std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == value; });
+  };
+  const std::vector<int64_t> strides = IntsAttr(n, "strides");
+  const bool kernel_is_stride = strides.size() == 2 && strides[0] == k[2] && strides[1] == k[3];
+  const auto* pad = Attr(n, "auto_pad");
+  if (!kernel_is_stride || !all("pads", 0) || !all("dilations", 1) || !all("output_padding", 0) ||
+      IntAttr(n, "group", 1) != 1 || (pad && pad->s() != "NOTSET") || k[0] != x[1]) {
+    return InvalidArgument(fmt::format(
+        "{}: a transposed convolution is supported when its kernel equals its stride ({}x{} here, strides [{}]), "
+        "without pads, dilation, output_padding or groups (U-Net's 2x2/2 up-convolution: a GEMM); one whose windows "
+        "overlap is not: upsample with nn.Upsample (a Resize) and a convolution instead",
+        where, k[2], k[3], Join(strides)));
+  }
+  const int64_t cout = k[1], pixels = x[0] * x[2] * x[3];
+  const std::string out = n.output(0);
+  std::vector<GraphNode> nodes;
+  nodes.push_back(GraphNode{name + "/x_rows", kReshapeOp, {n.input(0)}, {{out + "/x_rows", {{pixels, x[1]}, desc.dtype, "ND"}}}, {}});
+  nodes.push_back(GraphNode{name + "/w_cols", kReshapeOp, {n.input(1)},
+                            {{out + "/w_cols", {{k[0], cout * k[2] * k[3]}, desc.dtype, "ND"}}}, {}});
+  nodes.push_back(GraphNode{name, "MatMul", {out + "/x_rows", out + "/w_cols"},
+                            {{out + "/gemm", {{pixels, cout * k[2] * k[3]}, desc.dtype, "ND"}}}, {}});
+  const bool bias = n.input_size() >= 3 && !n.input(2).empty();
+  nodes.push_back(GraphNode{name + "/out", kReshapeOp, {out + "/gemm"}, {{bias ? out + "/nobias" : out, desc}}, {}});
+  if (bias) {
+    nodes.push_back(GraphNode{name + "/bias", kReshapeOp, {n.input(2)}, {{out + "/bias", {{cout, 1, 1}, desc.dtype, "ND"}}}, {}});
+    nodes.push_back(GraphNode{name + "/bias_add", "Add", {out + "/nobias", out + "/bias"}, {{out, std::move(desc)}}, {}});
+  }
   return nodes;
 }
 
@@ -1341,16 +1388,18 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     }
     // Nodes written as several tunefleet nodes: a kernel and the views around it.
     if (IsConstantPick(n, constant_values) || IsSpatialMean(n, constant_values, opset) ||
-        (IsStandardDomain(n.domain()) && (n.op_type() == "GlobalAveragePool" || n.op_type() == "BatchNormalization"))) {
+        (IsStandardDomain(n.domain()) && (n.op_type() == "GlobalAveragePool" || n.op_type() == "BatchNormalization" ||
+                                          n.op_type() == "ConvTranspose"))) {
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
       const auto data = info.find(n.input(0));
       if (data == info.end() || !data->second.known) return InvalidArgument(where + ": its input's shape is not known");
       const std::vector<int64_t>& shape = data->second.shape;
       TF_ASSIGN_OR_RETURN(
           std::vector<GraphNode> written,
-          n.op_type() == "Gather"              ? PickNodes(n, name, where, shape, *IntValues(*constant_values.at(n.input(1))), desc)
+          n.op_type() == "Gather"          ? PickNodes(n, name, where, shape, *IntValues(*constant_values.at(n.input(1))), desc)
+          : n.op_type() == "ConvTranspose" ? ConvTransposeNodes(n, name, where, shape, info, desc)
           : n.op_type() != "BatchNormalization" ? AveragePoolNodes(n, name, where, shape, desc)
-                                               : BatchNormNodes(n, name, where, shape, info, constant_values, desc));
+                                                : BatchNormNodes(n, name, where, shape, info, constant_values, desc));
       for (GraphNode& node : written) {
         referenced.insert(node.inputs.begin(), node.inputs.end());
         out.nodes.push_back(std::move(node));

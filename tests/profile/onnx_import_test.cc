@@ -941,6 +941,58 @@ TEST(OnnxImport, AnUpsamplingResizeIsAResizeKernel) {
       << channels;
 }
 
+// U-Net's up-convolution, nn.ConvTranspose2d(16, 8, 2, stride=2): every output pixel takes
+// one input pixel's contribution, so it runs as the GEMM x [N*H*W, Cin] by its weight
+// [Cin, Cout*2*2] (a MatMul named as the node, reading x and the weight through views),
+// written into [N, Cout, 2H, 2W] by a view, and its bias is an Add after it. Overlapping
+// windows (3x3/2 with pads) are refused saying what to export instead.
+TEST(OnnxImport, AnUpConvolutionWhoseKernelIsItsStrideIsAMatMul) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](int64_t k, bool bias) {
+    return LoadChainModel(dir.Path("upconv" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "d", {2, 16, 8, 8});
+                            AddWeight(g, "w_up", {16, 8, k, k});
+                            AddWeight(g, "b_up", {8});
+                            std::vector<std::string> in = {"d", "w_up"};
+                            if (bias) in.push_back("b_up");
+                            auto* up = WithInts(AddNode(n, "ConvTranspose", in, "u", "up"), "strides", {2, 2});
+                            if (k == 3) WithInts(WithInts(up, "pads", {1, 1, 1, 1}), "output_padding", {1, 1});
+                            AddNode(n, "Relu", {"u"}, "u_act", "up.act");
+                            AddNode(n, "Relu", {"x"}, "y", "act");
+                            g.add_output()->set_name("u_act");
+                          });
+  };
+  auto g = load(2, true);
+  ASSERT_TRUE(g.ok()) << Message(g);
+  const GraphNode* gemm = FindNode(*g, "up");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->op_type, "MatMul");
+  EXPECT_EQ(gemm->outputs[0].desc.shape, (std::vector<int64_t>{2 * 8 * 8, 8 * 2 * 2}));
+  EXPECT_TRUE(FindNode(*g, "up/x_rows")->IsView());
+  EXPECT_TRUE(FindNode(*g, "up/out")->IsView());
+  const GraphNode* add = FindNode(*g, "up/bias_add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->outputs[0].name, "u");
+  EXPECT_EQ(add->outputs[0].desc.shape, (std::vector<int64_t>{2, 8, 16, 16}));
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys;
+  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  EXPECT_EQ(keys["up"], "MatMul[128x16,16x32]@Ascend910B2");
+  EXPECT_EQ(keys["up/bias_add"], "Add[2x8x16x16,8x1x1]@Ascend910B2");
+  auto plain = load(2, false);
+  ASSERT_TRUE(plain.ok()) << Message(plain);
+  EXPECT_EQ(FindNode(*plain, "up/bias_add"), nullptr);
+  EXPECT_EQ(FindNode(*plain, "up/out")->outputs[0].name, "u");
+  const std::string overlapping = Message(load(3, true));
+  EXPECT_NE(overlapping.find("node 'up' (ConvTranspose): a transposed convolution is supported when its kernel equals "
+                             "its stride (3x3 here, strides [2,2])"),
+            std::string::npos)
+      << overlapping;
+}
+
 // A BatchNormalization torch did not fold into a convolution before it (a pre-activation
 // block's, or BatchNorm1d after a Linear) runs as ATC runs it in inference: x * a + b per
 // channel, a FusedMulAdd whose scale and bias are read through views that broadcast over
