@@ -297,6 +297,39 @@ std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*
     out.dims = dims;
     return out;
   }
+  if (op == "Reshape") {  // a shape list reshaped (repeat_kv's [b, kv, 1, s, d] as [5])
+    const auto* allowzero = Attr(n, "allowzero");
+    if (in.size() != 2 || in[1]->dims.size() != 1 || (allowzero != nullptr && allowzero->i() != 0)) return std::nullopt;
+    const auto count = Count(in[0]->dims);
+    if (!count) return std::nullopt;
+    std::vector<int64_t> dims;
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < in[1]->v.size(); ++i) {
+      int64_t d = in[1]->v[i];
+      if (d == 0) {
+        if (i >= in[0]->dims.size()) return std::nullopt;
+        d = in[0]->dims[i];
+      }
+      if (d == -1) {
+        if (infer >= 0) return std::nullopt;
+        infer = static_cast<int64_t>(dims.size());
+        d = 1;
+      } else if (d < 0) {
+        return std::nullopt;
+      }
+      dims.push_back(d);
+      known *= d;
+    }
+    if (infer >= 0) {
+      if (known == 0 || *count % known != 0) return std::nullopt;
+      dims[static_cast<size_t>(infer)] = *count / known;
+    } else if (known != *count) {
+      return std::nullopt;
+    }
+    Ints out = *in[0];
+    out.dims = dims;
+    return out;
+  }
   if (op == "Cast") {
     const auto* to = Attr(n, "to");
     if (to == nullptr || !IsIntType(static_cast<int>(to->i()))) return std::nullopt;

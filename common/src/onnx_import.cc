@@ -1188,6 +1188,51 @@ Status SizeSymbolicDims(onnx::GraphProto& g, const std::set<std::string>& initia
   return Status::Ok();
 }
 
+// What ATC computes at compile time of `candidates` (nodes whose inputs are all constants,
+// in topological order), given the inferred `info`: a node that is not a view and writes
+// float or bool (cos and sin tables, a causal mask) becomes the constant it computes, a
+// weight of its shape with no kernel; and any candidate whose outputs only folded nodes
+// read (the positions' arange and the views before the tables), which no kernel needs.
+// What stays (a view of a constant, integer arithmetic a kernel or view reads: shape
+// arithmetic whose values matter) is removed from `candidates` and imported as before.
+// Folded outputs are added to `constants` (and marked constant in `info`).
+void FoldAtCompileTime(const std::vector<std::pair<onnx::NodeProto, int>>& nodes,
+                       const std::set<std::string>& graph_outputs,
+                       const std::map<std::string, const onnx::TensorProto*>& constant_values,
+                       std::set<size_t>& candidates, std::map<std::string, TensorInfo>& info,
+                       std::map<std::string, TensorInfo>& constants) {
+  static const std::set<std::string> kViews = {"Identity", "Reshape", "Flatten", "Squeeze",
+                                               "Unsqueeze", "Dropout", "Expand"};
+  std::map<std::string, std::vector<size_t>> readers;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& input : nodes[i].first.input()) readers[input].push_back(i);
+  }
+  for (auto it = candidates.rbegin(); it != candidates.rend();) {
+    const onnx::NodeProto& n = nodes[*it].first;
+    const bool view = IsWindowOp(n) || IsConstantPick(n, constant_values) ||
+                      (IsStandardDomain(n.domain()) && kViews.count(n.op_type()));
+    bool floats = !view, unread = true;
+    for (const auto& o : n.output()) {
+      const auto t = info.find(o);
+      const int type = t == info.end() ? 0 : t->second.elem_type;
+      floats = floats && t != info.end() && t->second.known &&
+               (type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::FLOAT16 ||
+                type == onnx::TensorProto::BFLOAT16 || type == onnx::TensorProto::BOOL);
+      unread = unread && !graph_outputs.count(o);
+      for (size_t r : readers[o]) unread = unread && candidates.count(r);
+    }
+    if (floats || unread) {
+      for (const auto& o : n.output()) {
+        info[o].constant = true;
+        constants[o] = info[o];
+      }
+      ++it;
+    } else {
+      it = std::make_reverse_iterator(candidates.erase(std::next(it).base()));
+    }
+  }
+}
+
 // Every tensor's type and shape, inferred afresh by ONNX (strict: a node it cannot infer is
 // an error naming it) on a copy of `model` with `nodes` (chains folded), in which Gelu,
 // FastGelu and RMSNormalization (opset 23), which libonnx 1.12 has no schema for, are
@@ -1301,6 +1346,23 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   }
   Folds folds(g, constant_values, opset);
   const std::vector<std::pair<onnx::NodeProto, int>> nodes = folds.Run();
+  // Nodes that compute from constants only (RoPE's cos and sin tables from the positions, a
+  // causal mask from torch.full and triu, when the exporter left them) are computed by ATC
+  // at compile time (FoldAtCompileTime, once their outputs' types are inferred).
+  std::set<size_t> compile_time;
+  {
+    std::set<std::string> known;
+    for (const auto& [name, c] : constants) known.insert(name);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const onnx::NodeProto& n = nodes[i].first;
+      if (IsStandardDomain(n.domain()) && n.op_type() == "Constant") continue;
+      bool from_constants = n.input_size() > 0;
+      for (const auto& input : n.input()) from_constants = from_constants && (input.empty() || known.count(input));
+      if (!from_constants) continue;
+      compile_time.insert(i);
+      for (const auto& o : n.output()) known.insert(o);
+    }
+  }
 
   // Each node named (a nameless one as <OpType>_<its index in the file>), and its op known,
   // before shape inference: an op it does not know is named here, not as an inference error.
@@ -1316,6 +1378,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     node_names.push_back(name);
     const std::string where = Where(path, name, n, folds.Folded(index));
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
+    if (compile_time.count(node_names.size() - 1)) continue;  // checked once its outputs' types are known
     if (!KnownOp(n) && !IsConstantPick(n, constant_values) && !IsNoOpPad(n, constant_values) &&
         !IsSpatialMean(n, constant_values, opset)) {
       return InvalidArgument(UnknownOpMessage(n, where));
@@ -1335,6 +1398,18 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   }
 
   TF_ASSIGN_OR_RETURN(auto info, InferShapes(model, nodes, constants, opset, path));
+  const std::set<size_t> from_constants = compile_time;
+  FoldAtCompileTime(nodes, graph_outputs, constant_values, compile_time, info, constants);
+  for (size_t i : from_constants) {
+    // A node from constants that stays (a view of one; integer arithmetic read by a kernel or
+    // view): checked as any other node.
+    const onnx::NodeProto& n = nodes[i].first;
+    if (compile_time.count(i)) continue;
+    if (!KnownOp(n) && !IsConstantPick(n, constant_values) && !IsNoOpPad(n, constant_values) &&
+        !IsSpatialMean(n, constant_values, opset)) {
+      return InvalidArgument(UnknownOpMessage(n, Where(path, node_names[i], n, folds.Folded(nodes[i].second))));
+    }
+  }
 
   // float32 runs as float16, as ATC's default precision_mode (force_fp16) runs it (the
   // cube takes no float32), unless the caller keeps it.
@@ -1362,6 +1437,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   for (size_t i = 0; i < nodes.size(); ++i) {
     const onnx::NodeProto& n = nodes[i].first;
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
+    if (compile_time.count(i)) continue;  // a constant: its referenced outputs are weights
     const std::string& name = node_names[i];
     const std::string where = Where(path, name, n, folds.Folded(nodes[i].second));
     if (IsWindowOp(n)) {

@@ -269,15 +269,17 @@ for want in "4 of 4 fusion chains fused, 0 of 0 transposes folded, 14 -> 10 kern
   grep -qF "$want" "$OUT/gpt2_fuse.txt" || fail "fuse gpt2: no line has '$want': $(cat "$OUT/gpt2_fuse.txt")"
 done
 "$TF" profile "$OUT/gpt2_layer_fused.json" > /dev/null || fail "profile of the fused GPT-2 layer exited $?"
-# The whole GPT-2 small from its int64 input_ids (make_gpt2_onnx.py --model): the token and
-# position embeddings are Gather kernels, 12 blocks, and the LM head tied to the token
-# embedding's weight, a MatMul by its transpose, which the export folds into a constant.
-check_onnx_tune gpt2_model "$SRC/examples/gpt2.onnx" 173 "^/wte/Gather  Gather\[50257x768,int64:1024\]@Ascend910B2  \[done\]" \
-  "^/wpe/Gather  Gather\[1024x768,int64:1024\]" "^/MatMul  MatMul\[1024x768,768x50257\]" "^/h.11/attn/Where  Where"
+# The whole GPT-2 small from its int64 input_ids (make_gpt2_onnx.py --model): the token
+# embedding is a Gather kernel (the position embedding of constant positions is computed at
+# compile time), 12 blocks, and the LM head tied to the token embedding's weight, a MatMul
+# by its transpose, which the export folds into a constant.
+check_onnx_tune gpt2_model "$SRC/examples/gpt2.onnx" 172 "^/wte/Gather  Gather\[50257x768,int64:1024\]@Ascend910B2  \[done\]" \
+  "^/MatMul  MatMul\[1024x768,768x50257\]" "^/h.11/attn/Where  Where"
+! grep -q "^/wpe/Gather" "$OUT/gpt2_model_tune.txt" || fail "the position embedding of constant positions ran as a kernel"
 # The whole BERT-base from its three int64 inputs (scripts/make_bert_model_onnx.py): the
-# word, token type and position embeddings are Gathers, the extended attention mask a Cast
+# word and token type embeddings are Gathers, the extended attention mask a Cast
 # of the int64 mask to float16 and float kernels, and the pooler reads the first token.
-check_onnx_tune bert_model "$SRC/examples/bert_base.onnx" 275 \
+check_onnx_tune bert_model "$SRC/examples/bert_base.onnx" 274 \
   "^/embeddings/word_embeddings/Gather  Gather\[30522x768,int64:4096\]" \
   "^/embeddings/token_type_embeddings/Gather  Gather\[2x768,int64:4096\]" \
   "^/Cast  Cast\[int64:32x128\]{dst_type=float16}" "^/pooler/Gemm  Gemm\[32x768,768x768,768\]"

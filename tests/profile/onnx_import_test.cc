@@ -993,6 +993,49 @@ TEST(OnnxImport, AnUpConvolutionWhoseKernelIsItsStrideIsAMatMul) {
       << overlapping;
 }
 
+// What a whole model computes from constants only, ATC computes at compile time: HF's
+// rotary embedding (transformers >= 4.38) takes its angles by a MatMul of the inverse
+// frequencies [1, 32, 1] and the positions [1, 1, 16], transposes them, joins two copies
+// and takes their cos, here multiplied into x [4, 16, 64]. None of that is a kernel: the
+// cos table is a weight [1, 16, 64] the Mul reads. The same Cos of a tensor the model
+// computes at run time is refused, as any op without a kernel is.
+TEST(OnnxImport, WhatIsComputedFromConstantsOnlyIsAWeight) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](bool of_x) {
+    return LoadChainModel(dir.Path("rotary" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            for (const auto& [name, dims] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+                                     {"inv_freq", {1, 32, 1}}, {"positions", {1, 1, 16}}}) {
+                              auto* t = g.add_initializer();
+                              t->set_name(name);
+                              t->set_data_type(onnx::TensorProto::FLOAT);
+                              for (int64_t d : dims) t->add_dims(d);
+                            }
+                            AddNode(n, "MatMul", {"inv_freq", "positions"}, "freqs", "rotary.matmul");
+                            WithInts(AddNode(n, "Transpose", {"freqs"}, "freqs_t", "rotary.transpose"), "perm", {0, 2, 1});
+                            WithInt(AddNode(n, "Concat", {"freqs_t", "freqs_t"}, "emb", "rotary.cat"), "axis", -1);
+                            AddNode(n, "Cos", {of_x ? "x" : "emb"}, "cos", "rotary.cos");
+                            AddNode(n, "Mul", {"x", "cos"}, "y", "rotary.mul");
+                          });
+  };
+  auto g = load(false);
+  ASSERT_TRUE(g.ok()) << Message(g);
+  for (const char* folded : {"rotary.matmul", "rotary.transpose", "rotary.cat", "rotary.cos"}) {
+    EXPECT_EQ(FindNode(*g, folded), nullptr) << folded << " is computed at compile time";
+  }
+  EXPECT_TRUE(g->IsWeight("cos"));
+  EXPECT_EQ(g->FindTensor("cos")->desc.shape, (std::vector<int64_t>{1, 16, 64}));
+  EXPECT_EQ(g->FindTensor("cos")->desc.dtype, "float16");
+  EXPECT_EQ(g->FindTensor("emb"), nullptr) << "only what a kernel reads is a weight";
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_EQ(run->ops.size(), 1u);
+  EXPECT_EQ(run->ops[0].name, "rotary.mul");
+  const std::string of_x = Message(load(true));
+  EXPECT_NE(of_x.find("node 'rotary.cos' (Cos): ONNX op 'Cos' has no tunefleet equivalent"), std::string::npos) << of_x;
+}
+
 // A BatchNormalization torch did not fold into a convolution before it (a pre-activation
 // block's, or BatchNorm1d after a Linear) runs as ATC runs it in inference: x * a + b per
 // channel, a FusedMulAdd whose scale and bias are read through views that broadcast over
@@ -1496,8 +1539,9 @@ TEST(OnnxImport, ArithmeticOnFloatScalarsFoldsToItsValue) {
                                                                             << Message(r);
     }
   }
-  // A float beside integers or bools is not folded (Where's branches read as integers
-  // overran them): the select stays a kernel.
+  // A float beside integers or bools is not folded to a value (Where's branches read as
+  // integers overran them): the select of constants is computed at compile time, a weight
+  // of its shape that the Add reads, as ATC folds it.
   auto select = load([](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
     auto* cond = g.add_initializer();
     cond->set_name("cond");
@@ -1510,7 +1554,11 @@ TEST(OnnxImport, ArithmeticOnFloatScalarsFoldsToItsValue) {
     AddNode(n, "Add", {"x", "picked"}, "y", "add");
   });
   ASSERT_TRUE(select.ok()) << Message(select);
-  EXPECT_EQ(FindNode(*select, "select")->op_type, "Where");
+  EXPECT_EQ(FindNode(*select, "select"), nullptr);
+  const NamedTensor* picked = select->FindTensor("picked");
+  ASSERT_NE(picked, nullptr);
+  EXPECT_TRUE(select->IsWeight("picked"));
+  EXPECT_EQ(picked->desc.shape, (std::vector<int64_t>{4, 16, 64}));
 }
 
 // A dynamic-axes export computes its views' shapes from its tensors': x [batch, seq, 64]
@@ -1533,8 +1581,10 @@ TEST(OnnxImport, ADynamicAxesExportsShapeArithmeticFoldsOnceItsDimensionsAreGive
     AddNode(n, "Gather", {"s", "i1"}, "t", "shape.t");
     AddNode(n, "Unsqueeze", {"b", "axis0"}, "b1", "shape.b1");
     AddNode(n, "Unsqueeze", {"t", "axis0"}, "t1", "shape.t1");
-    auto* cat = AddNode(n, "Concat", {"b1", "t1", "heads"}, "split_shape", "shape.concat");
+    auto* cat = AddNode(n, "Concat", {"b1", "t1", "heads"}, "split_list", "shape.concat");
     WithInt(cat, "axis", 0);
+    AddInts(g, "flat", {-1});  // a whole model's repeat_kv reshapes its shape list to [-1]
+    AddNode(n, "Reshape", {"split_list", "flat"}, "split_shape", "shape.flat");
     AddNode(n, "Reshape", {"x", "split_shape"}, "x4", "heads.split");  // [batch, seq, 4, 16]
     AddNode(n, "Relu", {"x4"}, "r4", "act");
     auto* front = AddNode(n, "Shape", {"r4"}, "s2", "shape2");  // [batch, seq, 4]
