@@ -15,13 +15,20 @@ rotate_half's bounds and the heads' view are constants only in a fixed-shape exp
 `--seq 1 --past 2047`): inputs past_k and past_v [batch, key/value heads, N, 128], joined
 with the new keys and values on the sequence axis (Concat), the mask [batch, 1, seq,
 N + seq], outputs the layer's and the present keys and values.
+`--model --config tinyllama-1.1b` writes examples/tinyllama.onnx: the whole TinyLlama-1.1B
+(22 layers of grouped-query attention, 4 key/value heads) as HF's LlamaForCausalLM runs a
+prompt, from input_ids and attention_mask [batch, seq] (int64) to the logits: the token
+embedding a Gather, RoPE's cos and sin computed from the positions (constants at a fixed
+shape), the causal mask plus the padding mask (1 - attention_mask) * min, the final RMSNorm
+and lm_head.
 `--dynamic` exports batch and seq as dynamic axes instead (examples/llama_dynamic_layer.onnx):
 the views' shapes and rotate_half's bounds are then computed from Shape ops, which the
 import folds once --dim batch=N --dim seq=N size them.
 The weights' data is dropped after the export (each initializer points at an external
 file that is not shipped): tunefleet reads only their shapes, and the model stays small.
 Run with Debian's python3-torch and python3-onnx:
-    /usr/bin/python3 scripts/make_llama_onnx.py [--config llama2-7b] [--batch 1] [--seq 2048] [--past 0] [OUT]"""
+    /usr/bin/python3 scripts/make_llama_onnx.py [--config llama2-7b] [--batch 1] [--seq 2048] [--past 0] [OUT]
+    /usr/bin/python3 scripts/make_llama_onnx.py --model --config tinyllama-1.1b [--seq 2048] [OUT]"""
 import argparse
 import io
 import math
@@ -33,7 +40,9 @@ from onnx_weights import save_without_weights
 CONFIGS = {  # hidden, heads, key/value heads, head dim, MLP, RMSNorm epsilon
     "llama2-7b": (4096, 32, 32, 128, 11008, 1e-6),
     "llama3-8b": (4096, 32, 8, 128, 14336, 1e-5),
+    "tinyllama-1.1b": (2048, 32, 4, 64, 5632, 1e-5),
 }
+MODELS = {"tinyllama-1.1b": (32000, 22, 10000.0)}  # vocabulary, layers, RoPE theta: the ones --model exports
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS = CONFIGS["llama2-7b"]
 
 
@@ -117,6 +126,50 @@ class DecoderLayer(torch.nn.Module):
         return out if past_k is None else (out, *present)
 
 
+class CausalLM(torch.nn.Module):
+    def __init__(self, vocab, layers, theta):
+        super().__init__()
+        self.embed_tokens = torch.nn.Embedding(vocab, HIDDEN)
+        self.layers = torch.nn.ModuleList(DecoderLayer() for _ in range(layers))
+        self.norm = RMSNorm(HIDDEN)
+        self.lm_head = torch.nn.Linear(HIDDEN, vocab, bias=False)
+        self.theta = theta
+
+    def forward(self, input_ids, attention_mask):
+        b, s = input_ids.shape
+        # HF's LlamaRotaryEmbedding.forward (transformers >= 4.38): the angles by a MatMul of
+        # the inverse frequencies and the positions, cos and sin [1, s, d], broadcast over the batch.
+        inv_freq = 1.0 / (self.theta ** (torch.arange(0, HEAD_DIM, 2, dtype=torch.float32) / HEAD_DIM))
+        position_ids = torch.arange(s)[None]
+        inv_freq_expanded = inv_freq[None, :, None].expand(position_ids.shape[0], -1, 1)
+        freqs = (inv_freq_expanded @ position_ids[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos(), emb.sin()
+        minimum = torch.finfo(torch.float32).min
+        causal = torch.full((s, s), minimum).triu(1)[None, None]
+        padding = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * minimum
+        mask = causal + padding
+        x = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.lm_head(self.norm(x))
+
+
+def export_model(args):
+    """--model: the whole causal LM of args.config, from input_ids and attention_mask."""
+    vocab, layers, theta = MODELS[args.config]
+    torch.nn.Linear.reset_parameters = lambda self: None  # the weights' values are dropped: skip their init
+    with torch.no_grad():
+        model = CausalLM(vocab, args.layers or layers, theta).eval()
+        ids = torch.zeros(args.batch, args.seq, dtype=torch.long)
+        buf = io.BytesIO()
+        torch.onnx.export(model, (ids, torch.ones_like(ids)), buf, opset_version=17,
+                          input_names=["input_ids", "attention_mask"], output_names=["logits"])
+    name = args.config.split("-")[0]
+    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out or f"examples/{name}.onnx", name,
+                         constants_too=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=1)
@@ -124,10 +177,19 @@ def main():
     ap.add_argument("--config", choices=sorted(CONFIGS), default="llama2-7b")
     ap.add_argument("--past", type=int, default=0, help="KV cache length: export a decoding step")
     ap.add_argument("--dynamic", action="store_true", help="batch and seq as dynamic axes")
+    ap.add_argument("--model", action="store_true", help="the whole causal LM from input_ids (tinyllama-1.1b)")
+    ap.add_argument("--layers", type=int, default=0, help="with --model: fewer layers than the config's")
     ap.add_argument("out", nargs="?")
     args = ap.parse_args()
     global HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS
     HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, EPS = CONFIGS[args.config]
+    if args.model:
+        if args.config not in MODELS or args.past or args.dynamic:
+            ap.error(f"--model exports {', '.join(MODELS)} from input_ids, without --past or --dynamic")
+        export_model(args)
+        return
+    if args.config not in ("llama2-7b", "llama3-8b"):
+        ap.error(f"--config {args.config}: a layer is exported for llama2-7b and llama3-8b; use --model")
     if args.dynamic and args.past:
         ap.error("--dynamic exports the layer without a KV cache: leave out --past")
     name = ("llama" if args.config == "llama2-7b" else "llama3") + ("_decode" if args.past else "") + \

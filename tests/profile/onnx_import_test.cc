@@ -122,6 +122,13 @@ struct TinyModel {
 
 std::string Message(const Result<Graph>& r) { return r.ok() ? "(ok)" : r.status().ToString(); }
 
+// A run's op keys by node name.
+std::map<std::string, std::string> OpKeysByName(const profile::RunProfile& run) {
+  std::map<std::string, std::string> keys;
+  for (const auto& op : run.ops) keys[op.name] = op.op_key;
+  return keys;
+}
+
 void AddScalar(onnx::GraphProto& g, const std::string& name, float value) {
   auto* t = g.add_initializer();
   t->set_name(name);
@@ -744,8 +751,7 @@ TEST(OnnxImport, AResNetsMaxPoolAndGlobalAveragePoolImport) {
   EXPECT_EQ(FindNode(*g, "head.avgpool")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 1}));
   auto run = profile::RunGraph(*g, testing::Soc910B2());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  std::map<std::string, std::string> keys;
-  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
   // ONNX's pads [top, left, bottom, right] are written [top, bottom, left, right].
   EXPECT_NE(keys["stem.conv"].find("pads=1,1,0,2"), std::string::npos) << keys["stem.conv"];
   EXPECT_EQ(keys["stem.maxpool"], "MaxPool[2x16x16x16]{kernel_shape=3,3,pads=1,1,0,0,strides=2,2}@Ascend910B2");
@@ -838,8 +844,7 @@ TEST(OnnxImport, AnEmbeddingLookupByTokenIdsIsAGatherKernel) {
   EXPECT_EQ(ids->desc.dtype, "int64");
   auto run = profile::RunGraph(*g, testing::Soc910B2());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  std::map<std::string, std::string> keys;
-  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
   EXPECT_EQ(keys["embed"], "Gather[1000x64,int64:64]@Ascend910B2");
   double ids_bytes = -1;
   for (const auto& t : run->transfers) {
@@ -881,8 +886,7 @@ TEST(OnnxImport, AnInt64AttentionMaskIsCastToFloatAndAddedToTheScores) {
   EXPECT_EQ(FindNode(*g, "mask.cast")->outputs[0].desc.dtype, "float16") << "float32 runs as float16";
   auto run = profile::RunGraph(*g, testing::Soc910B2());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  std::map<std::string, std::string> keys;
-  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
   EXPECT_EQ(keys["mask.cast"], "Cast[int64:4x16]{dst_type=float16}@Ascend910B2");
   EXPECT_EQ(keys.count("mask.unsqueeze"), 0u) << "a view runs no kernel";
   EXPECT_EQ(run->ops.size(), 5u) << "Cast, Sub, Mul, Add, Softmax";
@@ -925,8 +929,7 @@ TEST(OnnxImport, AnUpsamplingResizeIsAResizeKernel) {
   EXPECT_EQ(up->outputs[0].desc.shape, (std::vector<int64_t>{2, 8, 20, 20}));
   auto run = profile::RunGraph(*g, testing::Soc910B2());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  std::map<std::string, std::string> keys;
-  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
   EXPECT_EQ(keys["fpn.upsample"], "Resize[2x8x10x10]{sizes=20,20}@Ascend910B2");
   auto linear = load("linear", {1, 1, 2, 2});
   ASSERT_TRUE(linear.ok()) << Message(linear);
@@ -978,8 +981,7 @@ TEST(OnnxImport, AnUpConvolutionWhoseKernelIsItsStrideIsAMatMul) {
   EXPECT_EQ(add->outputs[0].desc.shape, (std::vector<int64_t>{2, 8, 16, 16}));
   auto run = profile::RunGraph(*g, testing::Soc910B2());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  std::map<std::string, std::string> keys;
-  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
   EXPECT_EQ(keys["up"], "MatMul[128x16,16x32]@Ascend910B2");
   EXPECT_EQ(keys["up/bias_add"], "Add[2x8x16x16,8x1x1]@Ascend910B2");
   auto plain = load(2, false);
@@ -1291,8 +1293,7 @@ TEST(OnnxImport, ADepthwiseConvImportsAsADepthwiseConv2d) {
   EXPECT_EQ(FindNode(*g, "block.expand")->op_type, "Conv2D");
   auto run = profile::RunGraph(*g, testing::Soc910B2());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
-  std::map<std::string, std::string> keys;
-  for (const auto& op : run->ops) keys[op.name] = op.op_key;
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
   EXPECT_EQ(keys["block.depthwise"],
             "DepthwiseConv2D[2x48x16x16,48x1x3x3,48]{pads=1,1,1,1,strides=2,2}@Ascend910B2");
   // Two groups of 24 channels: a grouped convolution, still the cube's.
