@@ -145,21 +145,20 @@ namespace {
 // whole fractals (seven times slower). An int8 one, or one that declares another output
 // dtype than its input's (the cube writes fp32; the vector op its input's), stays a Conv2D.
 void UseDepthwiseKernels(Graph& g) {
-  std::map<std::string, const TensorDesc*> desc;
-  for (const auto* section : {&g.inputs, &g.weights}) {
-    for (const NamedTensor& t : *section) desc[t.name] = &t.desc;
-  }
-  for (const GraphNode& n : g.nodes) {
-    for (const NamedTensor& t : n.outputs) desc[t.name] = &t.desc;
-  }
+  // The index's keys and tensors are not touched: only nodes' op types and attributes change.
+  const GraphIndex index(g);
+  auto desc = [&index](const std::string& name) -> const TensorDesc* {
+    const NamedTensor* t = index.FindTensor(name);
+    return t == nullptr ? nullptr : &t->desc;
+  };
   for (GraphNode& n : g.nodes) {
     const auto groups = n.attrs.find("groups");
     if (n.op_type != "Conv2D" || groups == n.attrs.end() || n.inputs.size() < 2 || n.outputs.size() != 1 ||
         n.attrs.contains("out_dtype")) {
       continue;
     }
-    const TensorDesc* x = desc[n.inputs[0]];
-    const TensorDesc* w = desc[n.inputs[1]];
+    const TensorDesc* x = desc(n.inputs[0]);
+    const TensorDesc* w = desc(n.inputs[1]);
     const auto format = n.attrs.find("data_format");
     if (x == nullptr || w == nullptr || x->shape.size() != 4 || w->shape.size() != 4 ||
         (format != n.attrs.end() && format->second != "NCHW") || x->dtype == "int8" ||
@@ -167,7 +166,7 @@ void UseDepthwiseKernels(Graph& g) {
       continue;
     }
     bool one_dtype = true;
-    for (const std::string& in : n.inputs) one_dtype = one_dtype && desc[in] != nullptr && desc[in]->dtype == x->dtype;
+    for (const std::string& in : n.inputs) one_dtype = one_dtype && desc(in) != nullptr && desc(in)->dtype == x->dtype;
     if (!one_dtype) continue;
     const int64_t c = x->shape[1];
     if (c > 1 && groups->second == std::to_string(c) && w->shape[0] == c && w->shape[1] == 1) {

@@ -159,6 +159,13 @@ bool KnownOp(const onnx::NodeProto& n) {
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
 }
 
+// Whether the importer models the node: an op Convert handles, or a pattern that is a view
+// or a pooling in the graph (a constant pick, a Pad of zeros, a spatial mean).
+bool Importable(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants,
+                int opset) {
+  return KnownOp(n) || IsConstantPick(n, constants) || IsNoOpPad(n, constants) || IsSpatialMean(n, constants, opset);
+}
+
 std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where) {
   static const std::set<std::string> kOfAFold = {"Erf", "Pow", "ReduceMean", "Sqrt", "Reciprocal"};
   // What each op that PyTorch exports and tunefleet has no kernel for usually comes
@@ -1194,20 +1201,22 @@ Status SizeSymbolicDims(onnx::GraphProto& g, const std::set<std::string>& initia
 // weight of its shape with no kernel; and any candidate whose outputs only folded nodes
 // read (the positions' arange and the views before the tables), which no kernel needs.
 // What stays (a view of a constant, integer arithmetic a kernel or view reads: shape
-// arithmetic whose values matter) is removed from `candidates` and imported as before.
-// Folded outputs are added to `constants` (and marked constant in `info`).
-void FoldAtCompileTime(const std::vector<std::pair<onnx::NodeProto, int>>& nodes,
-                       const std::set<std::string>& graph_outputs,
-                       const std::map<std::string, const onnx::TensorProto*>& constant_values,
-                       std::set<size_t>& candidates, std::map<std::string, TensorInfo>& info,
-                       std::map<std::string, TensorInfo>& constants) {
+// arithmetic whose values matter) is not folded and is imported as before. Returns the
+// folded nodes; their outputs are added to `constants` (and marked constant in `info`).
+std::set<size_t> FoldAtCompileTime(const std::vector<std::pair<onnx::NodeProto, int>>& nodes,
+                                   const std::set<std::string>& graph_outputs,
+                                   const std::map<std::string, const onnx::TensorProto*>& constant_values,
+                                   const std::set<size_t>& candidates, std::map<std::string, TensorInfo>& info,
+                                   std::map<std::string, TensorInfo>& constants) {
   static const std::set<std::string> kViews = {"Identity", "Reshape", "Flatten", "Squeeze",
                                                "Unsqueeze", "Dropout", "Expand"};
   std::map<std::string, std::vector<size_t>> readers;
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (const auto& input : nodes[i].first.input()) readers[input].push_back(i);
   }
-  for (auto it = candidates.rbegin(); it != candidates.rend();) {
+  // Walked backwards: a node's readers come after it, so whether they fold is known.
+  std::vector<bool> folded(nodes.size(), false);
+  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
     const onnx::NodeProto& n = nodes[*it].first;
     const bool view = IsWindowOp(n) || IsConstantPick(n, constant_values) ||
                       (IsStandardDomain(n.domain()) && kViews.count(n.op_type()));
@@ -1219,18 +1228,20 @@ void FoldAtCompileTime(const std::vector<std::pair<onnx::NodeProto, int>>& nodes
                (type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::FLOAT16 ||
                 type == onnx::TensorProto::BFLOAT16 || type == onnx::TensorProto::BOOL);
       unread = unread && !graph_outputs.count(o);
-      for (size_t r : readers[o]) unread = unread && candidates.count(r);
+      for (size_t r : readers[o]) unread = unread && folded[r];
     }
-    if (floats || unread) {
-      for (const auto& o : n.output()) {
-        info[o].constant = true;
-        constants[o] = info[o];
-      }
-      ++it;
-    } else {
-      it = std::make_reverse_iterator(candidates.erase(std::next(it).base()));
+    if (!floats && !unread) continue;
+    folded[*it] = true;
+    for (const auto& o : n.output()) {
+      info[o].constant = true;
+      constants[o] = info[o];
     }
   }
+  std::set<size_t> out;
+  for (size_t i : candidates) {
+    if (folded[i]) out.insert(i);
+  }
+  return out;
 }
 
 // Every tensor's type and shape, inferred afresh by ONNX (strict: a node it cannot infer is
@@ -1368,21 +1379,9 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   // before shape inference: an op it does not know is named here, not as an inference error.
   std::set<std::string> graph_outputs;
   for (const auto& o : g.output()) graph_outputs.insert(o.name());
-  std::vector<std::string> node_names;
-  std::set<std::string> names;
-  for (const auto& [n, index] : nodes) {
-    const std::string base = NodeName(n, index);
-    std::string name = base;
-    for (int k = 2; names.count(name); ++k) name = base + "_" + std::to_string(k);
-    names.insert(name);
-    node_names.push_back(name);
-    const std::string where = Where(path, name, n, folds.Folded(index));
-    if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
-    if (compile_time.count(node_names.size() - 1)) continue;  // checked once its outputs' types are known
-    if (!KnownOp(n) && !IsConstantPick(n, constant_values) && !IsNoOpPad(n, constant_values) &&
-        !IsSpatialMean(n, constant_values, opset)) {
-      return InvalidArgument(UnknownOpMessage(n, where));
-    }
+  // A node kept in the graph: its op modelled, and one output that others read.
+  auto check_node = [&](const onnx::NodeProto& n, const std::string& where) -> Status {
+    if (!Importable(n, constant_values, opset)) return InvalidArgument(UnknownOpMessage(n, where));
     if (n.output_size() == 0 || n.output(0).empty()) return InvalidArgument(where + ": it has no output");
     for (int o = 1; o < n.output_size() && !IsWindowOp(n); ++o) {
       if (n.output(o).empty()) continue;
@@ -1395,20 +1394,31 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
                                "') is read by another node or is a graph output: only the first output is modelled");
       }
     }
+    return Status::Ok();
+  };
+  std::vector<std::string> node_names;
+  std::set<std::string> names;
+  for (const auto& [n, index] : nodes) {
+    const std::string base = NodeName(n, index);
+    std::string name = base;
+    for (int k = 2; names.count(name); ++k) name = base + "_" + std::to_string(k);
+    names.insert(name);
+    node_names.push_back(name);
+    if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
+    // A node from constants may be folded (any op): checked once its outputs' types are known.
+    if (compile_time.count(node_names.size() - 1)) continue;
+    TF_RETURN_IF_ERROR(check_node(n, Where(path, name, n, folds.Folded(index))));
   }
 
   TF_ASSIGN_OR_RETURN(auto info, InferShapes(model, nodes, constants, opset, path));
-  const std::set<size_t> from_constants = compile_time;
-  FoldAtCompileTime(nodes, graph_outputs, constant_values, compile_time, info, constants);
-  for (size_t i : from_constants) {
+  const std::set<size_t> folded =
+      FoldAtCompileTime(nodes, graph_outputs, constant_values, compile_time, info, constants);
+  for (size_t i : compile_time) {
     // A node from constants that stays (a view of one; integer arithmetic read by a kernel or
     // view): checked as any other node.
     const onnx::NodeProto& n = nodes[i].first;
-    if (compile_time.count(i)) continue;
-    if (!KnownOp(n) && !IsConstantPick(n, constant_values) && !IsNoOpPad(n, constant_values) &&
-        !IsSpatialMean(n, constant_values, opset)) {
-      return InvalidArgument(UnknownOpMessage(n, Where(path, node_names[i], n, folds.Folded(nodes[i].second))));
-    }
+    if (folded.count(i)) continue;
+    TF_RETURN_IF_ERROR(check_node(n, Where(path, node_names[i], n, folds.Folded(nodes[i].second))));
   }
 
   // float32 runs as float16, as ATC's default precision_mode (force_fp16) runs it (the
@@ -1437,7 +1447,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   for (size_t i = 0; i < nodes.size(); ++i) {
     const onnx::NodeProto& n = nodes[i].first;
     if (n.op_type() == "Constant" && IsStandardDomain(n.domain())) continue;
-    if (compile_time.count(i)) continue;  // a constant: its referenced outputs are weights
+    if (folded.count(i)) continue;  // a constant: its referenced outputs are weights
     const std::string& name = node_names[i];
     const std::string where = Where(path, name, n, folds.Folded(nodes[i].second));
     if (IsWindowOp(n)) {

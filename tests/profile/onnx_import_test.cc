@@ -1722,6 +1722,23 @@ TEST(OnnxImport, OpsLibonnxHasNoSchemaForAndMalformedNodesGetClearAnswers) {
               std::string::npos)
         << Message(g);
   }
+  {
+    // A view of a weight is computed from constants only but stays in the graph (a kernel
+    // reads it): its second output is checked as any node's.
+    TinyModel t;
+    t.m.mutable_graph()->add_output()->set_name("mask");
+    auto* w = t.m.mutable_graph()->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT16);
+    for (int64_t d : {64, 64}) w->add_dims(d);
+    t.Node("Dropout", {"w"}, {"wd", "mask"}, "drop");
+    t.Node("MatMul", {"x", "wd"}, {"y"}, "mm");
+    auto g = t.Load(dir.Path("view_mask.onnx"));
+    EXPECT_NE(Message(g).find("node 'drop' (Dropout): its output 1 ('mask') is read by another node or is a "
+                              "graph output: only the first output is modelled"),
+              std::string::npos)
+        << Message(g);
+  }
 }
 
 // Found by an audit of the folds: a ReduceMean with no input or a Div with no output
