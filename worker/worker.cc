@@ -46,6 +46,24 @@ Result<Job> ReadJob(schema::JobAssignment::Reader r) {
   return job;
 }
 
+// The JobResult envelope of `evals` of the job.
+void FillJobResult(wire::Outgoing& msg, const Job& job, const std::vector<Evaluation>& evals, bool final,
+                   const std::string& job_error) {
+  auto r = msg.Body().initJobResult();
+  r.setTaskId(job.task_id);
+  r.setJobId(job.job_id);
+  r.setAttempt(job.attempt);
+  r.setFinal(final);
+  r.setJobError(job_error);
+  auto list = r.initResults(static_cast<unsigned>(evals.size()));
+  for (unsigned i = 0; i < evals.size(); ++i) {
+    list[i].setConfigIndex(evals[i].index);
+    list[i].setOk(evals[i].ok);
+    list[i].setLatencyUs(evals[i].latency_us);
+    list[i].setError(evals[i].error);
+  }
+}
+
 }  // namespace
 
 // Slot threads pull jobs from `queue` and push encoded JobResult envelopes to the run
@@ -93,19 +111,7 @@ struct Worker::Impl {
   void SendChunk(zmq::socket_t& push, const Job& job, const std::vector<Evaluation>& evals,
                  bool final, const std::string& job_error) {
     wire::Outgoing msg;
-    auto r = msg.Body().initJobResult();
-    r.setTaskId(job.task_id);
-    r.setJobId(job.job_id);
-    r.setAttempt(job.attempt);
-    r.setFinal(final);
-    r.setJobError(job_error);
-    auto list = r.initResults(static_cast<unsigned>(evals.size()));
-    for (unsigned i = 0; i < evals.size(); ++i) {
-      list[i].setConfigIndex(evals[i].index);
-      list[i].setOk(evals[i].ok);
-      list[i].setLatencyUs(evals[i].latency_us);
-      list[i].setError(evals[i].error);
-    }
+    FillJobResult(msg, job, evals, final, job_error);
     (void)transport::Send(push, msg);
   }
 
@@ -259,7 +265,24 @@ Status Worker::Run() {
           switch (body.which()) {
             case schema::Envelope::Body::JOB_ASSIGNMENT: {
               registering_since.reset();
-              TF_ASSIGN_OR_RETURN(Job job, ReadJob(body.getJobAssignment()));
+              const auto assignment = body.getJobAssignment();
+              Result<Job> read = ReadJob(assignment);
+              if (!read.ok()) {
+                // Answered at once, final with the error: the coordinator counts the job's
+                // slot free again (unanswered, the worker lost it for good) and requeues
+                // it, failing its configs with this message on the last attempt.
+                Job ids;
+                ids.task_id = assignment.getTaskId();
+                ids.job_id = assignment.getJobId();
+                ids.attempt = assignment.getAttempt();
+                wire::Outgoing msg;
+                FillJobResult(msg, ids, {}, true,
+                              fmt::format("worker {} cannot read the job: {}", options_.worker_id,
+                                          read.status().message()));
+                TF_RETURN_IF_ERROR(transport::Send(dealer, msg));
+                return read.status().WithContext(fmt::format("job {} refused", ids.job_id));
+              }
+              Job job = std::move(read).value();
               {
                 std::lock_guard lock(impl.mu);
                 impl.queue.push_back(std::move(job));
