@@ -341,18 +341,67 @@ std::optional<Ints> Eval(const onnx::NodeProto& n, const std::vector<const Ints*
     }
     return out;
   }
-  if (op == "Slice" && in.size() >= 3 && in[0]->dims.size() == 1) {  // opset 10 on: bounds as inputs
-    const int64_t size = in[0]->dims[0];
+  // Opset 10 on (bounds as inputs), one axis, either direction: a shape list's part, or
+  // torch's F.pad pads, whose [n, 2] pairs it reverses with step -1.
+  if (op == "Slice" && in.size() >= 3 && !in[0]->dims.empty()) {
     auto one = [&](size_t i, int64_t fallback) -> std::optional<int64_t> {
       if (i >= in.size()) return fallback;
       return in[i]->v.size() == 1 ? std::optional<int64_t>(in[i]->v[0]) : std::nullopt;
     };
     const auto start = one(1, 0), end = one(2, 0), axis = one(3, 0), step = one(4, 1);
-    if (!start || !end || !axis || !Axis(*axis, 1) || !step || *step <= 0) return std::nullopt;
-    auto clamp = [size](int64_t b) { return std::clamp<int64_t>(b < 0 ? b + size : b, 0, size); };
-    Ints out{type, {0}, {}, {}};
-    for (int64_t i = clamp(*start); i < clamp(*end); i += *step) out.v.push_back(in[0]->v[static_cast<size_t>(i)]);
-    out.dims[0] = static_cast<int64_t>(out.v.size());
+    if (!start || !end || !axis || !step || *step == 0) return std::nullopt;
+    const auto axis_at = Axis(*axis, in[0]->dims.size());
+    if (!axis_at) return std::nullopt;
+    const size_t at = *axis_at;
+    const int64_t size = in[0]->dims[at];
+    // ONNX's clamps: [0, size] going forwards, [-1, size - 1] going backwards.
+    const int64_t low = *step > 0 ? 0 : -1, high = *step > 0 ? size : size - 1;
+    auto clamp = [&](int64_t b) { return std::clamp<int64_t>(b < 0 ? b + size : b, low, high); };
+    std::vector<int64_t> picked;
+    for (int64_t i = std::max<int64_t>(clamp(*start), 0); size > 0 && (*step > 0 ? i < clamp(*end) : i > clamp(*end));
+         i += *step) {
+      picked.push_back(i);
+    }
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < at; ++d) outer *= in[0]->dims[d];
+    for (size_t d = at + 1; d < in[0]->dims.size(); ++d) inner *= in[0]->dims[d];
+    Ints out{type, in[0]->dims, {}, {}};
+    out.dims[at] = static_cast<int64_t>(picked.size());
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i : picked) {
+        const auto from = in[0]->v.begin() + (o * size + i) * inner;
+        out.v.insert(out.v.end(), from, from + inner);
+      }
+    }
+    return out;
+  }
+  if (op == "Transpose" && in.size() == 1) {  // torch's F.pad pads, [2, n] back to [n, 2]
+    const size_t rank = in[0]->dims.size();
+    std::vector<int64_t> perm;
+    if (const auto* p = Attr(n, "perm")) perm.assign(p->ints().begin(), p->ints().end());
+    if (perm.empty()) {
+      for (size_t d = rank; d > 0; --d) perm.push_back(static_cast<int64_t>(d - 1));
+    }
+    std::vector<bool> seen(rank, false);
+    if (perm.size() != rank) return std::nullopt;
+    for (int64_t p : perm) {
+      if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]) return std::nullopt;
+      seen[static_cast<size_t>(p)] = true;
+    }
+    std::vector<int64_t> stride(rank, 1);
+    for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * in[0]->dims[d];
+    Ints out{type, {}, {}, {}};
+    for (int64_t p : perm) out.dims.push_back(in[0]->dims[static_cast<size_t>(p)]);
+    std::vector<int64_t> index(rank, 0);  // the output's index, last axis fastest
+    for (size_t k = 0; k < in[0]->v.size(); ++k) {
+      int64_t from = 0;
+      for (size_t d = 0; d < rank; ++d) from += index[d] * stride[static_cast<size_t>(perm[d])];
+      out.v.push_back(in[0]->v[static_cast<size_t>(from)]);
+      for (size_t d = rank; d-- > 0;) {
+        if (++index[d] < out.dims[d]) break;
+        index[d] = 0;
+      }
+    }
     return out;
   }
   if (op == "Gather") {

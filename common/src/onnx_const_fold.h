@@ -14,7 +14,8 @@ namespace tunefleet::onnx_fold {
 // The ops folded: ConstantOfShape (of an integer or bool value), Add, Sub, Mul, Div
 // (integer, truncating as ONNX does), Equal, Where, Concat, Unsqueeze, Squeeze, Reshape
 // (0 and -1 as ONNX reads them, not allowzero), Cast (to an integer type or bool), Gather
-// and Slice (of a 1-D tensor). Tensors of at most
+// (of a 1-D tensor), Slice (on one axis, either direction) and Transpose (torch's F.pad
+// computes its pads with these: a Slice with step -1 its exporter leaves). Tensors of at most
 // kMaxElements.
 // Float (float32 or double) scalars too, for the attention scale PyTorch computes at export
 // (GPT-2's `full([], d ** 0.5)`: Pow(64, 0.5), a ConstantOfShape of one element, Add): Add,

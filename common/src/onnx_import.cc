@@ -39,7 +39,7 @@ constexpr const char* kSupported =
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
     "Mul gamma), RoPE written out as HF's apply_rotary_pos_emb (x*cos + Concat(Neg(x[..., h:]), x[..., :h])*sin over "
     "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
-    "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Pad of zeros, Split and Slice "
+    "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Pad of zeros (of H and W before a Conv: its padding), Split and Slice "
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Gather of a 2-D table's rows by int32 or int64 indices (an embedding: "
     "torch's nn.Embedding of token ids), Resize (2-D, NCHW, nearest or linear: nn.Upsample, "
@@ -177,8 +177,9 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"ConstantOfShape", "shape arithmetic on a tensor's shape: export with fixed shapes and constant folding on "
                           "(arithmetic on constants only, such as GQA's repeat_kv writes, is folded)"},
       {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
-      {"Pad", "a padding of the tensor itself (a Pad of zeros, as torch writes before an AveragePool, is a view): "
-              "pad inside the convolution or pooling that reads it (its padding argument) instead"},
+      {"Pad", "a padding of the tensor itself (a Pad of zeros is a view, and one of H and W read only by a Conv is "
+              "that Conv's padding; reflect, edge or a non-zero value are not): pad inside the convolution or pooling "
+              "that reads it (its padding argument) instead"},
       {"Equal", "a mask or shape computed in the graph from a tensor: pass the mask as an input instead (bool for a "
                 "Where, or an additive float mask)"},
       {"Neg", "a negation (RoPE's rotate_half when it does not fold: x*cos + cat(-x[..., h:], x[..., :h])*sin over the "
@@ -687,6 +688,7 @@ class Folds {
       if (n.op_type() == "Sqrt") RmsNorm(i);  // where no LayerNorm was folded
       if (n.op_type() == "Concat") Rope(i);
       if (n.op_type() == "Sigmoid") Silu(i);
+      if (n.op_type() == "Pad") PadIntoConv(i);
     }
     std::vector<std::pair<onnx::NodeProto, int>> out;
     for (int i = 0; i < g_.node_size(); ++i) {
@@ -744,6 +746,79 @@ class Folds {
     silu.set_domain(kTunefleetDomain);
     silu.add_input(x);
     Fold({s, m}, m, std::move(silu));
+  }
+
+  // A Pad of zeros over H and W whose only reader is a 2-D Conv (tf2onnx's "SAME" padding
+  // of a strided convolution, an F.pad before one): the Conv's own pads, as ATC folds it.
+  void PadIntoConv(int p) {
+    const auto& pad = g_.node(p);
+    const int c = OnlyReader(pad.output(0));
+    if (c < 0) return;
+    const auto& conv = g_.node(c);
+    if (!IsStandardDomain(conv.domain()) || conv.op_type() != "Conv" || conv.input_size() < 2 ||
+        conv.input(0) != pad.output(0)) {
+      return;
+    }
+    if (const auto* a = Attr(conv, "auto_pad"); a && a->s() != "NOTSET") return;
+    const auto w = constants_.find(conv.input(1));
+    const auto hw = ZeroPadOfHW(pad);
+    std::vector<int64_t> pads = IntsAttr(conv, "pads");
+    if (pads.empty()) pads.assign(4, 0);
+    if (w == constants_.end() || w->second->dims_size() != 4 || !hw || pads.size() != 4) return;
+    for (size_t k = 0; k < 4; ++k) pads[k] += (*hw)[k];
+    onnx::NodeProto folded = conv;
+    folded.clear_output();
+    folded.set_input(0, pad.input(0));
+    onnx::AttributeProto* attr = nullptr;
+    for (auto& a : *folded.mutable_attribute()) {
+      if (a.name() == "pads") attr = &a;
+    }
+    if (attr == nullptr) {
+      attr = folded.add_attribute();
+      attr->set_name("pads");
+      attr->set_type(onnx::AttributeProto::INTS);
+    }
+    attr->clear_ints();
+    for (int64_t v : pads) attr->add_ints(v);
+    Fold({p, c}, c, std::move(folded));
+  }
+
+  // A constant-mode Pad of zeros of a 4-D tensor that pads only H and W, by at least 0:
+  // its pads in a Conv's order [top, left, bottom, right]. Its pads are an attribute
+  // before opset 11; from 11 an input, with the value an input and (from 18) the axes.
+  std::optional<std::array<int64_t, 4>> ZeroPadOfHW(const onnx::NodeProto& n) const {
+    if (const auto* mode = Attr(n, "mode"); mode && mode->s() != "constant") return std::nullopt;
+    auto ints = [this](const std::string& name) -> std::optional<std::vector<int64_t>> {
+      const auto c = constants_.find(name);
+      return c == constants_.end() ? std::nullopt : IntValues(*c->second);
+    };
+    std::vector<int64_t> pads, axes{0, 1, 2, 3};
+    if (opset_ < 11) {
+      pads = IntsAttr(n, "pads");
+      if (const auto* value = Attr(n, "value"); value && value->f() != 0) return std::nullopt;
+    } else {
+      const auto p = n.input_size() >= 2 ? ints(n.input(1)) : std::nullopt;
+      if (!p) return std::nullopt;
+      pads = *p;
+      if (n.input_size() >= 3 && !n.input(2).empty() && !Is(n.input(2), 0)) return std::nullopt;
+      if (n.input_size() >= 4 && !n.input(3).empty()) {
+        const auto a = ints(n.input(3));
+        if (!a) return std::nullopt;
+        axes = *a;
+      }
+    }
+    if (pads.size() != 2 * axes.size()) return std::nullopt;
+    std::array<int64_t, 4> hw{0, 0, 0, 0};
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int64_t axis = axes[k] < 0 ? axes[k] + 4 : axes[k];
+      const int64_t begin = pads[k], end = pads[k + axes.size()];
+      if (axis < 0 || axis > 3 || begin < 0 || end < 0 || (axis < 2 && (begin != 0 || end != 0))) return std::nullopt;
+      if (axis >= 2) {
+        hw[axis - 2] = begin;  // H: top, bottom; W: left, right
+        hw[axis] = end;
+      }
+    }
+    return hw;
   }
 
   // Whether node c computes x^3: Pow(x, 3), or Mul(x, Mul(x, x)) either way round.

@@ -1131,6 +1131,108 @@ TEST(OnnxImport, ADenseNetTransitionsAveragePoolImports) {
       << padding;
 }
 
+// A Pad of zeros over H and W read only by a Conv is the Conv's own padding, as ATC folds
+// it: tf2onnx writes one before each strided convolution of TF's "SAME" padding (bottom and
+// right only). From opset 18 the axes padded may be an input; a Conv's own pads add up.
+// A Pad that is not zeros, or that another node reads too, is still refused.
+TEST(OnnxImport, AZeroPadBeforeAConvIsTheConvsPadding) {
+  testing::ScratchDir dir;
+  int file = 0;
+  // pads, and the axes they pad (none: all four), the Pad's mode, and whether a Relu reads it too.
+  auto load = [&](int opset, std::vector<int64_t> pads, std::vector<int64_t> axes, const std::string& mode,
+                  bool also_read) {
+    return LoadChainModel(dir.Path("same" + std::to_string(file++) + ".onnx"), opset,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "img", {2, 8, 16, 16});
+                            AddWeight(g, "w", {16, 8, 3, 3});
+                            AddInts(g, "pads", pads);
+                            std::vector<std::string> in{"img", "pads"};
+                            if (!axes.empty()) {
+                              AddInts(g, "axes", axes);
+                              in.insert(in.end(), {"", "axes"});
+                            }
+                            auto* pad = AddNode(n, "Pad", in, "padded", "down.pad");
+                            if (!mode.empty()) {
+                              auto* a = pad->add_attribute();
+                              a->set_name("mode");
+                              a->set_type(onnx::AttributeProto::STRING);
+                              a->set_s(mode);
+                            }
+                            auto* conv = WithInts(WithInts(AddNode(n, "Conv", {"padded", "w"}, "c", "down.conv"),
+                                                           "kernel_shape", {3, 3}), "strides", {2, 2});
+                            if (!axes.empty()) WithInts(conv, "pads", {1, 1, 1, 1});
+                            if (also_read) {
+                              AddNode(n, "Relu", {"padded"}, "r", "other");
+                              AddNode(n, "Add", {"c", "c"}, "y", "out");
+                            } else {
+                              AddNode(n, "Relu", {"c"}, "y", "out");
+                            }
+                          });
+  };
+  auto same = load(17, {0, 0, 0, 0, 0, 0, 1, 1}, {}, "", false);
+  ASSERT_TRUE(same.ok()) << Message(same);
+  std::vector<std::string> kernels;
+  for (const auto& node : same->nodes) {
+    if (!node.IsView()) kernels.push_back(node.name + " " + node.op_type);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"down.conv Conv2D", "out Relu"}));
+  EXPECT_EQ(FindNode(*same, "down.conv")->inputs[0], "img");
+  EXPECT_EQ(FindNode(*same, "down.conv")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 8, 8}))
+      << "(16 + 1 - 3) / 2 + 1";
+  auto run = profile::RunGraph(*same, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  // [top, bottom, left, right]: the bottom and right row TF's SAME adds.
+  EXPECT_NE(OpKeysByName(*run)["down.conv"].find("pads=0,1,0,1"), std::string::npos) << OpKeysByName(*run)["down.conv"];
+
+  // Opset 18, H and W by axes (-2, -1): H by 1 at the top, W by 2 left and 3 right, on top
+  // of the Conv's own 1 on each side.
+  auto axes = load(18, {1, 2, 0, 3}, {-2, -1}, "", false);
+  ASSERT_TRUE(axes.ok()) << Message(axes);
+  auto axes_run = profile::RunGraph(*axes, testing::Soc910B2());
+  ASSERT_TRUE(axes_run.ok()) << axes_run.status().ToString();
+  EXPECT_NE(OpKeysByName(*axes_run)["down.conv"].find("pads=2,1,3,4"), std::string::npos)
+      << OpKeysByName(*axes_run)["down.conv"];
+
+  // torch's F.pad(x, (1, 2, 0, 3)): W by 1 left and 2 right, H by 3 at the bottom, its pads
+  // computed from the list (last axis first) with a Slice of step -1 and a Transpose the
+  // exporter leaves, folded at import.
+  auto torch_pad = LoadChainModel(dir.Path("fpad.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "img", {2, 8, 16, 16});
+    AddWeight(g, "w", {16, 8, 3, 3});
+    AddInts(g, "pad.list", {1, 2, 0, 3});
+    AddInts(g, "pad.rest", {4});
+    AddInts(g, "pad.pairs", {-1, 2});
+    AddInts(g, "pad.start", {-1});
+    AddInts(g, "pad.end", {-9223372036854775807});
+    AddInts(g, "pad.axis", {0});
+    AddInts(g, "pad.step", {-1});
+    AddInts(g, "pad.flat", {-1});
+    WithFill(AddNode(n, "ConstantOfShape", {"pad.rest"}, "zeros", "pad.zeros"), onnx::TensorProto::INT64, 0);
+    WithInt(AddNode(n, "Concat", {"pad.list", "zeros"}, "all", "pad.concat"), "axis", 0);
+    AddNode(n, "Reshape", {"all", "pad.pairs"}, "pairs", "pad.reshape");
+    AddNode(n, "Slice", {"pairs", "pad.start", "pad.end", "pad.axis", "pad.step"}, "reversed", "pad.slice");
+    WithInts(AddNode(n, "Transpose", {"reversed"}, "by_end", "pad.transpose"), "perm", {1, 0});
+    AddNode(n, "Reshape", {"by_end", "pad.flat"}, "onnx_pads", "pad.flatten");
+    AddNode(n, "Pad", {"img", "onnx_pads"}, "padded", "down.pad");
+    WithInts(WithInts(AddNode(n, "Conv", {"padded", "w"}, "y", "down.conv"), "kernel_shape", {3, 3}), "strides",
+             {2, 2});
+  });
+  ASSERT_TRUE(torch_pad.ok()) << Message(torch_pad);
+  EXPECT_EQ(torch_pad->nodes.size(), 1u) << "the pads' arithmetic folded, the Pad into the Conv";
+  EXPECT_EQ(FindNode(*torch_pad, "down.conv")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 9, 9}));
+  auto torch_run = profile::RunGraph(*torch_pad, testing::Soc910B2());
+  ASSERT_TRUE(torch_run.ok()) << torch_run.status().ToString();
+  EXPECT_NE(OpKeysByName(*torch_run)["down.conv"].find("pads=0,3,1,2"), std::string::npos)
+      << OpKeysByName(*torch_run)["down.conv"];
+
+  for (const auto& refused : {Message(load(17, {0, 0, 0, 0, 0, 0, 1, 1}, {}, "reflect", false)),
+                              Message(load(17, {0, 1, 0, 0, 0, 0, 1, 1}, {}, "", false)),
+                              Message(load(17, {0, 0, 0, 0, 0, 0, 1, 1}, {}, "", true))}) {
+    EXPECT_NE(refused.find("node 'down.pad' (Pad): ONNX op 'Pad' has no tunefleet equivalent"), std::string::npos)
+        << refused;
+  }
+}
+
 // A squeeze-and-excitation block as timm writes it: x.mean((2, 3), keepdim=True), two 1x1
 // convolutions, a sigmoid gate multiplied into x. The spatial mean is a ReduceMean over H*W
 // as a GlobalAveragePool is; the gate's [N, C, 1, 1] broadcasts over H and W. From opset
