@@ -39,11 +39,12 @@ constexpr const char* kSupported =
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
     "Mul gamma), RoPE written out as HF's apply_rotary_pos_emb (x*cos + Concat(Neg(x[..., h:]), x[..., :h])*sin over "
     "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
-    "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Pad of zeros (of H and W before a Conv: its padding), Split and Slice "
+    "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Pad of zeros, Split and Slice "
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Gather of a 2-D table's rows by int32 or int64 indices (an embedding: "
     "torch's nn.Embedding of token ids), Resize (2-D, NCHW, nearest or linear: nn.Upsample, "
-    "interpolate), ConvTranspose whose kernel equals its stride (U-Net's 2x2/2: a MatMul), Where (a select: GPT-2's causal "
+    "interpolate), Pad (2-D, NCHW, over H and W: constant, reflect or edge; of zeros read only by a Conv, the Conv's "
+    "padding), ConvTranspose whose kernel equals its stride (U-Net's 2x2/2: a MatMul), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
     "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
     "(inference: a FusedMulAdd per channel)";
@@ -115,18 +116,72 @@ bool IsConstantPick(const onnx::NodeProto& n, const std::map<std::string, const 
   return v && v->size() == 1;
 }
 
-// A Pad that pads nothing (torch's export writes one of zeros before an AveragePool): a
-// view. Its pads are an input from opset 11, an attribute before.
-bool IsNoOpPad(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants) {
-  if (!IsStandardDomain(n.domain()) || n.op_type() != "Pad" || n.input_size() < 1 || n.output_size() != 1) return false;
-  std::optional<std::vector<int64_t>> pads;
-  if (n.input_size() >= 2 && !n.input(1).empty()) {
-    const auto c = constants.find(n.input(1));
-    if (c != constants.end()) pads = IntValues(*c->second);
-  } else {
-    pads = IntsAttr(n, "pads");
+// A Pad's mode, whether its value is 0, and its pads as written (the begin of each axis
+// padded, then each end) over `axes` (empty: every axis, in order). Its pads and value are
+// attributes before opset 11 and inputs from 11, its axes an input from 18; nullopt when one
+// is not a constant.
+struct PadSpec {
+  std::string mode = "constant";
+  bool zero = true;
+  std::vector<int64_t> pads, axes;
+};
+std::optional<PadSpec> ReadPadSpec(const onnx::NodeProto& n,
+                                   const std::map<std::string, const onnx::TensorProto*>& constants) {
+  if (!IsStandardDomain(n.domain()) || n.op_type() != "Pad" || n.input_size() < 1 || n.output_size() != 1) {
+    return std::nullopt;
   }
-  return pads && std::all_of(pads->begin(), pads->end(), [](int64_t p) { return p == 0; });
+  auto constant = [&](int i) -> const onnx::TensorProto* {
+    const auto c = constants.find(n.input(i));
+    return c == constants.end() ? nullptr : c->second;
+  };
+  auto given = [&](int i) { return n.input_size() > i && !n.input(i).empty(); };
+  PadSpec s;
+  if (const auto* mode = Attr(n, "mode")) s.mode = mode->s();
+  if (!given(1)) {
+    s.pads = IntsAttr(n, "pads");
+    if (const auto* value = Attr(n, "value")) s.zero = value->f() == 0;
+    return s;
+  }
+  const auto* pads = constant(1);
+  const auto values = pads ? IntValues(*pads) : std::nullopt;
+  if (!values) return std::nullopt;
+  s.pads = *values;
+  if (given(2)) {
+    const auto* value = constant(2);
+    const auto v = value ? ScalarValue(*value) : std::nullopt;
+    if (!v) return std::nullopt;
+    s.zero = *v == 0;
+  }
+  if (given(3)) {
+    const auto* axes = constant(3);
+    const auto a = axes ? IntValues(*axes) : std::nullopt;
+    if (!a) return std::nullopt;
+    s.axes = *a;
+  }
+  return s;
+}
+
+// Each of `rank` axes' [begin, end] padding; nullopt when the pads do not match the axes.
+std::optional<std::vector<std::array<int64_t, 2>>> PadsPerAxis(const PadSpec& spec, size_t rank) {
+  std::vector<int64_t> axes = spec.axes;
+  if (axes.empty()) {
+    for (size_t d = 0; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (axes.empty() || spec.pads.size() != 2 * axes.size()) return std::nullopt;
+  std::vector<std::array<int64_t, 2>> out(rank, {0, 0});
+  const int64_t r = static_cast<int64_t>(rank);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
+    if (a < 0 || a >= r) return std::nullopt;
+    out[static_cast<size_t>(a)] = {spec.pads[k], spec.pads[k + axes.size()]};
+  }
+  return out;
+}
+
+// A Pad that pads nothing (torch's export writes one of zeros before an AveragePool): a view.
+bool IsNoOpPad(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants) {
+  const auto spec = ReadPadSpec(n, constants);
+  return spec && std::all_of(spec->pads.begin(), spec->pads.end(), [](int64_t p) { return p == 0; });
 }
 
 // A ReduceMean over axes 2 and 3, an SE block's x.mean((2, 3)) of [N, C, H, W]: a
@@ -152,8 +207,8 @@ bool KnownOp(const onnx::NodeProto& n) {
   static const std::set<std::string> kStandard = {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "Clip",
-      "BatchNormalization"};
+      "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose",
+      "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -177,9 +232,6 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"ConstantOfShape", "shape arithmetic on a tensor's shape: export with fixed shapes and constant folding on "
                           "(arithmetic on constants only, such as GQA's repeat_kv writes, is folded)"},
       {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
-      {"Pad", "a padding of the tensor itself (a Pad of zeros is a view, and one of H and W read only by a Conv is "
-              "that Conv's padding; reflect, edge or a non-zero value are not): pad inside the convolution or pooling "
-              "that reads it (its padding argument) instead"},
       {"Equal", "a mask or shape computed in the graph from a tensor: pass the mask as an input instead (bool for a "
                 "Where, or an additive float mask)"},
       {"Neg", "a negation (RoPE's rotate_half when it does not fold: x*cos + cat(-x[..., h:], x[..., :h])*sin over the "
@@ -224,6 +276,48 @@ Result<std::vector<GraphNode>> PickNodes(const onnx::NodeProto& n, const std::st
   nodes.back().attrs[kSliceStartsAttr] = Join(starts);
   if (!keeps_axis) nodes.push_back(GraphNode{name + "/view", kReshapeOp, {picked}, {{n.output(0), std::move(desc)}}, {}});
   return nodes;
+}
+
+// A Pad of x `shape` that pads (IsNoOpPad is a view): over H and W of [N, C, H, W], constant
+// (any value), reflect or edge, its pads constants: a Pad kernel (vector_space.h), named as
+// the node, attrs pads [top, bottom, left, right].
+Result<GraphNode> PadNode(const onnx::NodeProto& n, const std::string& name, const std::string& where,
+                          const std::vector<int64_t>& shape,
+                          const std::map<std::string, const onnx::TensorProto*>& constants, TensorDesc desc) {
+  const auto spec = ReadPadSpec(n, constants);
+  if (!spec) {
+    return InvalidArgument(where + ": its pads, value and axes must be constants (export with fixed shapes and "
+                                   "constant folding on)");
+  }
+  if (spec->mode != "constant" && spec->mode != "reflect" && spec->mode != "edge") {
+    return InvalidArgument(where + ": mode '" + spec->mode + "' is not supported (constant, reflect or edge)");
+  }
+  if (shape.size() != 4) {
+    return InvalidArgument(fmt::format("{}: only a 2-D padding (x [N, C, H, W], over H and W) is a kernel; its input "
+                                       "is [{}]",
+                                       where, Join(shape)));
+  }
+  const auto axes = PadsPerAxis(*spec, 4);
+  if (!axes) {
+    return InvalidArgument(fmt::format("{}: its {} pads do not match the {} axes it pads", where, spec->pads.size(),
+                                       spec->axes.empty() ? shape.size() : spec->axes.size()));
+  }
+  for (size_t a = 0; a < 4; ++a) {
+    const auto [begin, end] = (*axes)[a];
+    if (begin < 0 || end < 0) {
+      return InvalidArgument(fmt::format("{}: a negative pad on axis {} crops; only padding is supported (a Slice "
+                                         "crops)",
+                                         where, a));
+    }
+    if (a < 2 && (begin != 0 || end != 0)) {
+      return InvalidArgument(fmt::format("{}: it pads axis {} ({}); only H and W are padded", where, a,
+                                         a == 0 ? "N" : "C"));
+    }
+  }
+  GraphNode node{name, "Pad", {n.input(0)}, {{n.output(0), std::move(desc)}}, {}};
+  node.attrs["pads"] = fmt::format("{},{},{},{}", (*axes)[2][0], (*axes)[2][1], (*axes)[3][0], (*axes)[3][1]);
+  if (spec->mode != "constant") node.attrs["mode"] = spec->mode;
+  return node;
 }
 
 // A GlobalAveragePool of x `shape` [N, C, spatial...] (or a ReduceMean over axes 2 and 3
@@ -784,41 +878,17 @@ class Folds {
   }
 
   // A constant-mode Pad of zeros of a 4-D tensor that pads only H and W, by at least 0:
-  // its pads in a Conv's order [top, left, bottom, right]. Its pads are an attribute
-  // before opset 11; from 11 an input, with the value an input and (from 18) the axes.
+  // its pads in a Conv's order [top, left, bottom, right].
   std::optional<std::array<int64_t, 4>> ZeroPadOfHW(const onnx::NodeProto& n) const {
-    if (const auto* mode = Attr(n, "mode"); mode && mode->s() != "constant") return std::nullopt;
-    auto ints = [this](const std::string& name) -> std::optional<std::vector<int64_t>> {
-      const auto c = constants_.find(name);
-      return c == constants_.end() ? std::nullopt : IntValues(*c->second);
-    };
-    std::vector<int64_t> pads, axes{0, 1, 2, 3};
-    if (opset_ < 11) {
-      pads = IntsAttr(n, "pads");
-      if (const auto* value = Attr(n, "value"); value && value->f() != 0) return std::nullopt;
-    } else {
-      const auto p = n.input_size() >= 2 ? ints(n.input(1)) : std::nullopt;
-      if (!p) return std::nullopt;
-      pads = *p;
-      if (n.input_size() >= 3 && !n.input(2).empty() && !Is(n.input(2), 0)) return std::nullopt;
-      if (n.input_size() >= 4 && !n.input(3).empty()) {
-        const auto a = ints(n.input(3));
-        if (!a) return std::nullopt;
-        axes = *a;
+    const auto spec = ReadPadSpec(n, constants_);
+    const auto axes = spec && spec->mode == "constant" && spec->zero ? PadsPerAxis(*spec, 4) : std::nullopt;
+    if (!axes) return std::nullopt;
+    for (size_t a = 0; a < 4; ++a) {
+      if ((*axes)[a][0] < 0 || (*axes)[a][1] < 0 || (a < 2 && ((*axes)[a][0] != 0 || (*axes)[a][1] != 0))) {
+        return std::nullopt;
       }
     }
-    if (pads.size() != 2 * axes.size()) return std::nullopt;
-    std::array<int64_t, 4> hw{0, 0, 0, 0};
-    for (size_t k = 0; k < axes.size(); ++k) {
-      const int64_t axis = axes[k] < 0 ? axes[k] + 4 : axes[k];
-      const int64_t begin = pads[k], end = pads[k + axes.size()];
-      if (axis < 0 || axis > 3 || begin < 0 || end < 0 || (axis < 2 && (begin != 0 || end != 0))) return std::nullopt;
-      if (axis >= 2) {
-        hw[axis - 2] = begin;  // H: top, bottom; W: left, right
-        hw[axis] = end;
-      }
-    }
-    return hw;
+    return std::array<int64_t, 4>{(*axes)[2][0], (*axes)[3][0], (*axes)[2][1], (*axes)[3][1]};
   }
 
   // Whether node c computes x^3: Pow(x, 3), or Mul(x, Mul(x, x)) either way round.
@@ -1545,6 +1615,15 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
       referenced.insert(n.input(0));
       out.nodes.push_back(GraphNode{name, kReshapeOp, {n.input(0)}, {{n.output(0), std::move(desc)}}, {}});
+      continue;
+    }
+    if (IsStandardDomain(n.domain()) && n.op_type() == "Pad") {
+      TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
+      const auto data = info.find(n.input(0));
+      if (data == info.end() || !data->second.known) return InvalidArgument(where + ": its input's shape is not known");
+      TF_ASSIGN_OR_RETURN(GraphNode node, PadNode(n, name, where, data->second.shape, constant_values, std::move(desc)));
+      referenced.insert(n.input(0));
+      out.nodes.push_back(std::move(node));
       continue;
     }
     // Nodes written as several tunefleet nodes: a kernel and the views around it.

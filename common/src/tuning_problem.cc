@@ -69,6 +69,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"DepthwiseConv2D", {"dilations", "epilogue", "pads", "strides"}},
       {"Gather", {"axis"}},
       {"Resize", {"mode", "sizes"}},
+      {"Pad", {"mode", "pads"}},
       {"Softmax", {"axis"}},
       {"LayerNorm", {"begin_norm_axis"}},
       {"ReduceSum", {"axes"}},
@@ -129,7 +130,7 @@ void CanonicalVectorShapes(OpKey& key) {
   // Concat's cost is its inputs' and output's element counts, but the axis it joins them on
   // is the op: its key keeps its axes; so do the poolings' and Resize's, which run over H and W.
   if (key.op_type == "MaxPool" || key.op_type == "AveragePool" || key.op_type == "DepthwiseConv2D" ||
-      key.op_type == "Resize") {
+      key.op_type == "Resize" || key.op_type == "Pad") {
     // A key that does not parse keeps its spelling: its error is said where it is used.
     if (VectorShapeFromOpKey(key).ok()) (void)CanonicalWindowAttrs(key);
     return;

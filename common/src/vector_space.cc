@@ -66,6 +66,12 @@ struct OpInfo {
 // when it grows (x2: a quarter of the output's elements), at most what it picks when it
 // shrinks. Nearest copies (no vector instruction); linear blends two rows and two columns:
 // per output element a vsub, vmul, vadd along W and again along H = 6.
+// Pad (CANN's PadV3, ONNX's Pad, torch's F.pad and ReflectionPad2d: a GAN's or a
+// style-transfer net's reflect padding, a padding no convolution reads alone): x [N, C, H,
+// W] grown by attrs.pads [top, bottom, left, right] (window_attrs.h), attrs.mode
+// "constant" (default), "reflect" or "edge". A copy as a nearest Resize's: each output row
+// a burst from one input row, a tile reading its share of the input once; the padding's
+// values are written beside them, no vector instruction.
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -91,6 +97,7 @@ constexpr OpInfo kOps[] = {
     {"DepthwiseConv2D", VectorOp::kDepthwiseConv, VectorFamily::kElementwise, 2, 0, false},
     {"Gather", VectorOp::kGather, VectorFamily::kElementwise, 2, 0, true},
     {"Resize", VectorOp::kResize, VectorFamily::kElementwise, 1, 0, false},
+    {"Pad", VectorOp::kPad, VectorFamily::kElementwise, 1, 0, true},
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
     {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},
@@ -337,6 +344,35 @@ Result<VectorShape> ResizeShape(const OpKey& key, VectorShape s) {
   return s;
 }
 
+// Pad: x [N, C, H, W] grown by attrs.pads in attrs.mode.
+Result<VectorShape> PadShape(const OpKey& key, VectorShape s) {
+  const std::vector<int64_t>& x = key.inputs[0].shape;
+  if (x.size() != 4) {
+    return InvalidArgument("Pad input 0 shape " + ShapeText(x) + ": a 2-D padding takes x as [N, C, H, W]");
+  }
+  TF_ASSIGN_OR_RETURN(const window_attrs::Pads pads, window_attrs::ReadPads(key));
+  const auto mode = key.attrs.find("mode");
+  if (mode != key.attrs.end() && mode->second != "constant" && mode->second != "reflect" && mode->second != "edge") {
+    return InvalidArgument("Pad attrs.mode='" + mode->second + "': constant, reflect or edge");
+  }
+  // ONNX's reflect mirrors without the border row: it needs more rows than it adds.
+  if (mode != key.attrs.end() && mode->second == "reflect" &&
+      (std::max(pads[0], pads[1]) >= x[2] || std::max(pads[2], pads[3]) >= x[3])) {
+    return InvalidArgument("Pad attrs.pads " + N(pads[0]) + "," + N(pads[1]) + "," + N(pads[2]) + "," + N(pads[3]) +
+                           ": a reflect padding must be smaller than the axis it mirrors (" + ShapeText(x) + ")");
+  }
+  const int64_t h = x[2] + pads[0] + pads[1], w = x[3] + pads[2] + pads[3];
+  if (h > kMaxTensorElements / (x[0] * x[1] * w)) {
+    return InvalidArgument("Pad output of " + ShapeText(x) + " padded holds more than 2^50 elements");
+  }
+  s.elements = x[0] * x[1] * h * w;
+  s.window = 1;
+  s.source_elements = Elements(x);
+  s.cols = w;
+  s.compute_dtype = s.dtype;  // copied, not computed
+  return s;
+}
+
 // MaxPool, AveragePool and DepthwiseConv2D: windows over [N, C, H, W], each output element
 // reading its window of its own channel.
 Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
@@ -405,6 +441,12 @@ Status CanonicalWindowAttrs(OpKey& key) {
     TF_ASSIGN_OR_RETURN(const window_attrs::Hw sizes, window_attrs::ReadHw(key, "sizes", 1, std::nullopt));
     window_attrs::WriteHw(key, "sizes", sizes, std::nullopt);
     if (auto it = key.attrs.find("mode"); it != key.attrs.end() && it->second == "nearest") key.attrs.erase(it);
+    return Status::Ok();
+  }
+  if (key.op_type == "Pad") {
+    TF_ASSIGN_OR_RETURN(const window_attrs::Pads pads, window_attrs::ReadPads(key));
+    window_attrs::WritePads(key, pads);
+    if (auto it = key.attrs.find("mode"); it != key.attrs.end() && it->second == "constant") key.attrs.erase(it);
     return Status::Ok();
   }
   if (key.op_type != "DepthwiseConv2D") {
@@ -502,6 +544,7 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
     return WindowShape(key, std::move(s));
   }
   if (s.op == VectorOp::kResize) return ResizeShape(key, std::move(s));
+  if (s.op == VectorOp::kPad) return PadShape(key, std::move(s));
   switch (s.family) {
     case VectorFamily::kElementwise: {
       // The output takes the largest input's shape; the others equal it or broadcast.

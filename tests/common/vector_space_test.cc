@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Resize", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Resize", "Pad", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -294,6 +294,46 @@ TEST_F(VectorSpace, ResizeTilesItsOutputAndReadsItsInputOnce) {
   EXPECT_NE(KeyError(Key("Resize", {{1, 4, 8, 8}}, "float16", {{"sizes", "16,0"}})).find("sizes"), std::string::npos);
   EXPECT_NE(KeyError(Key("Resize", {{1, 4, 8, 8}}, "float16", {{"sizes", "16,16"}, {"scales", "2"}}))
                 .find("Resize has no attribute 'scales'"),
+            std::string::npos);
+}
+
+// Pad over H and W of [N, C, H, W] (a GAN's ReflectionPad2d(3) before its 7x7 stem): a
+// copy element-wise over its output, reading its input once; its key keeps its axes, its
+// pads in one spelling, its default mode left out; its errors name the attribute to fix.
+TEST_F(VectorSpace, PadTilesItsOutputAndReadsItsInputOnce) {
+  const OpKey reflect = Key("Pad", {{1, 3, 256, 256}}, "float16", {{"pads", "3"}, {"mode", "reflect"}});
+  auto shape = VectorShapeFromOpKey(reflect);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->elements, 3 * 262 * 262);
+  EXPECT_EQ(shape->source_elements, 3 * 256 * 256) << "each input element read once";
+  EXPECT_EQ(shape->full_inputs, 0);
+  EXPECT_EQ(shape->cols, 262) << "an output row, a burst";
+  EXPECT_EQ(shape->compute_dtype, DType::kFloat16) << "copied, not computed";
+  EXPECT_EQ(OutputElements(reflect), 3 * 262 * 262);
+  auto p = MakeTuningProblem(reflect, soc());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->space.Validate(p->default_config).ok());
+  EXPECT_EQ(CanonicalOpKey(reflect)->Canonical(),
+            Key("Pad", {{1, 3, 256, 256}}, "float16", {{"pads", "3,3,3,3"}, {"mode", "reflect"}}).Canonical());
+  EXPECT_EQ(CanonicalOpKey(Key("Pad", {{2, 8, 16, 16}}, "float16", {{"pads", "0,1,0,1"}, {"mode", "constant"}}))->Canonical(),
+            Key("Pad", {{2, 8, 16, 16}}, "float16", {{"pads", "0,1,0,1"}}).Canonical())
+      << "constant left out";
+  auto asymmetric = VectorShapeFromOpKey(Key("Pad", {{2, 8, 16, 16}}, "int8", {{"pads", "0,1,2,3"}}));
+  ASSERT_TRUE(asymmetric.ok()) << asymmetric.status().ToString();
+  EXPECT_EQ(asymmetric->elements, 2 * 8 * 17 * 21) << "[top, bottom, left, right]";
+
+  EXPECT_NE(KeyError(Key("Pad", {{1, 4, 8, 8}}, "float16", {{"pads", "1"}, {"mode", "wrap"}}))
+                .find("Pad attrs.mode='wrap': constant, reflect or edge"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Pad", {{1, 4, 8, 8}}, "float16", {{"pads", "8,0,0,0"}, {"mode", "reflect"}}))
+                .find("a reflect padding must be smaller than the axis it mirrors"),
+            std::string::npos);
+  EXPECT_TRUE(VectorShapeFromOpKey(Key("Pad", {{1, 4, 8, 8}}, "float16", {{"pads", "8,0,0,0"}, {"mode", "edge"}})).ok())
+      << "edge repeats the border: any size";
+  EXPECT_NE(KeyError(Key("Pad", {{4, 8, 8}}, "float16", {{"pads", "1"}})).find("a 2-D padding takes x as [N, C, H, W]"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("Pad", {{1, 4, 8, 8}}, "float16", {{"pads", "-1"}})).find("pads"), std::string::npos);
+  EXPECT_NE(KeyError(Key("Pad", {{1, 4, 8, 8}}, "int64", {{"pads", "1"}})).find("Pad input 0 dtype int64"),
             std::string::npos);
 }
 

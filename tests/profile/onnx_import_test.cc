@@ -1126,7 +1126,8 @@ TEST(OnnxImport, ADenseNetTransitionsAveragePoolImports) {
     AddInts(graph, "pads", {0, 1, 0, 0, 1, 0});
     AddNode(n, "Pad", {"x", "pads"}, "y", "pad");
   }));
-  EXPECT_NE(padding.find("node 'pad' (Pad): ONNX op 'Pad' has no tunefleet equivalent: a padding of the tensor itself"),
+  EXPECT_NE(padding.find("node 'pad' (Pad): only a 2-D padding (x [N, C, H, W], over H and W) is a kernel; its input "
+                         "is [4,16,64]"),
             std::string::npos)
       << padding;
 }
@@ -1134,7 +1135,8 @@ TEST(OnnxImport, ADenseNetTransitionsAveragePoolImports) {
 // A Pad of zeros over H and W read only by a Conv is the Conv's own padding, as ATC folds
 // it: tf2onnx writes one before each strided convolution of TF's "SAME" padding (bottom and
 // right only). From opset 18 the axes padded may be an input; a Conv's own pads add up.
-// A Pad that is not zeros, or that another node reads too, is still refused.
+// A Pad that reflects, or that another node reads too, is a Pad kernel; one of N or C is
+// refused.
 TEST(OnnxImport, AZeroPadBeforeAConvIsTheConvsPadding) {
   testing::ScratchDir dir;
   int file = 0;
@@ -1225,12 +1227,27 @@ TEST(OnnxImport, AZeroPadBeforeAConvIsTheConvsPadding) {
   EXPECT_NE(OpKeysByName(*torch_run)["down.conv"].find("pads=0,3,1,2"), std::string::npos)
       << OpKeysByName(*torch_run)["down.conv"];
 
-  for (const auto& refused : {Message(load(17, {0, 0, 0, 0, 0, 0, 1, 1}, {}, "reflect", false)),
-                              Message(load(17, {0, 1, 0, 0, 0, 0, 1, 1}, {}, "", false)),
-                              Message(load(17, {0, 0, 0, 0, 0, 0, 1, 1}, {}, "", true))}) {
-    EXPECT_NE(refused.find("node 'down.pad' (Pad): ONNX op 'Pad' has no tunefleet equivalent"), std::string::npos)
-        << refused;
+  for (const bool reflect : {true, false}) {
+    auto kept = load(17, {0, 0, 0, 0, 0, 0, 1, 1}, {}, reflect ? "reflect" : "", !reflect);
+    ASSERT_TRUE(kept.ok()) << Message(kept);
+    const GraphNode* pad = FindNode(*kept, "down.pad");
+    ASSERT_NE(pad, nullptr);
+    EXPECT_EQ(pad->op_type, "Pad");
+    EXPECT_EQ(pad->outputs[0].desc.shape, (std::vector<int64_t>{2, 8, 17, 17}));
+    EXPECT_EQ(FindNode(*kept, "down.conv")->inputs[0], "padded");
+    auto kept_run = profile::RunGraph(*kept, testing::Soc910B2());
+    ASSERT_TRUE(kept_run.ok()) << kept_run.status().ToString();
+    EXPECT_EQ(OpKeysByName(*kept_run)["down.pad"], reflect ? "Pad[2x8x16x16]{mode=reflect,pads=0,1,0,1}@Ascend910B2"
+                                                           : "Pad[2x8x16x16]{pads=0,1,0,1}@Ascend910B2");
+    EXPECT_EQ(OpKeysByName(*kept_run)["down.conv"].find("pads="), std::string::npos) << "not folded";
   }
+  const std::string channels = Message(load(17, {0, 1, 0, 0, 0, 0, 1, 1}, {}, "", false));
+  EXPECT_NE(channels.find("node 'down.pad' (Pad): it pads axis 1 (C); only H and W are padded"), std::string::npos)
+      << channels;
+  const std::string wrap = Message(load(19, {0, 0, 0, 0, 0, 0, 1, 1}, {}, "wrap", false));
+  EXPECT_NE(wrap.find("node 'down.pad' (Pad): mode 'wrap' is not supported (constant, reflect or edge)"),
+            std::string::npos)
+      << wrap;
 }
 
 // A squeeze-and-excitation block as timm writes it: x.mean((2, 3), keepdim=True), two 1x1

@@ -48,6 +48,8 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   const std::string twice = std::to_string(image[2] * 2) + "," + std::to_string(image[3] * 2);
   keys.push_back(Key("Resize", {image}, dtype, {{"sizes", twice}}));
   keys.push_back(Key("Resize", {image}, dtype, {{"sizes", twice}, {"mode", "linear"}}));
+  keys.push_back(Key("Pad", {image}, dtype, {{"pads", "0,1,2,3"}}));
+  keys.push_back(Key("Pad", {image}, dtype, {{"pads", "2"}, {"mode", "edge"}}));
   keys.push_back(test_support::TestKey(  // the rows of a 64-row table, as many as the shape has
       "Gather", {TensorDesc{{64, last}, dtype}, TensorDesc{{std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()) / last}, "int64"}}));
   keys.push_back(Key("Softmax", {shape}, dtype));
@@ -335,6 +337,7 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Resize", {{1, 1, 8, 8}}, "float16", {{"sizes", "16,16"}, {"mode", "linear"}})), 6)
       << "vsub, vmul, vadd along W and along H";
   EXPECT_EQ(count(Key("Cast", {{16}}, "int64", {{"dst_type", "float16"}})), 2) << "via float32";
+  EXPECT_EQ(count(Key("Pad", {{1, 1, 8, 8}}, "bfloat16", {{"pads", "1"}, {"mode", "reflect"}})), 0) << "a copy";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
   EXPECT_EQ(count(Key("RmsNorm", {{4, 16}, {16}})), 4);
@@ -410,6 +413,28 @@ TEST_F(VectorModel, AResizeReadsItsInputOnceAndWritesItsOutput) {
   EXPECT_GE(linear.latency_us, nearest.latency_us);
   std::printf("Resize [8,256,40,40] -> 80x80: nearest %.2f us, linear %.2f us; Relu of the output %.2f us\n",
               nearest.latency_us, linear.latency_us, relu.latency_us);
+}
+
+// A GAN's ReflectionPad2d(3) of [8, 64, 128, 128]: it reads its input once and writes the
+// padded output, its compulsory bytes exactly those, whatever its mode. Each output row is
+// a burst from its input row: the same elements in rows of 1024 pad faster than in rows of
+// 16, and faster than a Relu of their output's size, which reads all of it.
+TEST_F(VectorModel, APadReadsItsInputOnceAndWritesItsOutput) {
+  auto best = [&](const OpKey& k) { return Best(Problem(k)).second; };
+  const KernelEstimate pad = best(Key("Pad", {{8, 64, 128, 128}}, "float16", {{"pads", "3"}, {"mode", "reflect"}}));
+  const KernelEstimate zeros = best(Key("Pad", {{8, 64, 128, 128}}, "float16", {{"pads", "3"}}));
+  const KernelEstimate wide = best(Key("Pad", {{8, 64, 16, 1024}}, "float16", {{"pads", "3"}}));
+  const KernelEstimate narrow = best(Key("Pad", {{8, 64, 1024, 16}}, "float16", {{"pads", "3"}}));
+  const KernelEstimate relu = best(Key("Relu", {{8, 64, 22, 1030}}));
+  const double in = 8.0 * 64 * 128 * 128 * 2, out = 8.0 * 64 * 134 * 134 * 2;
+  EXPECT_EQ(pad.compulsory_bytes, in + out);
+  EXPECT_GE(pad.latency_us, (in + out) / (Soc().hbm_bandwidth_gbps * 1e3));
+  EXPECT_EQ(zeros.latency_us, pad.latency_us) << "the mode picks what is written, not how much";
+  EXPECT_LT(wide.latency_us, narrow.latency_us);
+  EXPECT_LT(wide.latency_us, relu.latency_us);
+  std::printf("Pad [8,64,128,128] reflect 3: %.2f us; [8,64,16,1024] %.2f us, [8,64,1024,16] %.2f us, a Relu of "
+              "their output %.2f us\n",
+              pad.latency_us, wide.latency_us, narrow.latency_us, relu.latency_us);
 }
 
 // ResNet's stem pooling (3x3, stride 2, pad 1, 112 -> 56) reads its input once and writes

@@ -89,6 +89,8 @@ int OpInstructions(const VectorShape& s) {
       return s.window + 1;
     case VectorOp::kResize:  // nearest copies; linear blends along W, then H
       return s.window > 1 ? 6 : 0;
+    case VectorOp::kPad:  // a copy; the padding's values written beside it
+      return 0;
     case VectorOp::kDepthwiseConv:  // the filter is one broadcast input, a bias the other
       return s.window + (s.broadcast_inputs - 1) + InstructionsOf(s.epilogue);
     case VectorOp::kCast:
@@ -156,7 +158,7 @@ int PerRowInstructions(const VectorShape& s) {
 // (bf16 in fp32, int8 in fp16): one vconv per input in, one out.
 int CastInstructions(const VectorShape& s) {
   if (s.op == VectorOp::kCast || s.op == VectorOp::kTranspose || s.op == VectorOp::kConcat || s.op == VectorOp::kGather ||
-      (s.op == VectorOp::kResize && s.window == 1)) {
+      s.op == VectorOp::kPad || (s.op == VectorOp::kResize && s.window == 1)) {
     return 0;
   }
   if (s.compute_dtype == s.dtype) return 0;
@@ -262,10 +264,11 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
       k.count = per_core;
       // Concat reads its inputs' pieces, Gather its table's rows, Resize the input rows of its
       // output rows, each a burst: a tile of n elements in n / piece.
-      const bool pieces = s.op == VectorOp::kConcat || s.op == VectorOp::kGather || s.op == VectorOp::kResize;
+      const bool pieces = s.op == VectorOp::kConcat || s.op == VectorOp::kGather || s.op == VectorOp::kResize ||
+                          s.op == VectorOp::kPad;
       const double bursts = pieces ? static_cast<double>(CeilDiv(n, std::max<int64_t>(1, s.cols))) : 1;
       k.read_hbm_eq = s.full_inputs * TransferEq(static_cast<double>(n * in_b), bursts, false, soc);
-      // Resize: the tile's share of the input elements it reads, a burst per input row read.
+      // Resize and Pad: the tile's share of the input elements it reads, a burst per input row read.
       const double source_share = static_cast<double>(s.source_elements) / static_cast<double>(s.elements);
       if (s.source_elements > 0) {
         k.read_hbm_eq += TransferEq(std::ceil(static_cast<double>(n) * source_share) * static_cast<double>(in_b),
