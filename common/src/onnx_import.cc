@@ -46,7 +46,8 @@ constexpr const char* kSupported =
     "interpolate), Pad (2-D, NCHW, over H and W: constant, reflect or edge; of zeros read only by a Conv, the Conv's "
     "padding), ConvTranspose whose kernel equals its stride (U-Net's 2x2/2: a MatMul), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
-    "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
+    "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), InstanceNormalization (torch's "
+    "InstanceNorm2d, and GroupNorm as torch exports it), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
     "(inference: a FusedMulAdd per channel)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
@@ -208,7 +209,7 @@ bool KnownOp(const onnx::NodeProto& n) {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose",
-      "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad"};
+      "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad", "InstanceNormalization"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -517,6 +518,12 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     c.inputs = first(1);
     c.attrs["sizes"] = fmt::format("{},{}", out->second.shape[2], out->second.shape[3]);
     if (mode != "nearest") c.attrs["mode"] = mode;
+  } else if (op == "InstanceNormalization") {
+    // torch's InstanceNorm2d, and its GroupNorm (x viewed [N, G, -1], scale ones and bias
+    // zeros of [G], the affine Mul and Add after): over the spatial axes of [N, C, ...].
+    if (rank(0) < 3) return InvalidArgument(where + ": InstanceNormalization takes x as [N, C, spatial...]");
+    c.op = "InstanceNorm";
+    c.inputs = first(3);
   } else if (op == "Gather") {
     // An embedding lookup: the rows of a [vocabulary, hidden] table picked by token ids
     // (vector_space.h). One constant index is a window view (PickNodes), never here.

@@ -72,6 +72,12 @@ struct OpInfo {
 // "constant" (default), "reflect" or "edge". A copy as a nearest Resize's: each output row
 // a burst from one input row, a tile reading its share of the input once; the padding's
 // values are written beside them, no vector instruction.
+// InstanceNorm (CANN's InstanceNorm, ONNX's InstanceNormalization, torch's InstanceNorm2d,
+// and GroupNorm as torch exports it: an InstanceNormalization of x viewed [N, G, -1]): x
+// [N, C, spatial...] normalised over its spatial axes per (n, c), then scaled and shifted by
+// scale [C] and bias [C]. Row-wise with a row per (n, c) of the spatial elements; per row
+// y = x * a + b, a = scale * rstd and b = bias - mean * a (2 instructions an element after
+// the statistics' 3), its scale and bias two scalars a row.
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -101,6 +107,7 @@ constexpr OpInfo kOps[] = {
     {"Softmax", VectorOp::kSoftmax, VectorFamily::kRowwise, 1, 1, false},
     {"LayerNorm", VectorOp::kLayerNorm, VectorFamily::kRowwise, 3, 1, false},
     {"RmsNorm", VectorOp::kRmsNorm, VectorFamily::kRowwise, 2, 1, false},
+    {"InstanceNorm", VectorOp::kInstanceNorm, VectorFamily::kRowwise, 3, 1, false},
     {"ReduceSum", VectorOp::kReduceSum, VectorFamily::kRowwise, 1, 0, false},
     {"ReduceMean", VectorOp::kReduceMean, VectorFamily::kRowwise, 1, 0, false},
     {"Transpose", VectorOp::kTranspose, VectorFamily::kTranspose, 1, 0, true},
@@ -373,6 +380,26 @@ Result<VectorShape> PadShape(const OpKey& key, VectorShape s) {
   return s;
 }
 
+// InstanceNorm: x [N, C, spatial...], scale [C], bias [C]; a row per (n, c).
+Result<VectorShape> InstanceNormShape(const OpKey& key, VectorShape s) {
+  const std::vector<int64_t>& x = key.inputs[0].shape;
+  if (x.size() < 3) {
+    return InvalidArgument("InstanceNorm input 0 shape " + ShapeText(x) +
+                           ": x is [N, C, spatial...], normalised over the spatial axes");
+  }
+  for (size_t i = 1; i <= 2; ++i) {
+    const std::vector<int64_t>& p = key.inputs[i].shape;
+    if (p.size() != 1 || p[0] != x[1]) {
+      return InvalidArgument("InstanceNorm input " + N(static_cast<int64_t>(i)) + (i == 1 ? " (scale)" : " (bias)") +
+                             " shape " + ShapeText(p) + " must be [" + N(x[1]) + "], one value a channel of input 0");
+    }
+  }
+  s.rows = x[0] * x[1];
+  s.cols = Elements(x) / s.rows;
+  SetCompute(s, 1);
+  return s;
+}
+
 // MaxPool, AveragePool and DepthwiseConv2D: windows over [N, C, H, W], each output element
 // reading its window of its own channel.
 Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
@@ -614,6 +641,7 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
       return s;
     }
     case VectorFamily::kRowwise: {
+      if (s.op == VectorOp::kInstanceNorm) return InstanceNormShape(key, std::move(s));
       s.cols = x.back();
       s.rows = Elements(x) / s.cols;
       TF_RETURN_IF_ERROR(CheckLastAxis(key, s.op == VectorOp::kLayerNorm ? "begin_norm_axis"

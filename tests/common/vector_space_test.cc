@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Resize", "Pad", "Softmax", "LayerNorm", "RmsNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Resize", "Pad", "Softmax", "LayerNorm", "RmsNorm", "InstanceNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -334,6 +334,30 @@ TEST_F(VectorSpace, PadTilesItsOutputAndReadsItsInputOnce) {
             std::string::npos);
   EXPECT_NE(KeyError(Key("Pad", {{1, 4, 8, 8}}, "float16", {{"pads", "-1"}})).find("pads"), std::string::npos);
   EXPECT_NE(KeyError(Key("Pad", {{1, 4, 8, 8}}, "int64", {{"pads", "1"}})).find("Pad input 0 dtype int64"),
+            std::string::npos);
+}
+
+// InstanceNorm over the spatial axes of [N, C, H, W] (a style-transfer net's
+// InstanceNorm2d; GroupNorm as torch exports it, x viewed [N, G, -1]): a row per (n, c),
+// its scale and bias a channel's; its key keeps N and C and merges the spatial axes.
+TEST_F(VectorSpace, InstanceNormHasARowPerChannelAndKeepsItsChannels) {
+  const OpKey norm = Key("InstanceNorm", {{2, 32, 64, 64}, {32}, {32}});
+  auto shape = VectorShapeFromOpKey(norm);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->rows, 2 * 32);
+  EXPECT_EQ(shape->cols, 64 * 64);
+  EXPECT_EQ(NormParams(*shape), 0) << "no weight row: a scale and a bias per row";
+  EXPECT_EQ(OutputElements(norm), 2 * 32 * 64 * 64);
+  auto p = MakeTuningProblem(norm, soc());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->space.Validate(p->default_config).ok());
+  EXPECT_EQ(CanonicalOpKey(norm)->Canonical(), Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}).Canonical());
+  EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 4096}, {2}, {2}})).find("x is [N, C, spatial...]"), std::string::npos);
+  EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {4096}, {32}}))
+                .find("InstanceNorm input 1 (scale) shape [4096] must be [32], one value a channel of input 0"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}, "float16", {{"epsilon", "1e-5"}}))
+                .find("InstanceNorm has no attribute 'epsilon'"),
             std::string::npos);
 }
 

@@ -1250,6 +1250,47 @@ TEST(OnnxImport, AZeroPadBeforeAConvIsTheConvsPadding) {
       << wrap;
 }
 
+// torch's InstanceNorm2d is an InstanceNormalization, its GroupNorm one of x viewed [N, G,
+// -1] with scale ones and bias zeros of [G], then the affine Mul and Add per channel: each
+// an InstanceNorm kernel over the spatial elements of a (n, c) or (n, group).
+TEST(OnnxImport, AnInstanceNormAndAGroupNormAreInstanceNormKernels) {
+  testing::ScratchDir dir;
+  auto g = LoadChainModel(dir.Path("norms.onnx"), 17, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+    AddInput(graph, "img", {2, 32, 8, 8});
+    for (const char* w : {"in.scale", "in.bias"}) AddWeight(graph, w, {32});
+    for (const char* w : {"gn.ones", "gn.zeros"}) AddWeight(graph, w, {8});
+    for (const char* w : {"gn.weight", "gn.bias"}) AddWeight(graph, w, {32, 1, 1});
+    AddInts(graph, "gn.groups", {2, 8, -1});
+    AddInts(graph, "gn.back", {2, 32, 8, 8});
+    AddNode(n, "InstanceNormalization", {"img", "in.scale", "in.bias"}, "i", "in");
+    AddNode(n, "Reshape", {"i", "gn.groups"}, "grouped", "gn.view");
+    AddNode(n, "InstanceNormalization", {"grouped", "gn.ones", "gn.zeros"}, "normed", "gn.norm");
+    AddNode(n, "Reshape", {"normed", "gn.back"}, "back", "gn.back_view");
+    AddNode(n, "Mul", {"back", "gn.weight"}, "scaled", "gn.scale");
+    AddNode(n, "Add", {"scaled", "gn.bias"}, "y", "gn.shift");
+  });
+  ASSERT_TRUE(g.ok()) << Message(g);
+  std::vector<std::string> kernels;
+  for (const auto& node : g->nodes) {
+    if (!node.IsView()) kernels.push_back(node.name + " " + node.op_type);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"in InstanceNorm", "gn.norm InstanceNorm", "gn.scale Mul", "gn.shift Add"}));
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
+  EXPECT_EQ(keys["in"], "InstanceNorm[2x32x64,32,32]@Ascend910B2");
+  EXPECT_EQ(keys["gn.norm"], "InstanceNorm[2x8x256,8,8]@Ascend910B2") << "a row per (n, group)";
+
+  const std::string flat = Message(LoadChainModel(dir.Path("flat.onnx"), 17, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+    AddInput(graph, "rows", {4, 64});
+    for (const char* w : {"s", "b"}) AddWeight(graph, w, {4});
+    AddNode(n, "InstanceNormalization", {"rows", "s", "b"}, "y", "norm");
+  }));
+  EXPECT_NE(flat.find("node 'norm' (InstanceNormalization): InstanceNormalization takes x as [N, C, spatial...]"),
+            std::string::npos)
+      << flat;
+}
+
 // A squeeze-and-excitation block as timm writes it: x.mean((2, 3), keepdim=True), two 1x1
 // convolutions, a sigmoid gate multiplied into x. The spatial mean is a ReduceMean over H*W
 // as a GlobalAveragePool is; the gate's [N, C, 1, 1] broadcasts over H and W. From opset

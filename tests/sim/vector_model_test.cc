@@ -50,6 +50,7 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   keys.push_back(Key("Resize", {image}, dtype, {{"sizes", twice}, {"mode", "linear"}}));
   keys.push_back(Key("Pad", {image}, dtype, {{"pads", "0,1,2,3"}}));
   keys.push_back(Key("Pad", {image}, dtype, {{"pads", "2"}, {"mode", "edge"}}));
+  keys.push_back(Key("InstanceNorm", {image, {image[1]}, {image[1]}}, dtype));
   keys.push_back(test_support::TestKey(  // the rows of a 64-row table, as many as the shape has
       "Gather", {TensorDesc{{64, last}, dtype}, TensorDesc{{std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()) / last}, "int64"}}));
   keys.push_back(Key("Softmax", {shape}, dtype));
@@ -340,6 +341,7 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Pad", {{1, 1, 8, 8}}, "bfloat16", {{"pads", "1"}, {"mode", "reflect"}})), 0) << "a copy";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
+  EXPECT_EQ(count(Key("InstanceNorm", {{1, 4, 16}, {4}, {4}})), 5) << "statistics 3, then x * a + b";
   EXPECT_EQ(count(Key("RmsNorm", {{4, 16}, {16}})), 4);
 }
 
@@ -521,6 +523,35 @@ TEST_F(VectorModel, AnRmsNormCostsLessThanALayerNormOfTheSameRows) {
     const double passes = cols == 65536 ? 2 : 1;  // 256 KiB rows do not fit the 192 KiB UB
     EXPECT_NEAR(Run(rms, rms.default_config).hbm_bytes, (passes + 1) * x_bytes + cols * 4, 1)
         << "x read " << passes << "x, y written once, gamma once";
+  }
+}
+
+// A style-transfer net's InstanceNorm2d of [8, 128, 64, 64]: a row per (n, c) normalised and
+// scaled by that channel's scalars reads x once and writes y, no weight row; cheaper than the
+// LayerNorm of the same rows at every config, in one HBM pass while a row fits UB and two
+// when it does not.
+TEST_F(VectorModel, AnInstanceNormCostsLessThanALayerNormOfTheSameRows) {
+  for (const std::vector<int64_t>& x : {std::vector<int64_t>{8, 128, 64, 64}, std::vector<int64_t>{1, 32, 256, 256}}) {
+    const int64_t rows = x[0] * x[1], cols = x[2] * x[3];
+    TuningProblem in = Problem(Key("InstanceNorm", {x, {x[1]}, {x[1]}}, "float32"));
+    TuningProblem ln = Problem(Key("LayerNorm", {{rows, cols}, {cols}, {cols}}, "float32"));
+    ASSERT_EQ(in.space.size(), ln.space.size());
+    int compared = 0;
+    in.space.ForEachValid([&](ConfigIndex i) {
+      const Config c = in.space.Decode(i);
+      if (!ln.space.Validate(c).ok()) return true;
+      const KernelEstimate n = Run(in, c);
+      const KernelEstimate l = Run(ln, c);
+      EXPECT_LT(n.BusyUs(Pipe::kVector), l.BusyUs(Pipe::kVector)) << in.space.Describe(c);
+      EXPECT_LE(n.latency_us, l.latency_us * (1 + 1e-9)) << in.space.Describe(c);
+      ++compared;
+      return true;
+    });
+    EXPECT_GT(compared, 0);
+    const double x_bytes = static_cast<double>(rows) * cols * 4;
+    const double passes = cols == 65536 ? 2 : 1;  // 256 KiB rows do not fit the 192 KiB UB
+    EXPECT_NEAR(Run(in, in.default_config).hbm_bytes, (passes + 1) * x_bytes, 1)
+        << "x read " << passes << "x, y written once";
   }
 }
 

@@ -101,6 +101,8 @@ int OpInstructions(const VectorShape& s) {
       return 7;
     case VectorOp::kRmsNorm:
       return 4;
+    case VectorOp::kInstanceNorm:  // vadd, vmul, vadd for the statistics; vmuls, vadds
+      return 5;
     case VectorOp::kReduceSum:
     case VectorOp::kReduceMean:
       return 1;
@@ -130,6 +132,8 @@ Passes SplitPasses(const VectorShape& s) {
       return {3, 4};
     case VectorOp::kRmsNorm:
       return {2, 2};
+    case VectorOp::kInstanceNorm:
+      return {3, 2};
     default:
       return {0, OpInstructions(s)};
   }
@@ -145,6 +149,8 @@ int PerRowInstructions(const VectorShape& s) {
       return 6;
     case VectorOp::kRmsNorm:
       return 5;  // vcadd tail, mean, + eps, sqrt, reciprocal
+    case VectorOp::kInstanceNorm:
+      return 8;  // LayerNorm's 6, then a = scale * rstd and b = bias - mean * a
     case VectorOp::kReduceSum:
       return 2;
     case VectorOp::kReduceMean:

@@ -27,7 +27,7 @@ enum class VectorFamily {
 enum class VectorOp {
   kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kSilu, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
   kDepthwiseConv, kGather, kResize, kPad,
-  kSoftmax, kLayerNorm, kRmsNorm, kReduceSum, kReduceMean,
+  kSoftmax, kLayerNorm, kRmsNorm, kInstanceNorm, kReduceSum, kReduceMean,
   kTranspose,
 };
 
