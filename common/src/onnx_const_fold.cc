@@ -456,8 +456,11 @@ int FoldKnownShapes(onnx::ModelProto& model) {
     pg.clear_value_info();
     for (auto& output : *pg.mutable_output()) output.mutable_type()->mutable_tensor_type()->clear_shape();
     try {
-      onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/0));
+      // With data propagation, a Reshape to a Shape's value (GroupNorm's view back, torch's
+      // x.view(n, c, h * w) of traced sizes) is sized in the same pass, not a round later.
+      onnx::shape_inference::InferShapes(
+          probe, onnx::OpSchemaRegistry::Instance(),
+          onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/0, /*data_prop=*/true));
     } catch (const std::exception&) {
       break;  // the importer's strict inference names what is wrong
     }

@@ -1722,6 +1722,30 @@ TEST(OnnxImport, ArithmeticOnFloatScalarsFoldsToItsValue) {
   EXPECT_EQ(picked->desc.shape, (std::vector<int64_t>{4, 16, 64}));
 }
 
+// A fixed-shape export may still view a tensor as another's Shape (torch's GroupNorm views
+// its normalised x back as Shape(x); a traced x.view(n, c, h * w)): each such Reshape is
+// sized in the same inference pass as the Shape it reads (ONNX's data propagation), so a
+// model of 24 of them in a row (a VAE's GroupNorms) imports; one inference round for each
+// stopped at 16.
+TEST(OnnxImport, ReshapesToAnotherTensorsShapeAreSizedInOnePass) {
+  testing::ScratchDir dir;
+  auto g = LoadChainModel(dir.Path("views.onnx"), 17, [](onnx::GraphProto&, std::vector<onnx::NodeProto>& n) {
+    std::string prev = "x";
+    for (int i = 0; i < 24; ++i) {
+      const std::string id = std::to_string(i);
+      AddNode(n, "Relu", {prev}, "r" + id, "block" + id + ".act");
+      AddNode(n, "Shape", {prev}, "s" + id, "block" + id + ".shape");
+      prev = i == 23 ? "y" : "v" + id;
+      AddNode(n, "Reshape", {"r" + id, "s" + id}, prev, "block" + id + ".view");
+    }
+  });
+  ASSERT_TRUE(g.ok()) << Message(g);
+  int kernels = 0;
+  for (const auto& node : g->nodes) kernels += node.IsView() ? 0 : 1;
+  EXPECT_EQ(kernels, 24);
+  EXPECT_EQ(FindNode(*g, "block23.view")->outputs[0].desc.shape, (std::vector<int64_t>{4, 16, 64}));
+}
+
 // A dynamic-axes export computes its views' shapes from its tensors': x [batch, seq, 64]
 // split into 4 heads of 16 by Reshape(x, Concat(Shape(x)[0], Shape(x)[1], 4, 16)), and
 // viewed back by Reshape(.., Concat(Shape(x, end=-1), [64])) (opset 15's Shape end) or a
