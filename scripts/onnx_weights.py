@@ -33,11 +33,13 @@ def save_without_weights(model, out, name, constants_too=False):
     onnx.save(model, out)
 
 
-def export_image_classifier(doc, make_model, name, default_out, batch=32, size=224, output="logits"):
+def export_image_classifier(doc, make_model, name, default_out, batch=32, image=(3, 224, 224), output="logits",
+                            args=None):
     """The command line of an image model's exporter (ResNet, DenseNet, MobileNet,
-    EfficientNet, U-Net, a VAE's encoder): --batch (`batch`) and OUT (`default_out`); exports
-    `make_model()` in eval mode at [batch, 3, size, size], opset 17, input x and output
-    `output`, and saves it as `name` without its weights' data."""
+    EfficientNet, U-Net, a VAE's encoder or decoder): --batch (`batch`) and OUT
+    (`default_out`); exports `make_model()` in eval mode at [batch, *image], opset 17, input x
+    and output `output`, and saves it as `name` without its weights' data. `args`: the
+    command line to parse (default sys.argv)."""
     import argparse
     import io
 
@@ -46,10 +48,10 @@ def export_image_classifier(doc, make_model, name, default_out, batch=32, size=2
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--batch", type=int, default=batch)
     ap.add_argument("out", nargs="?", default=default_out)
-    args = ap.parse_args()
+    args = ap.parse_args(args)
     with torch.no_grad():
         model_t = make_model().eval()
         buf = io.BytesIO()
-        torch.onnx.export(model_t, (torch.zeros(args.batch, 3, size, size),), buf, opset_version=17,
+        torch.onnx.export(model_t, (torch.zeros(args.batch, *image),), buf, opset_version=17,
                           input_names=["x"], output_names=[output])
     save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, name)

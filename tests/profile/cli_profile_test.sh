@@ -289,7 +289,7 @@ check_onnx_tune bert_model "$SRC/examples/bert_base.onnx" 274 \
 check_onnx_tune unet "$SRC/examples/unet.onnx" 49 \
   "^/ups.0/up/Resize  Resize\[32x512x14x14\]{mode=linear,sizes=28,28}@Ascend910B2  \[done\]" \
   "^/ups.3/up/Resize  Resize\[32x64x112x112\]{mode=linear,sizes=224,224}" "^/ups.3/Concat  Concat\[32x64x224x224,32x64x224x224\]{axis=1}"
-# Stable Diffusion's VAE encoder (scripts/make_vae_encoder_onnx.py): each GroupNorm is an
+# Stable Diffusion's VAE encoder (scripts/make_sd_vae_onnx.py): each GroupNorm is an
 # InstanceNorm kernel of x viewed as [N, 32, -1] (its view back to x's Shape sized at
 # import), each downsampling F.pad(x, (0, 1, 0, 1)) the strided convolution's own padding,
 # and the middle block's attention a Softmax over 4,096 positions.
@@ -298,6 +298,11 @@ check_onnx_tune vae "$SRC/examples/sd_vae_encoder.onnx" 141 \
   "^/down/down.2/conv/Conv  Conv2D\[1x128x512x512,128x128x3x3,128\]{pads=0,1,0,1,strides=2,2}" \
   "^/mid/mid.1/Softmax  Softmax\[4096x4096\]"
 ! grep -q "^/down/down.2/Pad " "$OUT/vae_tune.txt" || fail "the VAE's downsampling Pad ran as a kernel"
+# Its decoder (make_sd_vae_onnx.py --decoder): the latent to a 512x512 image, each stage's
+# nearest x2 upsampling a Resize kernel before its convolution.
+check_onnx_tune vae_decoder "$SRC/examples/sd_vae_decoder.onnx" 188 \
+  "^/up/up.3/Resize  Resize\[1x512x64x64\]{sizes=128,128}@Ascend910B2  \[done\]" \
+  "^/up/up.14/norm1/InstanceNormalization  InstanceNorm\[1x32x1048576,32,32\]"
 # ResNet-50 as torch exports it in eval mode (scripts/make_resnet_onnx.py: BatchNorm folded
 # into the convolutions): 53 Conv2D, the stem's MaxPool kernel and the head's average
 # pooling as a ReduceMean over 7x7; fuse takes each convolution's Relu and residual Add.
