@@ -44,7 +44,8 @@ constexpr const char* kSupported =
     "(a window: ViT's class token x[:, 0]), Gather of a 2-D table's rows by int32 or int64 indices (an embedding: "
     "torch's nn.Embedding of token ids), Resize (2-D, NCHW, nearest or linear: nn.Upsample, "
     "interpolate), Pad (2-D, NCHW, over H and W: constant, reflect or edge; of zeros read only by a Conv, the Conv's "
-    "padding), ConvTranspose whose kernel equals its stride (U-Net's 2x2/2: a MatMul), Where (a select: GPT-2's causal "
+    "padding), ConvTranspose (2-D; kernel equal to stride, U-Net's 2x2/2: a MatMul; else a Conv2D of "
+    "its input dilated by a Pad kernel), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
     "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), InstanceNormalization (torch's "
     "InstanceNorm2d, and GroupNorm as torch exports it), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
@@ -390,7 +391,77 @@ Result<std::vector<GraphNode>> BatchNormNodes(const onnx::NodeProto& n, const st
 // Cin] by its weight [Cin, Cout*kh*kw], as CANN's Conv2DTranspose computes it on the cube,
 // written into the output's layout (a view, as a head split's permute is). The MatMul is
 // named as the node; a bias is an Add of [Cout, 1, 1] after it. Others (overlapping
-// windows: 3x3/2 with pads) are refused saying so.
+// windows: 3x3/2 with pads; groups) are OverlappingConvTransposeNodes'.
+// A transposed convolution whose windows overlap (a GAN's 4x4 at stride 2, a decoder's 3x3
+// at stride 2 with output_padding 1) as CANN's Conv2DBackpropInput runs it on the cube: the
+// convolution at stride 1 of x dilated by the stride (s - 1 zeros between neighbours, a
+// Pad kernel `<node>/dilate`; none at stride 1), padded by d(k - 1) - pads (plus
+// output_padding at the end), by the weight [Cin, Cout/g, kh, kw] read as [Cout, Cin/g, kh,
+// kw] (a view `<node>/w`: ATC flips and transposes it at compile time), its bias the
+// convolution's. A Conv2D named as the node.
+Result<std::vector<GraphNode>> OverlappingConvTransposeNodes(const onnx::NodeProto& n, const std::string& name,
+                                                             const std::string& where, const std::vector<int64_t>& x,
+                                                             const std::vector<int64_t>& k, int64_t groups,
+                                                             TensorDesc desc) {
+  auto pair = [&](const char* attr, int64_t fallback) -> Result<std::array<int64_t, 2>> {
+    const std::vector<int64_t> v = IntsAttr(n, attr);
+    if (v.empty()) return std::array<int64_t, 2>{fallback, fallback};
+    if (v.size() != 2) return InvalidArgument(fmt::format("{}: {} must have 2 values for a 2-D transposed convolution", where, attr));
+    return std::array<int64_t, 2>{v[0], v[1]};
+  };
+  TF_ASSIGN_OR_RETURN(const auto stride, pair("strides", 1));
+  TF_ASSIGN_OR_RETURN(const auto dilation, pair("dilations", 1));
+  TF_ASSIGN_OR_RETURN(const auto extra, pair("output_padding", 0));
+  std::vector<int64_t> pads = IntsAttr(n, "pads");  // [top, left, bottom, right]
+  if (pads.empty()) pads.assign(4, 0);
+  if (pads.size() != 4) return InvalidArgument(where + ": pads must have 4 values for a 2-D transposed convolution");
+  std::array<int64_t, 4> conv_pads{};  // [top, bottom, left, right]
+  for (int a = 0; a < 2; ++a) {
+    if (stride[a] < 1 || dilation[a] < 1 || extra[a] < 0 || extra[a] >= std::max(stride[a], dilation[a])) {
+      return InvalidArgument(fmt::format("{}: strides [{}], dilations [{}] and output_padding [{}] are not a valid "
+                                         "transposed convolution",
+                                         where, Join(IntsAttr(n, "strides")), Join(IntsAttr(n, "dilations")),
+                                         Join(IntsAttr(n, "output_padding"))));
+    }
+    const int64_t reach = dilation[a] * (k[2 + a] - 1);
+    conv_pads[2 * a] = reach - pads[a];
+    conv_pads[2 * a + 1] = reach - pads[2 + a] + extra[a];
+    if (conv_pads[2 * a] < 0 || conv_pads[2 * a + 1] < 0) {
+      return InvalidArgument(fmt::format("{}: pads [{}] exceed the kernel's reach ({}): it crops its output, which is "
+                                         "not supported",
+                                         where, Join(pads), reach));
+    }
+  }
+  const int64_t cout = k[1] * groups;
+  const std::array<int64_t, 2> dilated{(x[2] - 1) * stride[0] + 1, (x[3] - 1) * stride[1] + 1};
+  const int64_t ho = dilated[0] + conv_pads[0] + conv_pads[1] - dilation[0] * (k[2] - 1);
+  const int64_t wo = dilated[1] + conv_pads[2] + conv_pads[3] - dilation[1] * (k[3] - 1);
+  if (desc.shape != std::vector<int64_t>{x[0], cout, ho, wo}) {
+    return InvalidArgument(fmt::format("{}: its output [{}] is not the [{}, {}, {}, {}] its strides, pads and "
+                                       "output_padding give (an output_shape attribute is not supported)",
+                                       where, Join(desc.shape), x[0], cout, ho, wo));
+  }
+  const std::string out = n.output(0);
+  std::vector<GraphNode> nodes;
+  std::string input = n.input(0);
+  if (stride[0] > 1 || stride[1] > 1) {
+    input = out + "/dilated";
+    nodes.push_back(GraphNode{name + "/dilate", "Pad", {n.input(0)},
+                              {{input, {{x[0], x[1], dilated[0], dilated[1]}, desc.dtype, "ND"}}}, {}});
+    nodes.back().attrs["interior"] = fmt::format("{},{}", stride[0] - 1, stride[1] - 1);
+  }
+  nodes.push_back(GraphNode{name + "/w", kReshapeOp, {n.input(1)},
+                            {{out + "/w", {{cout, x[1] / groups, k[2], k[3]}, desc.dtype, "ND"}}}, {}});
+  std::vector<std::string> inputs{input, out + "/w"};
+  if (n.input_size() >= 3 && !n.input(2).empty()) inputs.push_back(n.input(2));
+  GraphNode conv{name, "Conv2D", inputs, {{out, std::move(desc)}}, {}};
+  conv.attrs["pads"] = fmt::format("{},{},{},{}", conv_pads[0], conv_pads[1], conv_pads[2], conv_pads[3]);
+  if (dilation[0] > 1 || dilation[1] > 1) conv.attrs["dilations"] = fmt::format("{},{}", dilation[0], dilation[1]);
+  if (groups != 1) conv.attrs["groups"] = std::to_string(groups);
+  nodes.push_back(std::move(conv));
+  return nodes;
+}
+
 Result<std::vector<GraphNode>> ConvTransposeNodes(const onnx::NodeProto& n, const std::string& name,
                                                   const std::string& where, const std::vector<int64_t>& x,
                                                   const std::map<std::string, TensorInfo>& info, TensorDesc desc) {
@@ -404,16 +475,18 @@ Result<std::vector<GraphNode>> ConvTransposeNodes(const onnx::NodeProto& n, cons
     const std::vector<int64_t> v = IntsAttr(n, attr);
     return std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == value; });
   };
+  if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
+    return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
+  }
+  const int64_t groups = IntAttr(n, "group", 1);
+  if (groups < 1 || k[0] != x[1] || x[1] % groups != 0) {
+    return InvalidArgument(fmt::format("{}: its weight [{}] does not match x's {} channels in {} groups", where,
+                                       Join(k), x[1], groups));
+  }
   const std::vector<int64_t> strides = IntsAttr(n, "strides");
   const bool kernel_is_stride = strides.size() == 2 && strides[0] == k[2] && strides[1] == k[3];
-  const auto* pad = Attr(n, "auto_pad");
-  if (!kernel_is_stride || !all("pads", 0) || !all("dilations", 1) || !all("output_padding", 0) ||
-      IntAttr(n, "group", 1) != 1 || (pad && pad->s() != "NOTSET") || k[0] != x[1]) {
-    return InvalidArgument(fmt::format(
-        "{}: a transposed convolution is supported when its kernel equals its stride ({}x{} here, strides [{}]), "
-        "without pads, dilation, output_padding or groups (U-Net's 2x2/2 up-convolution: a GEMM); one whose windows "
-        "overlap is not: upsample with nn.Upsample (a Resize) and a convolution instead",
-        where, k[2], k[3], Join(strides)));
+  if (!kernel_is_stride || !all("pads", 0) || !all("dilations", 1) || !all("output_padding", 0) || groups != 1) {
+    return OverlappingConvTransposeNodes(n, name, where, x, k, groups, std::move(desc));
   }
   const int64_t cout = k[1], pixels = x[0] * x[2] * x[3];
   const std::string out = n.output(0);

@@ -69,7 +69,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"DepthwiseConv2D", {"dilations", "epilogue", "pads", "strides"}},
       {"Gather", {"axis"}},
       {"Resize", {"mode", "sizes"}},
-      {"Pad", {"mode", "pads"}},
+      {"Pad", {"interior", "mode", "pads"}},
       {"Softmax", {"axis"}},
       {"LayerNorm", {"begin_norm_axis"}},
       {"ReduceSum", {"axes"}},

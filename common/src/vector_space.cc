@@ -69,9 +69,11 @@ struct OpInfo {
 // Pad (CANN's PadV3, ONNX's Pad, torch's F.pad and ReflectionPad2d: a GAN's or a
 // style-transfer net's reflect padding, a padding no convolution reads alone): x [N, C, H,
 // W] grown by attrs.pads [top, bottom, left, right] (window_attrs.h), attrs.mode
-// "constant" (default), "reflect" or "edge". A copy as a nearest Resize's: each output row
-// a burst from one input row, a tile reading its share of the input once; the padding's
-// values are written beside them, no vector instruction.
+// "constant" (default), "reflect" or "edge", and attrs.interior [h, w] zeros between
+// neighbouring rows and columns (a transposed convolution's input dilated by its stride,
+// constant mode only). A copy as a nearest Resize's: each output row a burst from one
+// input row, a tile reading its share of the input once; the padding's values are written
+// beside them, no vector instruction.
 // InstanceNorm (CANN's InstanceNorm, ONNX's InstanceNormalization, torch's InstanceNorm2d,
 // and GroupNorm as torch exports it: an InstanceNormalization of x viewed [N, G, -1]): x
 // [N, C, spatial...] normalised over its spatial axes per (n, c), then scaled and shifted by
@@ -358,9 +360,14 @@ Result<VectorShape> PadShape(const OpKey& key, VectorShape s) {
     return InvalidArgument("Pad input 0 shape " + ShapeText(x) + ": a 2-D padding takes x as [N, C, H, W]");
   }
   TF_ASSIGN_OR_RETURN(const window_attrs::Pads pads, window_attrs::ReadPads(key));
+  TF_ASSIGN_OR_RETURN(const window_attrs::Hw interior, window_attrs::ReadHw(key, "interior", 0, window_attrs::Hw{0, 0}));
   const auto mode = key.attrs.find("mode");
   if (mode != key.attrs.end() && mode->second != "constant" && mode->second != "reflect" && mode->second != "edge") {
     return InvalidArgument("Pad attrs.mode='" + mode->second + "': constant, reflect or edge");
+  }
+  if (mode != key.attrs.end() && mode->second != "constant" && (interior[0] > 0 || interior[1] > 0)) {
+    return InvalidArgument("Pad attrs.interior with attrs.mode='" + mode->second +
+                           "': zeros between elements (a transposed convolution's dilated input) are constant only");
   }
   // ONNX's reflect mirrors without the border row: it needs more rows than it adds.
   if (mode != key.attrs.end() && mode->second == "reflect" &&
@@ -368,7 +375,8 @@ Result<VectorShape> PadShape(const OpKey& key, VectorShape s) {
     return InvalidArgument("Pad attrs.pads " + N(pads[0]) + "," + N(pads[1]) + "," + N(pads[2]) + "," + N(pads[3]) +
                            ": a reflect padding must be smaller than the axis it mirrors (" + ShapeText(x) + ")");
   }
-  const int64_t h = x[2] + pads[0] + pads[1], w = x[3] + pads[2] + pads[3];
+  const int64_t h = x[2] + (x[2] - 1) * interior[0] + pads[0] + pads[1];
+  const int64_t w = x[3] + (x[3] - 1) * interior[1] + pads[2] + pads[3];
   if (h > kMaxTensorElements / (x[0] * x[1] * w)) {
     return InvalidArgument("Pad output of " + ShapeText(x) + " padded holds more than 2^50 elements");
   }
@@ -473,6 +481,9 @@ Status CanonicalWindowAttrs(OpKey& key) {
   if (key.op_type == "Pad") {
     TF_ASSIGN_OR_RETURN(const window_attrs::Pads pads, window_attrs::ReadPads(key));
     window_attrs::WritePads(key, pads);
+    TF_ASSIGN_OR_RETURN(const window_attrs::Hw interior,
+                        window_attrs::ReadHw(key, "interior", 0, window_attrs::Hw{0, 0}));
+    window_attrs::WriteHw(key, "interior", interior, 0);
     if (auto it = key.attrs.find("mode"); it != key.attrs.end() && it->second == "constant") key.attrs.erase(it);
     return Status::Ok();
   }

@@ -321,6 +321,20 @@ TEST_F(VectorSpace, PadTilesItsOutputAndReadsItsInputOnce) {
   auto asymmetric = VectorShapeFromOpKey(Key("Pad", {{2, 8, 16, 16}}, "int8", {{"pads", "0,1,2,3"}}));
   ASSERT_TRUE(asymmetric.ok()) << asymmetric.status().ToString();
   EXPECT_EQ(asymmetric->elements, 2 * 8 * 17 * 21) << "[top, bottom, left, right]";
+  // A transposed convolution's input dilated by stride 2: a zero between neighbours.
+  const OpKey dilate = Key("Pad", {{2, 8, 16, 16}}, "float16", {{"interior", "1"}});
+  auto dilated = VectorShapeFromOpKey(dilate);
+  ASSERT_TRUE(dilated.ok()) << dilated.status().ToString();
+  EXPECT_EQ(dilated->elements, 2 * 8 * 31 * 31);
+  EXPECT_EQ(dilated->source_elements, 2 * 8 * 16 * 16);
+  EXPECT_EQ(CanonicalOpKey(dilate)->Canonical(),
+            Key("Pad", {{2, 8, 16, 16}}, "float16", {{"interior", "1,1"}}).Canonical());
+  EXPECT_EQ(CanonicalOpKey(Key("Pad", {{2, 8, 16, 16}}, "float16", {{"interior", "0"}, {"pads", "1"}}))->Canonical(),
+            Key("Pad", {{2, 8, 16, 16}}, "float16", {{"pads", "1,1,1,1"}}).Canonical())
+      << "no interior left out";
+  EXPECT_NE(KeyError(Key("Pad", {{1, 4, 8, 8}}, "float16", {{"interior", "1"}, {"mode", "edge"}}))
+                .find("zeros between elements (a transposed convolution's dilated input) are constant only"),
+            std::string::npos);
 
   EXPECT_NE(KeyError(Key("Pad", {{1, 4, 8, 8}}, "float16", {{"pads", "1"}, {"mode", "wrap"}}))
                 .find("Pad attrs.mode='wrap': constant, reflect or edge"),

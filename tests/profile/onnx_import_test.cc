@@ -947,8 +947,8 @@ TEST(OnnxImport, AnUpsamplingResizeIsAResizeKernel) {
 // U-Net's up-convolution, nn.ConvTranspose2d(16, 8, 2, stride=2): every output pixel takes
 // one input pixel's contribution, so it runs as the GEMM x [N*H*W, Cin] by its weight
 // [Cin, Cout*2*2] (a MatMul named as the node, reading x and the weight through views),
-// written into [N, Cout, 2H, 2W] by a view, and its bias is an Add after it. Overlapping
-// windows (3x3/2 with pads) are refused saying what to export instead.
+// written into [N, Cout, 2H, 2W] by a view, and its bias is an Add after it. (Overlapping
+// windows: AnOverlappingTransposedConvolutionIsAConvolutionOfItsDilatedInput.)
 TEST(OnnxImport, AnUpConvolutionWhoseKernelIsItsStrideIsAMatMul) {
   testing::ScratchDir dir;
   int file = 0;
@@ -988,11 +988,65 @@ TEST(OnnxImport, AnUpConvolutionWhoseKernelIsItsStrideIsAMatMul) {
   ASSERT_TRUE(plain.ok()) << Message(plain);
   EXPECT_EQ(FindNode(*plain, "up/bias_add"), nullptr);
   EXPECT_EQ(FindNode(*plain, "up/out")->outputs[0].name, "u");
-  const std::string overlapping = Message(load(3, true));
-  EXPECT_NE(overlapping.find("node 'up' (ConvTranspose): a transposed convolution is supported when its kernel equals "
-                             "its stride (3x3 here, strides [2,2])"),
+}
+
+// A transposed convolution whose windows overlap (CycleGAN's 3x3 at stride 2 with pads 1
+// and output_padding 1, DCGAN's 4x4/2 with pads 1 and its first 4x4/1 of a 1x1 input) is the
+// convolution CANN's Conv2DBackpropInput runs: x dilated by the stride (a Pad kernel
+// inserting stride - 1 zeros between neighbours), padded by k - 1 - pads (plus
+// output_padding at the end), at stride 1, its weight read as [Cout, Cin/g, kh, kw]; a
+// Conv2D named as the node. Pads beyond the kernel's reach (a crop) are refused.
+TEST(OnnxImport, AnOverlappingTransposedConvolutionIsAConvolutionOfItsDilatedInput) {
+  testing::ScratchDir dir;
+  int file = 0;
+  // kernel, input size, stride, pads, output_padding, groups
+  auto load = [&](int64_t k, int64_t size, int64_t stride, int64_t pad, int64_t extra, int64_t groups) {
+    return LoadChainModel(dir.Path("deconv" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "d", {2, 16, size, size});
+                            AddWeight(g, "w_up", {16, 8 / groups, k, k});
+                            AddWeight(g, "b_up", {8});
+                            auto* up = AddNode(n, "ConvTranspose", {"d", "w_up", "b_up"}, "u", "up");
+                            WithInts(WithInts(up, "strides", {stride, stride}), "pads", {pad, pad, pad, pad});
+                            if (extra) WithInts(up, "output_padding", {extra, extra});
+                            if (groups != 1) WithInt(up, "group", groups);
+                            AddNode(n, "Relu", {"u"}, "u_act", "up.act");
+                            AddNode(n, "Relu", {"x"}, "y", "act");
+                            g.add_output()->set_name("u_act");
+                          });
+  };
+  struct Case {
+    int64_t k, size, stride, pad, extra, groups;
+    std::vector<int64_t> out;
+    std::string pad_key, conv_pads;
+  };
+  for (const Case& c : {Case{3, 8, 2, 1, 1, 1, {2, 8, 16, 16}, "Pad[2x16x8x8]{interior=1,1}@Ascend910B2", "pads=1,2,1,2"},
+                        Case{4, 8, 2, 1, 0, 1, {2, 8, 16, 16}, "Pad[2x16x8x8]{interior=1,1}@Ascend910B2", "pads=2,2,2,2"},
+                        Case{4, 1, 1, 0, 0, 1, {2, 8, 4, 4}, "", "pads=3,3,3,3"},
+                        Case{3, 8, 2, 1, 1, 2, {2, 8, 16, 16}, "Pad[2x16x8x8]{interior=1,1}@Ascend910B2", "groups=2"}}) {
+    auto g = load(c.k, c.size, c.stride, c.pad, c.extra, c.groups);
+    ASSERT_TRUE(g.ok()) << Message(g);
+    const GraphNode* conv = FindNode(*g, "up");
+    ASSERT_NE(conv, nullptr);
+    EXPECT_EQ(conv->op_type, "Conv2D");
+    EXPECT_EQ(conv->outputs[0].desc.shape, c.out);
+    EXPECT_EQ(conv->inputs.back(), "b_up") << "its bias the convolution's";
+    EXPECT_EQ(FindNode(*g, "up/w")->outputs[0].desc.shape, (std::vector<int64_t>{8, 16 / c.groups, c.k, c.k}));
+    auto run = profile::RunGraph(*g, testing::Soc910B2());
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    std::map<std::string, std::string> keys = OpKeysByName(*run);
+    EXPECT_NE(keys["up"].find(c.conv_pads), std::string::npos) << keys["up"];
+    EXPECT_EQ(keys["up"].find("strides"), std::string::npos) << "stride 1: " << keys["up"];
+    if (c.pad_key.empty()) {
+      EXPECT_EQ(FindNode(*g, "up/dilate"), nullptr) << "stride 1 dilates nothing";
+    } else {
+      EXPECT_EQ(keys["up/dilate"], c.pad_key);
+    }
+  }
+  const std::string crop = Message(load(3, 8, 2, 3, 0, 1));
+  EXPECT_NE(crop.find("node 'up' (ConvTranspose): pads [3,3,3,3] exceed the kernel's reach (2): it crops its output"),
             std::string::npos)
-      << overlapping;
+      << crop;
 }
 
 // What a whole model computes from constants only, ATC computes at compile time: HF's

@@ -50,6 +50,7 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   keys.push_back(Key("Resize", {image}, dtype, {{"sizes", twice}, {"mode", "linear"}}));
   keys.push_back(Key("Pad", {image}, dtype, {{"pads", "0,1,2,3"}}));
   keys.push_back(Key("Pad", {image}, dtype, {{"pads", "2"}, {"mode", "edge"}}));
+  keys.push_back(Key("Pad", {image}, dtype, {{"interior", "1,2"}, {"pads", "1"}}));
   keys.push_back(Key("InstanceNorm", {image, {image[1]}, {image[1]}}, dtype));
   keys.push_back(test_support::TestKey(  // the rows of a 64-row table, as many as the shape has
       "Gather", {TensorDesc{{64, last}, dtype}, TensorDesc{{std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()) / last}, "int64"}}));
