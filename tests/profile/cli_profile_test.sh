@@ -303,6 +303,14 @@ check_onnx_tune vae "$SRC/examples/sd_vae_encoder.onnx" 141 \
 check_onnx_tune vae_decoder "$SRC/examples/sd_vae_decoder.onnx" 188 \
   "^/up/up.3/Resize  Resize\[1x512x64x64\]{sizes=128,128}@Ascend910B2  \[done\]" \
   "^/up/up.14/norm1/InstanceNormalization  InstanceNorm\[1x32x1048576,32,32\]"
+# CycleGAN's generator (scripts/make_cyclegan_onnx.py): ReflectionPad2d is a Pad kernel,
+# InstanceNorm2d an InstanceNorm, and each 3x3/2 transposed convolution a Pad kernel
+# dilating its input and a stride-1 Conv2D.
+check_onnx_tune cyclegan "$SRC/examples/cyclegan_generator.onnx" 93 \
+  "^/0/Pad  Pad\[1x3x256x256\]{mode=reflect,pads=3,3,3,3}@Ascend910B2  \[done\]" \
+  "^/19/ConvTranspose/dilate  Pad\[1x256x64x64\]{interior=1,1}" \
+  "^/19/ConvTranspose  Conv2D\[1x256x127x127,128x256x3x3,128\]{pads=1,2,1,2}" \
+  "^/2/InstanceNormalization  InstanceNorm\[1x64x65536,64,64\]"
 # ResNet-50 as torch exports it in eval mode (scripts/make_resnet_onnx.py: BatchNorm folded
 # into the convolutions): 53 Conv2D, the stem's MaxPool kernel and the head's average
 # pooling as a ReduceMean over 7x7; fuse takes each convolution's Relu and residual Add.
