@@ -19,6 +19,7 @@
 
 #include "onnx_const_fold.h"
 #include "onnx_util.h"
+#include "window_attrs.h"
 
 namespace tunefleet {
 namespace {
@@ -47,7 +48,9 @@ constexpr const char* kSupported =
     "padding), ConvTranspose (2-D; kernel equal to stride, U-Net's 2x2/2: a MatMul; else a Conv2D of "
     "its input dilated by a Pad kernel), Where (a select: GPT-2's causal "
     "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
-    "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), InstanceNormalization (torch's "
+    "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), ReduceMean and ReduceSum over "
+    "neighbouring axes (the last ones: a row-wise kernel; a mean over earlier ones: an AveragePool), "
+    "InstanceNormalization (torch's "
     "InstanceNorm2d, and GroupNorm as torch exports it), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
     "(inference: a FusedMulAdd per channel)";
 
@@ -186,23 +189,37 @@ bool IsNoOpPad(const onnx::NodeProto& n, const std::map<std::string, const onnx:
   return spec && std::all_of(spec->pads.begin(), spec->pads.end(), [](int64_t p) { return p == 0; });
 }
 
-// A ReduceMean over axes 2 and 3, an SE block's x.mean((2, 3)) of [N, C, H, W]: a
-// GlobalAveragePool, keepdims or not (axes an attribute before opset 18, an input from 18).
-bool IsSpatialMean(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants,
-                   int opset) {
-  if (!IsStandardDomain(n.domain()) || n.op_type() != "ReduceMean" || n.input_size() < 1 || n.output_size() != 1) {
-    return false;
-  }
+// A ReduceMean's or ReduceSum's axes as written, sorted: an attribute before opset 18
+// (ReduceSum: 13), an input from then; empty when it gives none (every axis); nullopt when
+// the input is not a constant.
+std::optional<std::vector<int64_t>> ReduceAxes(const onnx::NodeProto& n,
+                                               const std::map<std::string, const onnx::TensorProto*>& constants,
+                                               int opset) {
   std::optional<std::vector<int64_t>> axes;
-  if (opset < 18) {
+  if (opset < (n.op_type() == "ReduceSum" ? 13 : 18)) {
     axes = IntsAttr(n, "axes");
-  } else if (n.input_size() >= 2) {
+  } else if (n.input_size() >= 2 && !n.input(1).empty()) {
     const auto c = constants.find(n.input(1));
     if (c != constants.end()) axes = IntValues(*c->second);
+  } else {
+    axes = std::vector<int64_t>{};
   }
-  if (!axes) return false;
-  std::sort(axes->begin(), axes->end());
-  return *axes == std::vector<int64_t>{2, 3};
+  if (axes) std::sort(axes->begin(), axes->end());
+  return axes;
+}
+
+bool IsReduce(const onnx::NodeProto& n) {
+  return IsStandardDomain(n.domain()) && (n.op_type() == "ReduceMean" || n.op_type() == "ReduceSum") &&
+         n.input_size() >= 1 && n.output_size() == 1;
+}
+
+// A ReduceMean over axes 2 and 3, an SE block's x.mean((2, 3)) of [N, C, H, W]: a
+// GlobalAveragePool, keepdims or not.
+bool IsSpatialMean(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants,
+                   int opset) {
+  if (!IsReduce(n) || n.op_type() != "ReduceMean") return false;
+  const auto axes = ReduceAxes(n, constants, opset);
+  return axes && *axes == std::vector<int64_t>{2, 3};
 }
 
 bool KnownOp(const onnx::NodeProto& n) {
@@ -211,7 +228,7 @@ bool KnownOp(const onnx::NodeProto& n) {
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose",
       "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad", "InstanceNormalization"};
-  if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0;
+  if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0 || IsReduce(n);
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
 }
@@ -320,6 +337,66 @@ Result<GraphNode> PadNode(const onnx::NodeProto& n, const std::string& name, con
   node.attrs["pads"] = fmt::format("{},{},{},{}", (*axes)[2][0], (*axes)[2][1], (*axes)[3][0], (*axes)[3][1]);
   if (spec->mode != "constant") node.attrs["mode"] = spec->mode;
   return node;
+}
+
+// A ReduceMean or ReduceSum of x `shape` over `axes`, a contiguous run of them ([A, K, B]:
+// K the elements reduced, A before, B after), between two views (`<node>/rows` and
+// `<node>/view`, which gives ONNX's output, keepdims or not). When the run ends at the
+// last axis, the row-wise kernel of its name over rows [A, K], named as the node. Else a
+// mean is an AveragePool of window [K, 1] over x viewed [A, 1, K, B] (a sentence
+// embedding's mean over the sequence: ATC's ReduceMeanD adds K rows of B elements, what the
+// pooling's cost counts); a sum there is refused.
+Result<std::vector<GraphNode>> ReduceNodes(const onnx::NodeProto& n, const std::string& name, const std::string& where,
+                                           const std::vector<int64_t>& shape,
+                                           const std::map<std::string, const onnx::TensorProto*>& constants,
+                                           int opset, TensorDesc desc) {
+  auto axes = ReduceAxes(n, constants, opset);
+  if (!axes) return InvalidArgument(where + ": its axes must be a constant (export with constant folding on)");
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (axes->empty()) {
+    if (IntAttr(n, "noop_with_empty_axes", 0) != 0) {
+      return std::vector<GraphNode>{GraphNode{name, kReshapeOp, {n.input(0)}, {{n.output(0), std::move(desc)}}, {}}};
+    }
+    for (int64_t a = 0; a < rank; ++a) axes->push_back(a);
+  }
+  for (int64_t& a : *axes) {
+    if (a < -rank || a >= rank) {
+      return InvalidArgument(fmt::format("{}: axis {} is outside its input's {} axes", where, a, rank));
+    }
+    if (a < 0) a += rank;
+  }
+  std::sort(axes->begin(), axes->end());
+  if (axes->back() - axes->front() + 1 != static_cast<int64_t>(axes->size())) {
+    return InvalidArgument(fmt::format("{}: it reduces axes [{}], which are not next to each other; only a run of "
+                                       "neighbouring axes is supported",
+                                       where, Join(*axes)));
+  }
+  int64_t before = 1, reduced = 1, after = 1;
+  for (int64_t a = 0; a < rank; ++a) {
+    (a < axes->front() ? before : a > axes->back() ? after : reduced) *= shape[static_cast<size_t>(a)];
+  }
+  const std::string rows = n.output(0) + "/rows", reduced_name = n.output(0) + "/reduced";
+  std::vector<GraphNode> nodes;
+  if (after == 1) {
+    nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)}, {{rows, {{before, reduced}, desc.dtype, "ND"}}}, {}});
+    nodes.push_back(GraphNode{name, n.op_type(), {rows}, {{reduced_name, {{before, 1}, desc.dtype, "ND"}}}, {}});
+  } else {
+    if (n.op_type() != "ReduceMean") {
+      return InvalidArgument(fmt::format("{}: a ReduceSum over axes [{}], before the last, is not supported (a mean "
+                                         "is; a sum over the last axes is)",
+                                         where, Join(*axes)));
+    }
+    if (reduced > window_attrs::kMaxWindowAttr) {
+      return InvalidArgument(fmt::format("{}: it averages {} elements, more than a pooling window's {}", where,
+                                         reduced, window_attrs::kMaxWindowAttr));
+    }
+    nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)},
+                              {{rows, {{before, 1, reduced, after}, desc.dtype, "ND"}}}, {}});
+    nodes.push_back(GraphNode{name, "AveragePool", {rows}, {{reduced_name, {{before, 1, 1, after}, desc.dtype, "ND"}}}, {}});
+    nodes.back().attrs["kernel_shape"] = fmt::format("{},1", reduced);
+  }
+  nodes.push_back(GraphNode{name + "/view", kReshapeOp, {reduced_name}, {{n.output(0), std::move(desc)}}, {}});
+  return nodes;
 }
 
 // A GlobalAveragePool of x `shape` [N, C, spatial...] (or a ReduceMean over axes 2 and 3
@@ -1695,6 +1772,18 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
       referenced.insert(n.input(0));
       out.nodes.push_back(GraphNode{name, kReshapeOp, {n.input(0)}, {{n.output(0), std::move(desc)}}, {}});
+      continue;
+    }
+    if (IsReduce(n) && !IsSpatialMean(n, constant_values, opset)) {
+      TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
+      const auto data = info.find(n.input(0));
+      if (data == info.end() || !data->second.known) return InvalidArgument(where + ": its input's shape is not known");
+      TF_ASSIGN_OR_RETURN(std::vector<GraphNode> written,
+                          ReduceNodes(n, name, where, data->second.shape, constant_values, opset, std::move(desc)));
+      for (GraphNode& node : written) {
+        referenced.insert(node.inputs.begin(), node.inputs.end());
+        out.nodes.push_back(std::move(node));
+      }
       continue;
     }
     if (IsStandardDomain(n.domain()) && n.op_type() == "Pad") {

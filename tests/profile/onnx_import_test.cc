@@ -389,15 +389,17 @@ TEST(OnnxImport, AChainThatIsNotQuiteALayerNormOrGeluIsLeftAsItIs) {
     EXPECT_EQ(r->nodes[0].outputs[0].desc.shape, (std::vector<int64_t>{4, 16, 64}));
   }
   {
+    // Its means are ReduceMean kernels; its Pow has none, and the error says how it would fold.
     auto r = load(14, ln(0, -1, 0.5f), "big_eps.onnx");
-    EXPECT_NE(Message(r).find("node 'ln.mean' (ReduceMean): ONNX op 'ReduceMean' has no tunefleet equivalent"),
+    EXPECT_NE(Message(r).find("node 'ln.pow' (Pow): ONNX op 'Pow' has no tunefleet equivalent"), std::string::npos)
+        << Message(r);
+    EXPECT_NE(Message(r).find("a LayerNorm, RMSNorm or GELU written out folds into one op only in the forms"),
               std::string::npos)
         << Message(r);
   }
   {
     auto r = load(14, ln(0, -1, 1e-5f), "mean_out.onnx", /*mean_out=*/true);
-    EXPECT_NE(Message(r).find("node 'ln.mean' (ReduceMean)"), std::string::npos) << "the mean is read outside: "
-                                                                                  << Message(r);
+    EXPECT_NE(Message(r).find("node 'ln.pow' (Pow)"), std::string::npos) << "the mean is read outside: " << Message(r);
   }
   {
     auto r = load(14, ln(1, 1, 1e-5f), "axis1.onnx");
@@ -534,7 +536,7 @@ TEST(OnnxImport, AnRmsNormWrittenOutFoldsIntoOneKernel) {
           "node 'rms.pow' (Pow)");
   refused("read_outside.onnx", [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
     WriteOutRmsNorm(g, n, 2, 1e-6f, "gamma", /*extra_reader=*/true);
-  }, "node 'rms.mean' (ReduceMean)");
+  }, "node 'rms.sqrt' (Sqrt)");
 }
 
 // A one-element int64 list constant (a Slice's starts, ends, axes or steps).
@@ -1348,8 +1350,8 @@ TEST(OnnxImport, AnInstanceNormAndAGroupNormAreInstanceNormKernels) {
 // A squeeze-and-excitation block as timm writes it: x.mean((2, 3), keepdim=True), two 1x1
 // convolutions, a sigmoid gate multiplied into x. The spatial mean is a ReduceMean over H*W
 // as a GlobalAveragePool is; the gate's [N, C, 1, 1] broadcasts over H and W. From opset
-// 18 the axes are an input, and without keepdims the mean is [N, C]. A mean over other axes
-// is still refused.
+// 18 the axes are an input, and without keepdims the mean is [N, C]. (Other axes:
+// AMeanOverAnyRunOfAxesIsAKernel.)
 TEST(OnnxImport, AnSeBlocksSpatialMeanIsAReduceMeanOverHw) {
   testing::ScratchDir dir;
   auto se = LoadChainModel(dir.Path("se.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
@@ -1381,12 +1383,57 @@ TEST(OnnxImport, AnSeBlocksSpatialMeanIsAReduceMeanOverHw) {
   });
   ASSERT_TRUE(flat.ok()) << Message(flat);
   EXPECT_EQ(FindNode(*flat, "mean/view")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16}));
-  const std::string channels = Message(LoadChainModel(dir.Path("mean_c.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
-    AddInput(g, "feat", {2, 16, 8, 8});
-    WithInts(AddNode(n, "ReduceMean", {"feat"}, "y", "mean"), "axes", {1});
-  }));
-  EXPECT_NE(channels.find("node 'mean' (ReduceMean): ONNX op 'ReduceMean' has no tunefleet equivalent"), std::string::npos)
-      << channels;
+}
+
+// A ReduceMean or ReduceSum over any run of neighbouring axes is a kernel between views:
+// over the last axes, the row-wise kernel of its name over [before, reduced]; over axes
+// before the last, a mean (a sentence embedding's mean over the sequence, timm's token
+// pooling) is an AveragePool of window [reduced, 1] over x viewed [before, 1, reduced,
+// after]. A sum there, axes apart, or axes that are not constants are refused.
+TEST(OnnxImport, AMeanOverAnyRunOfAxesIsAKernel) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const std::string& op, int opset, const std::vector<int64_t>& axes, int64_t keepdims) {
+    return LoadChainModel(dir.Path("reduce" + std::to_string(file++) + ".onnx"), opset,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            const bool axes_input = opset >= (op == "ReduceSum" ? 13 : 18);
+                            if (axes_input) AddInts(g, "axes", axes);
+                            auto* r = AddNode(n, op, axes_input ? std::vector<std::string>{"x", "axes"}
+                                                                : std::vector<std::string>{"x"},
+                                              "r", "pool");
+                            if (!axes_input) WithInts(r, "axes", axes);
+                            WithInt(r, "keepdims", keepdims);
+                            AddNode(n, "Relu", {"r"}, "y", "act");
+                          });
+  };
+  struct Case {
+    std::string op;
+    int opset;
+    std::vector<int64_t> axes;
+    int64_t keepdims;
+    std::string key;
+    std::vector<int64_t> out;
+  };
+  for (const Case& c : {Case{"ReduceMean", 17, {1}, 0, "AveragePool[4x1x16x64]{kernel_shape=16,1}@Ascend910B2", {4, 64}},
+                        Case{"ReduceMean", 18, {-2}, 1, "AveragePool[4x1x16x64]{kernel_shape=16,1}@Ascend910B2", {4, 1, 64}},
+                        Case{"ReduceMean", 17, {-1}, 1, "ReduceMean[64x64]@Ascend910B2", {4, 16, 1}},
+                        Case{"ReduceSum", 13, {1, 2}, 0, "ReduceSum[4x1024]@Ascend910B2", {4}},
+                        Case{"ReduceMean", 17, {0, 1}, 0, "AveragePool[1x1x64x64]{kernel_shape=64,1}@Ascend910B2", {64}}}) {
+    auto g = load(c.op, c.opset, c.axes, c.keepdims);
+    ASSERT_TRUE(g.ok()) << c.key << ": " << Message(g);
+    EXPECT_EQ(FindNode(*g, "pool/view")->outputs[0].desc.shape, c.out) << c.key;
+    auto run = profile::RunGraph(*g, testing::Soc910B2());
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_EQ(OpKeysByName(*run)["pool"], c.key);
+  }
+  const std::string sum = Message(load("ReduceSum", 13, {1}, 1));
+  EXPECT_NE(sum.find("node 'pool' (ReduceSum): a ReduceSum over axes [1], before the last, is not supported"),
+            std::string::npos)
+      << sum;
+  const std::string apart = Message(load("ReduceMean", 17, {0, 2}, 1));
+  EXPECT_NE(apart.find("node 'pool' (ReduceMean): it reduces axes [0,2], which are not next to each other"),
+            std::string::npos)
+      << apart;
 }
 
 // MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from
@@ -2020,7 +2067,7 @@ TEST(OnnxImport, FoldsTakeOnlyWhatIsTheOpAndMalformedGraphsAreNamed) {
   }
   for (const char* inside : {"ln.d", "ln.m", "ln.v"}) {
     auto r = load(14, ln(0, [&](auto&, auto& n) { node(n, "ln.mul").set_input(1, inside); }));
-    EXPECT_NE(Message(r).find("(ReduceMean): ONNX op 'ReduceMean' has no tunefleet equivalent"), std::string::npos)
+    EXPECT_NE(Message(r).find("(Pow): ONNX op 'Pow' has no tunefleet equivalent"), std::string::npos)
         << "gamma is the chain's own " << inside << ": " << Message(r);
   }
   {
