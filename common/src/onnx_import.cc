@@ -44,15 +44,14 @@ constexpr const char* kSupported =
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Gather of a 2-D table's rows by int32 or int64 indices (an embedding: "
     "torch's nn.Embedding of token ids), Resize (2-D, NCHW, nearest or linear: nn.Upsample, "
-    "interpolate), Pad (2-D, NCHW, over H and W: constant, reflect or edge; of zeros read only by a Conv, the Conv's "
-    "padding), ConvTranspose (2-D; kernel equal to stride, U-Net's 2x2/2: a MatMul; else a Conv2D of "
-    "its input dilated by a Pad kernel), Where (a select: GPT-2's causal "
-    "torch.where), Concat (a copy: a KV cache, a partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), "
-    "GlobalAveragePool and ReduceMean over axes 2, 3 of NCHW (a ReduceMean over H*W), ReduceMean and ReduceSum over "
-    "neighbouring axes (the last ones: a row-wise kernel; a mean over earlier ones: an AveragePool), "
-    "InstanceNormalization (torch's "
-    "InstanceNorm2d, and GroupNorm as torch exports it), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization "
-    "(inference: a FusedMulAdd per channel)";
+    "interpolate), Pad (2-D, NCHW, over H and W: constant, reflect or edge; of zeros read only by a Conv, the "
+    "Conv's padding), ConvTranspose (2-D; kernel equal to stride, U-Net's 2x2/2: a MatMul; else a Conv2D of its "
+    "input dilated by a Pad kernel), Where (a select: GPT-2's causal torch.where), Concat (a copy: a KV cache, a "
+    "partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), GlobalAveragePool and ReduceMean over "
+    "axes 2, 3 of NCHW (a ReduceMean over H*W), ReduceMean and ReduceSum over neighbouring axes (the last ones: a "
+    "row-wise kernel; a mean over earlier ones: an AveragePool), InstanceNormalization (torch's InstanceNorm2d, and "
+    "GroupNorm as torch exports it), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization (inference: a "
+    "FusedMulAdd per channel)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -378,7 +377,8 @@ Result<std::vector<GraphNode>> ReduceNodes(const onnx::NodeProto& n, const std::
   const std::string rows = n.output(0) + "/rows", reduced_name = n.output(0) + "/reduced";
   std::vector<GraphNode> nodes;
   if (after == 1) {
-    nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)}, {{rows, {{before, reduced}, desc.dtype, "ND"}}}, {}});
+    nodes.push_back(
+        GraphNode{name + "/rows", kReshapeOp, {n.input(0)}, {{rows, {{before, reduced}, desc.dtype, "ND"}}}, {}});
     nodes.push_back(GraphNode{name, n.op_type(), {rows}, {{reduced_name, {{before, 1}, desc.dtype, "ND"}}}, {}});
   } else {
     if (n.op_type() != "ReduceMean") {
@@ -392,7 +392,8 @@ Result<std::vector<GraphNode>> ReduceNodes(const onnx::NodeProto& n, const std::
     }
     nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)},
                               {{rows, {{before, 1, reduced, after}, desc.dtype, "ND"}}}, {}});
-    nodes.push_back(GraphNode{name, "AveragePool", {rows}, {{reduced_name, {{before, 1, 1, after}, desc.dtype, "ND"}}}, {}});
+    nodes.push_back(
+        GraphNode{name, "AveragePool", {rows}, {{reduced_name, {{before, 1, 1, after}, desc.dtype, "ND"}}}, {}});
     nodes.back().attrs["kernel_shape"] = fmt::format("{},1", reduced);
   }
   nodes.push_back(GraphNode{name + "/view", kReshapeOp, {reduced_name}, {{n.output(0), std::move(desc)}}, {}});
@@ -463,12 +464,6 @@ Result<std::vector<GraphNode>> BatchNormNodes(const onnx::NodeProto& n, const st
   return nodes;
 }
 
-// A 2-D ConvTranspose whose kernel equals its stride (U-Net's 2x2/2 up-convolution): each
-// output pixel takes exactly one input pixel's contribution, so it is the GEMM x [N*H*W,
-// Cin] by its weight [Cin, Cout*kh*kw], as CANN's Conv2DTranspose computes it on the cube,
-// written into the output's layout (a view, as a head split's permute is). The MatMul is
-// named as the node; a bias is an Add of [Cout, 1, 1] after it. Others (overlapping
-// windows: 3x3/2 with pads; groups) are OverlappingConvTransposeNodes'.
 // A transposed convolution whose windows overlap (a GAN's 4x4 at stride 2, a decoder's 3x3
 // at stride 2 with output_padding 1) as CANN's Conv2DBackpropInput runs it on the cube: the
 // convolution at stride 1 of x dilated by the stride (s - 1 zeros between neighbours, a
@@ -483,7 +478,9 @@ Result<std::vector<GraphNode>> OverlappingConvTransposeNodes(const onnx::NodePro
   auto pair = [&](const char* attr, int64_t fallback) -> Result<std::array<int64_t, 2>> {
     const std::vector<int64_t> v = IntsAttr(n, attr);
     if (v.empty()) return std::array<int64_t, 2>{fallback, fallback};
-    if (v.size() != 2) return InvalidArgument(fmt::format("{}: {} must have 2 values for a 2-D transposed convolution", where, attr));
+    if (v.size() != 2) {
+      return InvalidArgument(fmt::format("{}: {} must have 2 values for a 2-D transposed convolution", where, attr));
+    }
     return std::array<int64_t, 2>{v[0], v[1]};
   };
   TF_ASSIGN_OR_RETURN(const auto stride, pair("strides", 1));
@@ -539,6 +536,12 @@ Result<std::vector<GraphNode>> OverlappingConvTransposeNodes(const onnx::NodePro
   return nodes;
 }
 
+// A 2-D ConvTranspose whose kernel equals its stride (U-Net's 2x2/2 up-convolution): each
+// output pixel takes exactly one input pixel's contribution, so it is the GEMM x [N*H*W,
+// Cin] by its weight [Cin, Cout*kh*kw], as CANN's Conv2DTranspose computes it on the cube,
+// written into the output's layout (a view, as a head split's permute is). The MatMul is
+// named as the node; a bias is an Add of [Cout, 1, 1] after it. Others (overlapping
+// windows: 3x3/2 with pads; groups) are OverlappingConvTransposeNodes'.
 Result<std::vector<GraphNode>> ConvTransposeNodes(const onnx::NodeProto& n, const std::string& name,
                                                   const std::string& where, const std::vector<int64_t>& x,
                                                   const std::map<std::string, TensorInfo>& info, TensorDesc desc) {

@@ -353,7 +353,7 @@ Result<VectorShape> ResizeShape(const OpKey& key, VectorShape s) {
   return s;
 }
 
-// Pad: x [N, C, H, W] grown by attrs.pads in attrs.mode.
+// Pad: x [N, C, H, W] grown by attrs.pads and attrs.interior in attrs.mode.
 Result<VectorShape> PadShape(const OpKey& key, VectorShape s) {
   const std::vector<int64_t>& x = key.inputs[0].shape;
   if (x.size() != 4) {
@@ -377,7 +377,8 @@ Result<VectorShape> PadShape(const OpKey& key, VectorShape s) {
   }
   const int64_t h = x[2] + (x[2] - 1) * interior[0] + pads[0] + pads[1];
   const int64_t w = x[3] + (x[3] - 1) * interior[1] + pads[2] + pads[3];
-  if (h > kMaxTensorElements / (x[0] * x[1] * w)) {
+  if (static_cast<double>(x[0]) * static_cast<double>(x[1]) * static_cast<double>(h) * static_cast<double>(w) >
+      static_cast<double>(kMaxTensorElements)) {
     return InvalidArgument("Pad output of " + ShapeText(x) + " padded holds more than 2^50 elements");
   }
   s.elements = x[0] * x[1] * h * w;

@@ -332,6 +332,10 @@ TEST_F(VectorSpace, PadTilesItsOutputAndReadsItsInputOnce) {
   EXPECT_EQ(CanonicalOpKey(Key("Pad", {{2, 8, 16, 16}}, "float16", {{"interior", "0"}, {"pads", "1"}}))->Canonical(),
             Key("Pad", {{2, 8, 16, 16}}, "float16", {{"pads", "1,1,1,1"}}).Canonical())
       << "no interior left out";
+  // Its output is sized before HBM is: 2^48 rows of 4 * 65536 columns do not wrap around.
+  auto huge = VectorShapeFromOpKey(Key("Pad", {{1 << 24, 1 << 24, 1, 4}}, "float16", {{"interior", "0,65535"}}));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("holds more than 2^50 elements"), std::string::npos) << huge.status().message();
   EXPECT_NE(KeyError(Key("Pad", {{1, 4, 8, 8}}, "float16", {{"interior", "1"}, {"mode", "edge"}}))
                 .find("zeros between elements (a transposed convolution's dilated input) are constant only"),
             std::string::npos);

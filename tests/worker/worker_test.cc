@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/op_test_util.h"
 #include "tunefleet/common/transport.h"
 #include "tunefleet/common/wire.h"
 
@@ -16,13 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-OpKey Matmul() {
-  OpKey k;
-  k.soc = "Ascend910B2";
-  k.op_type = "MatMul";
-  k.inputs = {{{256, 128}, "float16", "ND"}, {{128, 256}, "float16", "ND"}};
-  return k;
-}
+OpKey Matmul() { return test_support::TestKey("MatMul", test_support::Inputs({{256, 128}, {128, 256}})); }
 
 class WorkerTest : public ::testing::Test {
  protected:
