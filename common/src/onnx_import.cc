@@ -50,7 +50,7 @@ constexpr const char* kSupported =
     "partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), GlobalAveragePool and ReduceMean over "
     "axes 2, 3 of NCHW (a ReduceMean over H*W), ReduceMean and ReduceSum over neighbouring axes (the last ones: a "
     "row-wise kernel; a mean over earlier ones: an AveragePool), InstanceNormalization (torch's InstanceNorm2d, and "
-    "GroupNorm as torch exports it), Clip (constant bounds: MobileNet's ReLU6), BatchNormalization (inference: a "
+    "GroupNorm as torch exports it), HardSigmoid and HardSwish (MobileNetV3), Sin and Cos, Clip (constant bounds: MobileNet's ReLU6), BatchNormalization (inference: a "
     "FusedMulAdd per channel)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
@@ -226,7 +226,8 @@ bool KnownOp(const onnx::NodeProto& n) {
       "MatMul", "Gemm", "Conv", "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Gelu", "Softmax",
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose",
-      "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad", "InstanceNormalization"};
+      "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad", "InstanceNormalization",
+      "HardSigmoid", "HardSwish", "Sin", "Cos"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0 || IsReduce(n);
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -647,7 +648,8 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     c.op = depthwise ? "DepthwiseConv2D" : "Conv2D";
     if (g != 1 && !depthwise) c.attrs["groups"] = std::to_string(g);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Relu" || op == "Sigmoid" ||
-             op == "Tanh" || op == "Exp" || op == "Silu") {  // Silu: ai.tunefleet, Folds::Silu's
+             op == "Tanh" || op == "Exp" || op == "Silu" || op == "HardSigmoid" || op == "HardSwish" || op == "Sin" ||
+             op == "Cos") {  // Silu: ai.tunefleet, Folds::Silu's; HardSigmoid's alpha and beta leave its cost alone
     c.op = op;
     c.inputs = first(n.input_size());
   } else if (op == "Resize") {

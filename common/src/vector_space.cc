@@ -35,6 +35,10 @@ struct OpInfo {
 // Silu (x * sigmoid(x), CANN's Swish with scale 1; Llama's MLP and EfficientNet's
 // activation, which PyTorch exports as a Sigmoid and a Mul): its temp keeps x beside the
 // sigmoid.
+// HardSigmoid and HardSwish (CANN's HardSigmoid and HardSwish; MobileNetV3's gate and
+// activation): max(0, min(1, alpha x + beta)) and x times it, alpha and beta left out of
+// the key (they leave the cost alone). Sin and Cos (a diffusion model's timestep embedding,
+// sinusoidal positions computed at run time): a range reduction and a polynomial.
 // Clip (ONNX's Clip, CANN's ClipByValue; MobileNet's ReLU6): x bounded below and above by
 // constants, which leave its cost alone and are not part of its key.
 // MaxPool (CANN's MaxPoolV3, ONNX's MaxPool): x [N, C, H, W], attrs kernel_shape "kh,kw",
@@ -92,6 +96,10 @@ constexpr OpInfo kOps[] = {
     {"Gelu", VectorOp::kGelu, VectorFamily::kElementwise, 1, 1, false},
     {"Sigmoid", VectorOp::kSigmoid, VectorFamily::kElementwise, 1, 0, false},
     {"Silu", VectorOp::kSilu, VectorFamily::kElementwise, 1, 1, false},
+    {"HardSigmoid", VectorOp::kHardSigmoid, VectorFamily::kElementwise, 1, 0, false},
+    {"HardSwish", VectorOp::kHardSwish, VectorFamily::kElementwise, 1, 1, false},
+    {"Sin", VectorOp::kSin, VectorFamily::kElementwise, 1, 1, false},
+    {"Cos", VectorOp::kCos, VectorFamily::kElementwise, 1, 1, false},
     {"Tanh", VectorOp::kTanh, VectorFamily::kElementwise, 1, 1, false},
     {"Exp", VectorOp::kExp, VectorFamily::kElementwise, 1, 0, false},
     {"Cast", VectorOp::kCast, VectorFamily::kElementwise, 1, 0, true},
@@ -586,33 +594,41 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   if (s.op == VectorOp::kPad) return PadShape(key, std::move(s));
   switch (s.family) {
     case VectorFamily::kElementwise: {
-      // The output takes the largest input's shape; the others equal it or broadcast.
-      size_t big = 0;
-      for (size_t i = 1; i < key.inputs.size(); ++i) {
-        if (Elements(key.inputs[i].shape) > Elements(key.inputs[big].shape)) big = i;
-      }
-      const std::vector<int64_t>& out = key.inputs[big].shape;
-      s.elements = Elements(out);
+      // The output is the inputs' broadcast shape, NumPy's: each axis, aligned from the
+      // right, the inputs' size there or 1. An input of that shape is read whole; the others
+      // broadcast (a bias row; each side of an outer product, timesteps [b, 1] by
+      // frequencies [1, d], which no input of the output's shape is).
+      std::vector<int64_t> out;
       for (size_t i = 0; i < key.inputs.size(); ++i) {
         const std::vector<int64_t>& in = key.inputs[i].shape;
-        if (in == out) {
+        if (in.size() > out.size()) out.insert(out.begin(), in.size() - out.size(), 1);
+        for (size_t d = 0; d < in.size(); ++d) {
+          int64_t& o = out[out.size() - in.size() + d];
+          if (in[d] != o && in[d] != 1 && o != 1) {
+            return InvalidArgument(op + " input " + N(static_cast<int64_t>(i)) + " shape " + ShapeText(in) +
+                                   " does not broadcast with the inputs before it (" + ShapeText(out) +
+                                   "): aligned from the right, each axis must be the same size or 1 (NumPy's rule)");
+          }
+          o = std::max(o, in[d]);
+        }
+      }
+      if (Elements(out) > kMaxTensorElements) {
+        return InvalidArgument(op + " output " + ShapeText(out) + " holds more than 2^50 elements");
+      }
+      s.elements = Elements(out);
+      for (const TensorDesc& t : key.inputs) {
+        if (Elements(t.shape) == s.elements) {
           ++s.full_inputs;
           continue;
         }
-        if (!BroadcastsTo(in, out)) {
-          return InvalidArgument(op + " input " + N(static_cast<int64_t>(i)) + " shape " + ShapeText(in) +
-                                 " does not broadcast to " + ShapeText(out) + " (the largest input's): " +
-                                 kBroadcastRule);
-        }
         ++s.broadcast_inputs;
-        s.broadcast_elements += Elements(in);
+        s.broadcast_elements += Elements(t.shape);
       }
       if (s.op == VectorOp::kRope) {
         // x is the output; cos and sin broadcast to it, each row of the rotary dimension whole.
-        if (big != 0) {
-          return InvalidArgument("Rope input " + N(static_cast<int64_t>(big)) + " shape " +
-                                 ShapeText(key.inputs[big].shape) + " is larger than input 0 (x) " + ShapeText(x) +
-                                 ": x is the output, and cos and sin broadcast to it");
+        if (Elements(x) != s.elements) {
+          return InvalidArgument("Rope inputs broadcast to " + ShapeText(out) + ", larger than input 0 (x) " +
+                                 ShapeText(x) + ": x is the output, and cos and sin broadcast to it");
         }
         s.cols = x.back();
         if (s.cols % 2 != 0) {

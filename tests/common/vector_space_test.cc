@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Resize", "Pad", "Softmax", "LayerNorm", "RmsNorm", "InstanceNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "HardSigmoid", "HardSwish", "Sin", "Cos", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Resize", "Pad", "Softmax", "LayerNorm", "RmsNorm", "InstanceNorm", "ReduceSum", "ReduceMean",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -75,7 +75,9 @@ TEST_F(VectorSpace, OpKeyErrorsNameTheFieldToFix) {
 
 // NumPy's broadcasting, as ONNX exports it: HF's additive attention mask [b, 1, s, s]
 // over the scores [b, h, s, s], RoPE's cos [b, 1, s, d] over [b, h, s, d] (both were
-// refused: only a trailing suffix broadcast). An axis that is neither equal nor 1 is not.
+// refused: only a trailing suffix broadcast), and both ways at once (an outer product: a
+// diffusion model's timesteps [b, 1] by its frequencies [1, d]), each input that is not the
+// output's shape read as a broadcast one. An axis that is neither equal nor 1 is not.
 TEST_F(VectorSpace, AcceptsNumpyBroadcastingOverMiddleAxesAndNamesTheRuleOtherwise) {
   auto mask = VectorShapeFromOpKey(Key("Add", {{2, 16, 256, 256}, {2, 1, 256, 256}}));
   ASSERT_TRUE(mask.ok()) << mask.status().ToString();
@@ -85,10 +87,16 @@ TEST_F(VectorSpace, AcceptsNumpyBroadcastingOverMiddleAxesAndNamesTheRuleOtherwi
   EXPECT_EQ(mask->broadcast_elements, 2 * 256 * 256);
   EXPECT_TRUE(VectorShapeFromOpKey(Key("Mul", {{2, 1, 256, 128}, {2, 16, 256, 128}})).ok());
   EXPECT_TRUE(VectorShapeFromOpKey(Key("Add", {{2, 16, 256, 256}, {1, 1, 256, 1}})).ok());
+  auto outer = VectorShapeFromOpKey(Key("Mul", {{8, 1}, {1, 320}}));
+  ASSERT_TRUE(outer.ok()) << outer.status().ToString();
+  EXPECT_EQ(outer->elements, 8 * 320);
+  EXPECT_EQ(outer->full_inputs, 0);
+  EXPECT_EQ(outer->broadcast_inputs, 2);
+  EXPECT_EQ(outer->broadcast_elements, 8 + 320);
+  EXPECT_EQ(OutputElements(Key("Add", {{4, 16, 1}, {4, 1, 64}})), 4 * 16 * 64);
   EXPECT_NE(KeyError(Key("Add", {{2, 16, 256, 256}, {2, 4, 256, 256}}))
-                .find("input 1 shape [2,4,256,256] does not broadcast to [2,16,256,256] (the largest input's): the "
-                      "output is the largest input's shape, and each of another input's axes, aligned from the right, "
-                      "must equal the output's or be 1"),
+                .find("input 1 shape [2,4,256,256] does not broadcast with the inputs before it ([2,16,256,256]): "
+                      "aligned from the right, each axis must be the same size or 1"),
             std::string::npos);
 }
 

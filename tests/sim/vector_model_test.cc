@@ -33,7 +33,9 @@ std::vector<OpKey> OneKeyPerOp(const std::vector<int64_t>& shape, const std::str
   const int64_t last = shape.back();
   std::vector<OpKey> keys;
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) keys.push_back(Key(op, {shape, shape}, dtype));
-  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp"}) keys.push_back(Key(op, {shape}, dtype));
+  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "HardSigmoid", "HardSwish", "Sin", "Cos"}) {
+    keys.push_back(Key(op, {shape}, dtype));
+  }
   keys.push_back(Key("Cast", {shape}, dtype, {{"dst_type", dtype == "float32" ? "float16" : "float32"}}));
   keys.push_back(Key("FusedMulAdd", {shape, shape, shape}, dtype));
   if (last % 2 == 0) keys.push_back(Key("Rope", {shape, shape, shape}, dtype));
@@ -343,6 +345,10 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
   EXPECT_EQ(count(Key("InstanceNorm", {{1, 4, 16}, {4}, {4}})), 5) << "statistics 3, then x * a + b";
+  EXPECT_EQ(count(Key("HardSigmoid", {{16}})), 4) << "vmuls, vadds, vmins, vmaxs";
+  EXPECT_EQ(count(Key("HardSwish", {{16}})), 5) << "and a vmul by x";
+  EXPECT_EQ(count(Key("Sin", {{16}})), 15) << "range reduction 4, polynomial 10, sign 1";
+  EXPECT_EQ(count(Key("Cos", {{16}})), 16) << "and pi/2 first";
   EXPECT_EQ(count(Key("RmsNorm", {{4, 16}, {16}})), 4);
 }
 

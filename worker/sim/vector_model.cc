@@ -31,6 +31,12 @@ bool IsReduce(const VectorShape& s) {
 //   Tanh = (e^2x - 1)/(e^2x + 1): vmuls, vexp, vadds, vadds, vdiv = 5.
 //   Gelu, CANN's tanh form x / (1 + exp(-1.5958 (x + 0.044715 x^3))): vmul, vmul,
 //     vmuls, vadd, vmuls, vexp, vadds, vdiv = 8.
+//   HardSigmoid = max(0, min(1, alpha x + beta)): vmuls, vadds, vmins, vmaxs = 4.
+//     HardSwish = x * hardsigmoid(x): 4 + vmul = 5.
+//   Sin, Cos: a range reduction to [-pi/2, pi/2] (vmuls by 1/pi, a round through vconv,
+//     vmuls by pi, vsub = 4, Cos adding pi/2 first: 5), then the odd polynomial of degree 9
+//     by Horner's rule in x^2 (vmul for x^2, 4 vmuls-and-vadds pairs, a final vmul = 10),
+//     and the sign of the half period (vmul = 1): Sin 15, Cos 16.
 //   FusedMulAdd: vmul, vadd = 2. Rope, per half row: vmul x by cos, vmul the other half
 //     by sin, vsub (first half) or vadd (second) = 3. Where: vcmp (the condition into a
 //     select mask), vsel = 2. Concat, Gather: none (copies through UB). MaxPool: one vmax per
@@ -73,6 +79,14 @@ int OpInstructions(const VectorShape& s) {
       return 4;
     case VectorOp::kSilu:
       return 5;
+    case VectorOp::kHardSigmoid:
+      return 4;
+    case VectorOp::kHardSwish:
+      return 5;
+    case VectorOp::kSin:
+      return 15;
+    case VectorOp::kCos:
+      return 16;
     case VectorOp::kTanh:
       return 5;
     case VectorOp::kGelu:
