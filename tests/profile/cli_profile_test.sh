@@ -340,6 +340,12 @@ for want in "44 of 45 fusion chains fused, 0 of 0 transposes folded, 99 -> 55 ke
   "/features/features.2/conv/conv.1/conv.1.0/Conv+/features/features.2/conv/conv.1/conv.1.2/Clip (DepthwiseConv2D, epilogue Clip)"; do
   grep -qF "$want" "$OUT/mobilenet_fuse.txt" || fail "fuse mobilenet: no line has '$want': $(head -5 "$OUT/mobilenet_fuse.txt")"
 done
+# MobileNetV3-Large (make_mobilenet_onnx.py --v3): Hardswish and the squeeze-and-excitation's
+# Hardsigmoid gate are kernels of their names; the gate scales x by a broadcast Mul.
+check_onnx_tune mobilenet_v3 "$SRC/examples/mobilenet_v3_large.onnx" 139 \
+  "^/features/features.4/block/block.2/HardSigmoid  HardSigmoid\[2304x1\]@Ascend910B2  \[done\]" \
+  "^/classifier/classifier.1/HardSwish  HardSwish\[32x1280\]" \
+  "^/features/features.15/block/block.2/Mul  Mul\[32x960x7x7,32x960x1x1\]"
 # EfficientNet-B0 (scripts/make_efficientnet_onnx.py): depthwise 5x5 convolutions, each
 # SiLU (Sigmoid and Mul) folded into one Silu kernel, and the squeeze-and-excitation's
 # mean a ReduceMean over H*W whose excitation scales x by a broadcast Mul.
