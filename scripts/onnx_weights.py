@@ -23,8 +23,10 @@ def save_without_weights(model, out, name, constants_too=False):
                 model.graph.node.remove(n)
     location = out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")
     for t in model.graph.initializer:
-        if t.raw_data and len(t.raw_data) > MAX_KEPT_BYTES:
+        # Data held here, or already external (a model over 2 GB, loaded without its data).
+        if (t.raw_data and len(t.raw_data) > MAX_KEPT_BYTES) or t.data_location == TensorProto.EXTERNAL:
             t.ClearField("raw_data")
+            del t.external_data[:]
             t.data_location = TensorProto.EXTERNAL
             for key, value in (("location", location), ("offset", "0"), ("length", "0")):
                 entry = t.external_data.add()
