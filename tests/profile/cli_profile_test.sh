@@ -303,6 +303,14 @@ check_onnx_tune vae "$SRC/examples/sd_vae_encoder.onnx" 141 \
 check_onnx_tune vae_decoder "$SRC/examples/sd_vae_decoder.onnx" 188 \
   "^/up/up.3/Resize  Resize\[1x512x64x64\]{sizes=128,128}@Ascend910B2  \[done\]" \
   "^/up/up.14/norm1/InstanceNormalization  InstanceNorm\[1x32x1048576,32,32\]"
+# Stable Diffusion 1.5's UNet (scripts/make_sd_unet_onnx.py), batch 2: the timestep
+# embedding's outer product of timesteps [2, 1] and frequencies [1, 160] and its Cos, the
+# time embedding added per channel to each ResNet block, cross-attention to the 77 text
+# states.
+check_onnx_tune sd_unet "$SRC/examples/sd_unet.onnx" 944 \
+  "^/Mul  Mul\[2x1,1x160\]@Ascend910B2  \[done\]" "^/Cos  Cos\[2x160\]" \
+  "^/down.0.0/Add  Add\[2x320x64x64,2x320x1x1\]" \
+  "^/down_attn.0.0/attn2/MatMul  BatchMatMul\[2x8x4096x40,2x8x40x77\]"
 # CycleGAN's generator (scripts/make_cyclegan_onnx.py): ReflectionPad2d is a Pad kernel,
 # InstanceNorm2d an InstanceNorm, and each 3x3/2 transposed convolution a Pad kernel
 # dilating its input and a stride-1 Conv2D.
