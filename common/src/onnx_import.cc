@@ -182,15 +182,38 @@ std::optional<std::vector<std::array<int64_t, 2>>> PadsPerAxis(const PadSpec& sp
   return out;
 }
 
+// The [top, bottom, left, right] padding of a Pad of x [N, C, H, W] that pads H and W by
+// at least 0 and N and C not at all; else an error that says what it does instead.
+Result<std::array<int64_t, 4>> HwPads(const PadSpec& spec, const std::string& where) {
+  const auto axes = PadsPerAxis(spec, 4);
+  if (!axes) {
+    return InvalidArgument(fmt::format("{}: its {} pads do not match the {} axes it pads", where, spec.pads.size(),
+                                       spec.axes.empty() ? 4 : spec.axes.size()));
+  }
+  for (size_t a = 0; a < 4; ++a) {
+    const auto [begin, end] = (*axes)[a];
+    if (begin < 0 || end < 0) {
+      return InvalidArgument(fmt::format("{}: a negative pad on axis {} crops; only padding is supported (a Slice "
+                                         "crops)",
+                                         where, a));
+    }
+    if (a < 2 && (begin != 0 || end != 0)) {
+      return InvalidArgument(fmt::format("{}: it pads axis {} ({}); only H and W are padded", where, a,
+                                         a == 0 ? "N" : "C"));
+    }
+  }
+  return std::array<int64_t, 4>{(*axes)[2][0], (*axes)[2][1], (*axes)[3][0], (*axes)[3][1]};
+}
+
 // A Pad that pads nothing (torch's export writes one of zeros before an AveragePool): a view.
 bool IsNoOpPad(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants) {
   const auto spec = ReadPadSpec(n, constants);
   return spec && std::all_of(spec->pads.begin(), spec->pads.end(), [](int64_t p) { return p == 0; });
 }
 
-// A ReduceMean's or ReduceSum's axes as written, sorted: an attribute before opset 18
-// (ReduceSum: 13), an input from then; empty when it gives none (every axis); nullopt when
-// the input is not a constant.
+// A ReduceMean's or ReduceSum's axes as written: an attribute before opset 18 (ReduceSum:
+// 13), an input from then; empty when it gives none (every axis); nullopt when the input is
+// not a constant.
 std::optional<std::vector<int64_t>> ReduceAxes(const onnx::NodeProto& n,
                                                const std::map<std::string, const onnx::TensorProto*>& constants,
                                                int opset) {
@@ -203,22 +226,12 @@ std::optional<std::vector<int64_t>> ReduceAxes(const onnx::NodeProto& n,
   } else {
     axes = std::vector<int64_t>{};
   }
-  if (axes) std::sort(axes->begin(), axes->end());
   return axes;
 }
 
 bool IsReduce(const onnx::NodeProto& n) {
   return IsStandardDomain(n.domain()) && (n.op_type() == "ReduceMean" || n.op_type() == "ReduceSum") &&
          n.input_size() >= 1 && n.output_size() == 1;
-}
-
-// A ReduceMean over axes 2 and 3, an SE block's x.mean((2, 3)) of [N, C, H, W]: a
-// GlobalAveragePool, keepdims or not.
-bool IsSpatialMean(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants,
-                   int opset) {
-  if (!IsReduce(n) || n.op_type() != "ReduceMean") return false;
-  const auto axes = ReduceAxes(n, constants, opset);
-  return axes && *axes == std::vector<int64_t>{2, 3};
 }
 
 bool KnownOp(const onnx::NodeProto& n) {
@@ -233,11 +246,10 @@ bool KnownOp(const onnx::NodeProto& n) {
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
 }
 
-// Whether the importer models the node: an op Convert handles, or a pattern that is a view
-// or a pooling in the graph (a constant pick, a Pad of zeros, a spatial mean).
-bool Importable(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants,
-                int opset) {
-  return KnownOp(n) || IsConstantPick(n, constants) || IsNoOpPad(n, constants) || IsSpatialMean(n, constants, opset);
+// Whether the importer models the node: an op it converts, or a pattern that is a view in
+// the graph (a constant pick, a Pad of zeros).
+bool Importable(const onnx::NodeProto& n, const std::map<std::string, const onnx::TensorProto*>& constants) {
+  return KnownOp(n) || IsConstantPick(n, constants) || IsNoOpPad(n, constants);
 }
 
 std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where) {
@@ -316,25 +328,9 @@ Result<GraphNode> PadNode(const onnx::NodeProto& n, const std::string& name, con
                                        "is [{}]",
                                        where, Join(shape)));
   }
-  const auto axes = PadsPerAxis(*spec, 4);
-  if (!axes) {
-    return InvalidArgument(fmt::format("{}: its {} pads do not match the {} axes it pads", where, spec->pads.size(),
-                                       spec->axes.empty() ? shape.size() : spec->axes.size()));
-  }
-  for (size_t a = 0; a < 4; ++a) {
-    const auto [begin, end] = (*axes)[a];
-    if (begin < 0 || end < 0) {
-      return InvalidArgument(fmt::format("{}: a negative pad on axis {} crops; only padding is supported (a Slice "
-                                         "crops)",
-                                         where, a));
-    }
-    if (a < 2 && (begin != 0 || end != 0)) {
-      return InvalidArgument(fmt::format("{}: it pads axis {} ({}); only H and W are padded", where, a,
-                                         a == 0 ? "N" : "C"));
-    }
-  }
+  TF_ASSIGN_OR_RETURN(const auto pads, HwPads(*spec, where));
   GraphNode node{name, "Pad", {n.input(0)}, {{n.output(0), std::move(desc)}}, {}};
-  node.attrs["pads"] = fmt::format("{},{},{},{}", (*axes)[2][0], (*axes)[2][1], (*axes)[3][0], (*axes)[3][1]);
+  node.attrs["pads"] = fmt::format("{},{},{},{}", pads[0], pads[1], pads[2], pads[3]);
   if (spec->mode != "constant") node.attrs["mode"] = spec->mode;
   return node;
 }
@@ -342,7 +338,8 @@ Result<GraphNode> PadNode(const onnx::NodeProto& n, const std::string& name, con
 // A ReduceMean or ReduceSum of x `shape` over `axes`, a contiguous run of them ([A, K, B]:
 // K the elements reduced, A before, B after), between two views (`<node>/rows` and
 // `<node>/view`, which gives ONNX's output, keepdims or not). When the run ends at the
-// last axis, the row-wise kernel of its name over rows [A, K], named as the node. Else a
+// last axis, the row-wise kernel of its name over rows [A, K], named as the node (a
+// GlobalAveragePool, or an SE block's x.mean((2, 3)), is a ReduceMean over H*W). Else a
 // mean is an AveragePool of window [K, 1] over x viewed [A, 1, K, B] (a sentence
 // embedding's mean over the sequence: ATC's ReduceMeanD adds K rows of B elements, what the
 // pooling's cost counts); a sum there is refused.
@@ -350,9 +347,13 @@ Result<std::vector<GraphNode>> ReduceNodes(const onnx::NodeProto& n, const std::
                                            const std::vector<int64_t>& shape,
                                            const std::map<std::string, const onnx::TensorProto*>& constants,
                                            int opset, TensorDesc desc) {
-  auto axes = ReduceAxes(n, constants, opset);
-  if (!axes) return InvalidArgument(where + ": its axes must be a constant (export with constant folding on)");
   const int64_t rank = static_cast<int64_t>(shape.size());
+  const bool global = n.op_type() == "GlobalAveragePool";
+  if (global && rank < 3) return InvalidArgument(where + ": GlobalAveragePool takes x as [N, C, spatial...]");
+  std::optional<std::vector<int64_t>> axes = global ? std::vector<int64_t>{} : ReduceAxes(n, constants, opset);
+  if (!axes) return InvalidArgument(where + ": its axes must be a constant (export with constant folding on)");
+  for (int64_t a = 2; global && a < rank; ++a) axes->push_back(a);
+  const std::string op = global ? "ReduceMean" : n.op_type();
   if (axes->empty()) {
     if (IntAttr(n, "noop_with_empty_axes", 0) != 0) {
       return std::vector<GraphNode>{GraphNode{name, kReshapeOp, {n.input(0)}, {{n.output(0), std::move(desc)}}, {}}};
@@ -380,9 +381,9 @@ Result<std::vector<GraphNode>> ReduceNodes(const onnx::NodeProto& n, const std::
   if (after == 1) {
     nodes.push_back(
         GraphNode{name + "/rows", kReshapeOp, {n.input(0)}, {{rows, {{before, reduced}, desc.dtype, "ND"}}}, {}});
-    nodes.push_back(GraphNode{name, n.op_type(), {rows}, {{reduced_name, {{before, 1}, desc.dtype, "ND"}}}, {}});
+    nodes.push_back(GraphNode{name, op, {rows}, {{reduced_name, {{before, 1}, desc.dtype, "ND"}}}, {}});
   } else {
-    if (n.op_type() != "ReduceMean") {
+    if (op != "ReduceMean") {
       return InvalidArgument(fmt::format("{}: a ReduceSum over axes [{}], before the last, is not supported (a mean "
                                          "is; a sum over the last axes is)",
                                          where, Join(*axes)));
@@ -398,28 +399,6 @@ Result<std::vector<GraphNode>> ReduceNodes(const onnx::NodeProto& n, const std::
     nodes.back().attrs["kernel_shape"] = fmt::format("{},1", reduced);
   }
   nodes.push_back(GraphNode{name + "/view", kReshapeOp, {reduced_name}, {{n.output(0), std::move(desc)}}, {}});
-  return nodes;
-}
-
-// A GlobalAveragePool of x `shape` [N, C, spatial...] (or a ReduceMean over axes 2 and 3
-// of [N, C, H, W]) as a ReduceMean over the spatial axes between two views: x read as
-// [N, C, H*W], the kernel (named as the node) writes [N, C, 1], read as ONNX's output
-// (`desc`: [N, C, 1, 1], or [N, C] without keepdims).
-Result<std::vector<GraphNode>> AveragePoolNodes(const onnx::NodeProto& n, const std::string& name,
-                                                const std::string& where, const std::vector<int64_t>& shape,
-                                                TensorDesc desc) {
-  if (n.op_type() == "ReduceMean" && shape.size() != 4) {
-    return InvalidArgument(where + ": a ReduceMean over axes 2 and 3 is supported of x [N, C, H, W] only (an SE "
-                                   "block's spatial mean)");
-  }
-  if (shape.size() < 3) return InvalidArgument(where + ": GlobalAveragePool takes x as [N, C, spatial...]");
-  std::vector<int64_t> rows = {shape[0], shape[1], 1};
-  for (size_t a = 2; a < shape.size(); ++a) rows[2] *= shape[a];
-  const std::string rows_name = n.output(0) + "/rows", mean_name = n.output(0) + "/mean";
-  std::vector<GraphNode> nodes;
-  nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)}, {{rows_name, {rows, desc.dtype, "ND"}}}, {}});
-  nodes.push_back(GraphNode{name, "ReduceMean", {rows_name}, {{mean_name, {{shape[0], shape[1], 1}, desc.dtype, "ND"}}}, {}});
-  nodes.push_back(GraphNode{name + "/view", kReshapeOp, {mean_name}, {{n.output(0), std::move(desc)}}, {}});
   return nodes;
 }
 
@@ -1043,14 +1022,11 @@ class Folds {
   // its pads in a Conv's order [top, left, bottom, right].
   std::optional<std::array<int64_t, 4>> ZeroPadOfHW(const onnx::NodeProto& n) const {
     const auto spec = ReadPadSpec(n, constants_);
-    const auto axes = spec && spec->mode == "constant" && spec->zero ? PadsPerAxis(*spec, 4) : std::nullopt;
-    if (!axes) return std::nullopt;
-    for (size_t a = 0; a < 4; ++a) {
-      if ((*axes)[a][0] < 0 || (*axes)[a][1] < 0 || (a < 2 && ((*axes)[a][0] != 0 || (*axes)[a][1] != 0))) {
-        return std::nullopt;
-      }
-    }
-    return std::array<int64_t, 4>{(*axes)[2][0], (*axes)[3][0], (*axes)[2][1], (*axes)[3][1]};
+    if (!spec || spec->mode != "constant" || !spec->zero) return std::nullopt;
+    const auto hw = HwPads(*spec, "");
+    if (!hw.ok()) return std::nullopt;
+    const auto [top, bottom, left, right] = *hw;
+    return std::array<int64_t, 4>{top, left, bottom, right};
   }
 
   // Whether node c computes x^3: Pow(x, 3), or Mul(x, Mul(x, x)) either way round.
@@ -1688,7 +1664,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   for (const auto& o : g.output()) graph_outputs.insert(o.name());
   // A node kept in the graph: its op modelled, and one output that others read.
   auto check_node = [&](const onnx::NodeProto& n, const std::string& where) -> Status {
-    if (!Importable(n, constant_values, opset)) return InvalidArgument(UnknownOpMessage(n, where));
+    if (!Importable(n, constant_values)) return InvalidArgument(UnknownOpMessage(n, where));
     if (n.output_size() == 0 || n.output(0).empty()) return InvalidArgument(where + ": it has no output");
     for (int o = 1; o < n.output_size() && !IsWindowOp(n); ++o) {
       if (n.output(o).empty()) continue;
@@ -1779,7 +1755,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       out.nodes.push_back(GraphNode{name, kReshapeOp, {n.input(0)}, {{n.output(0), std::move(desc)}}, {}});
       continue;
     }
-    if (IsReduce(n) && !IsSpatialMean(n, constant_values, opset)) {
+    if (IsReduce(n) || (IsStandardDomain(n.domain()) && n.op_type() == "GlobalAveragePool")) {
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
       const auto data = info.find(n.input(0));
       if (data == info.end() || !data->second.known) return InvalidArgument(where + ": its input's shape is not known");
@@ -1801,9 +1777,8 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       continue;
     }
     // Nodes written as several tunefleet nodes: a kernel and the views around it.
-    if (IsConstantPick(n, constant_values) || IsSpatialMean(n, constant_values, opset) ||
-        (IsStandardDomain(n.domain()) && (n.op_type() == "GlobalAveragePool" || n.op_type() == "BatchNormalization" ||
-                                          n.op_type() == "ConvTranspose"))) {
+    if (IsConstantPick(n, constant_values) ||
+        (IsStandardDomain(n.domain()) && (n.op_type() == "BatchNormalization" || n.op_type() == "ConvTranspose"))) {
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
       const auto data = info.find(n.input(0));
       if (data == info.end() || !data->second.known) return InvalidArgument(where + ": its input's shape is not known");
@@ -1812,8 +1787,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
           std::vector<GraphNode> written,
           n.op_type() == "Gather"          ? PickNodes(n, name, where, shape, *IntValues(*constant_values.at(n.input(1))), desc)
           : n.op_type() == "ConvTranspose" ? ConvTransposeNodes(n, name, where, shape, info, desc)
-          : n.op_type() != "BatchNormalization" ? AveragePoolNodes(n, name, where, shape, desc)
-                                                : BatchNormNodes(n, name, where, shape, info, constant_values, desc));
+          : BatchNormNodes(n, name, where, shape, info, constant_values, desc));
       for (GraphNode& node : written) {
         referenced.insert(node.inputs.begin(), node.inputs.end());
         out.nodes.push_back(std::move(node));
