@@ -38,6 +38,8 @@ constexpr ChainOpInfo kChainOps[] = {
     {"Silu", VectorOp::kSilu, 0, 1, false, false},
     {"Tanh", VectorOp::kTanh, 0, 1, false, false},
     {"Exp", VectorOp::kExp, 0, 0, false, false},
+    {"HardSigmoid", VectorOp::kHardSigmoid, 0, 0, false, false},
+    {"HardSwish", VectorOp::kHardSwish, 0, 1, false, false},
 };
 
 const ChainOpInfo* FindChainOp(std::string_view name) {

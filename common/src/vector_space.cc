@@ -291,7 +291,8 @@ Status ReadDepthwiseEpilogue(const OpKey& key, VectorShape& s) {
     const OpInfo* o = FindOp(name);
     if (o == nullptr || !IsUnaryEpilogueOp(name)) {
       return InvalidArgument("DepthwiseConv2D attr 'epilogue' op '" + name +
-                             "' is not a unary element-wise op (Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp), in "
+                             "' is not a unary element-wise op (Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp, "
+                             "HardSigmoid, HardSwish), in "
                              "'" + it->second + "'");
     }
     s.epilogue.push_back(o->op);
@@ -474,7 +475,7 @@ const std::vector<std::string>& VectorOpTypes() {
 bool IsVectorOpType(std::string_view op_type) { return FindOp(op_type) != nullptr; }
 
 bool IsUnaryEpilogueOp(std::string_view op_type) {
-  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp"}) {
+  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "HardSigmoid", "HardSwish"}) {
     if (op_type == op) return true;
   }
   return false;

@@ -194,6 +194,40 @@ TEST(FusionChains, ADepthwiseConvTakesTheUnaryOpsAfterItAsItsEpilogue) {
   EXPECT_LT(chosen->result_us, chosen->baseline_us);
 }
 
+// MobileNetV3's Hardswish after a pointwise or a depthwise conv, and its squeeze-and-
+// excitation gate (a Hardsigmoid after the excitation's 1x1 conv), are epilogues as a ReLU
+// is: fused, each activation's write and re-read are saved.
+TEST(FusionChains, MobileNetV3sHardswishAndHardsigmoidAreEpilogues) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {8, 16, 56, 56}), Tensor("squeezed", {8, 24, 1, 1})}},
+                   {"weights", {Tensor("pw", {64, 16, 1, 1}), Tensor("dw", {64, 1, 3, 3}), Tensor("db", {64}),
+                                Tensor("ew", {64, 24, 1, 1})}},
+                   {"outputs", {"h2", "g"}},
+                   {"nodes",
+                    {Node("expand", "Conv2D", {"x", "pw"}, Tensor("c", {8, 64, 56, 56})),
+                     Node("expand.act", "HardSwish", {"c"}, Tensor("h1", {8, 64, 56, 56})),
+                     Node("depthwise", "DepthwiseConv2D", {"h1", "dw", "db"}, Tensor("d", {8, 64, 56, 56})),
+                     Node("depthwise.act", "HardSwish", {"d"}, Tensor("h2", {8, 64, 56, 56})),
+                     Node("se.expand", "Conv2D", {"squeezed", "ew"}, Tensor("e", {8, 64, 1, 1})),
+                     Node("se.gate", "HardSigmoid", {"e"}, Tensor("g", {8, 64, 1, 1}))}}};
+  j["nodes"][2]["attrs"] = {{"pads", "1,1,1,1"}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  ASSERT_EQ(chains.size(), 3u);
+  EXPECT_EQ(Names(*g, chains[0]), (std::vector<std::string>{"expand", "expand.act"}));
+  EXPECT_EQ(FusedEpilogue(*g, {chains[0], 1}), "HardSwish");
+  EXPECT_EQ(Names(*g, chains[1]), (std::vector<std::string>{"depthwise", "depthwise.act"}));
+  EXPECT_EQ(FusedOpType(*g, {chains[1], 1}), "DepthwiseConv2D");
+  EXPECT_EQ(FusedEpilogue(*g, {chains[1], 1}), "HardSwish");
+  EXPECT_EQ(Names(*g, chains[2]), (std::vector<std::string>{"se.expand", "se.gate"}));
+  EXPECT_EQ(FusedEpilogue(*g, {chains[2], 1}), "HardSigmoid");
+  auto chosen = ChooseFusions(*g, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->kernels_after, 3) << "each conv with its activation";
+  EXPECT_LT(chosen->result_us, chosen->baseline_us);
+}
+
 // GPT-2's Conv1D exports as a Gemm with its bias as C: it heads its chain as the MatMul it
 // is, so it fuses to the same op as MatMul + Add of the bias + Gelu. A Gemm that scales by
 // alpha or beta does not (the fused op has no scale).

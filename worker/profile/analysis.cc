@@ -125,8 +125,9 @@ bool IsCube(const std::string& op_type) {
 // The element-wise ops CANN's UB fusion takes as an epilogue or into a chain
 // (NPU_MODEL.md "Graph-level decisions").
 bool IsElementwise(const std::string& op_type) {
-  static const std::set<std::string> kElementwise = {"Add",  "Sub",  "Mul", "Div", "Relu", "Clip",       "Gelu",
-                                                     "Sigmoid", "Silu", "Tanh", "Exp", "Cast", "FusedMulAdd"};
+  static const std::set<std::string> kElementwise = {"Add",     "Sub",         "Mul",       "Div",  "Relu",
+                                                     "Clip",    "Gelu",        "Sigmoid",   "Silu", "Tanh",
+                                                     "Exp",     "HardSigmoid", "HardSwish", "Cast", "FusedMulAdd"};
   return kElementwise.count(op_type) > 0;
 }
 

@@ -23,7 +23,8 @@ namespace tunefleet {
 
 // Ops a chain may hold: BiasAdd (an Add whose operand is a row over the output's channel
 // axis), Add, Sub, Mul, Div (one operand each), FusedMulAdd (two: x*a + b), and the
-// unary Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp. Each binary step consumes the next operand
+// unary Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp, HardSigmoid, HardSwish (MobileNetV3's
+// activation and gate). Each binary step consumes the next operand
 // inputs in order.
 const std::vector<std::string>& FusedChainOpNames();
 

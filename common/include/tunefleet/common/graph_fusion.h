@@ -24,8 +24,8 @@ namespace tunefleet {
 // its own input; or a Gemm without alpha or beta whose C, if any, is a bias [N] or [1, N]:
 // fused as a FusedMatMul, C its first BiasAdd, transA/transB as transpose_a/transpose_b),
 // or a chain op whose x has the output's shape (a FusedElementwise), or a
-// DepthwiseConv2D, whose steps are unary ops only (Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp:
-// MobileNet's ReLU6), fused as the DepthwiseConv2D with attrs.epilogue; `cube` is false.
+// DepthwiseConv2D, whose steps are unary ops only (Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp,
+// HardSigmoid, HardSwish: MobileNet's ReLU6, MobileNetV3's Hardswish), fused as the DepthwiseConv2D with attrs.epilogue; `cube` is false.
 struct FusionChain {
   int head = -1;           // index in Graph::nodes
   std::vector<int> steps;  // indices, in chain order (at least one)

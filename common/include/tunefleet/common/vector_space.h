@@ -35,7 +35,8 @@ enum class VectorOp {
 const std::vector<std::string>& VectorOpTypes();
 bool IsVectorOpType(std::string_view op_type);
 // The unary element-wise ops a fused op may apply to its value in UB: Relu, Clip, Gelu,
-// Sigmoid, Silu, Tanh, Exp (a DepthwiseConv2D's whole epilogue, a chain's unary steps).
+// Sigmoid, Silu, Tanh, Exp, HardSigmoid, HardSwish (a DepthwiseConv2D's whole epilogue, a
+// chain's unary steps).
 bool IsUnaryEpilogueOp(std::string_view op_type);
 
 struct VectorShape {
