@@ -32,9 +32,10 @@ bool IsCubeHead(const Graph& graph, const GraphNode& node) {
 bool IsUnaryChainOp(const std::string& op) { return IsUnaryEpilogueOp(op); }
 
 // A vector op that applies unary chain ops to its output in UB (vector_space.h
-// DepthwiseConv2D's attrs.epilogue): MobileNet's depthwise convolution and its ReLU6.
+// attrs.epilogue): MobileNet's depthwise convolution and its ReLU6, CycleGAN's
+// InstanceNorm and its ReLU.
 bool IsVectorEpilogueHead(const GraphNode& node) {
-  return node.op_type == "DepthwiseConv2D" && node.outputs.size() == 1;
+  return (node.op_type == "DepthwiseConv2D" || node.op_type == "InstanceNorm") && node.outputs.size() == 1;
 }
 
 bool IsChainOp(const std::string& op) {

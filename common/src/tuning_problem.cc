@@ -72,6 +72,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"Pad", {"interior", "mode", "pads"}},
       {"Softmax", {"axis"}},
       {"LayerNorm", {"begin_norm_axis"}},
+      {"InstanceNorm", {"epilogue"}},
       {"ReduceSum", {"axes"}},
       {"ReduceMean", {"axes"}},
   };

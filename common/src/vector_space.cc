@@ -83,7 +83,9 @@ struct OpInfo {
 // [N, C, spatial...] normalised over its spatial axes per (n, c), then scaled and shifted by
 // scale [C] and bias [C]. Row-wise with a row per (n, c) of the spatial elements; per row
 // y = x * a + b, a = scale * rstd and b = bias - mean * a (2 instructions an element after
-// the statistics' 3), its scale and bias two scalars a row.
+// the statistics' 3), its scale and bias two scalars a row. attrs.epilogue: unary ops
+// applied to y in UB before it is written (a CycleGAN block's ReLU, a GroupNorm's SiLU, as
+// CANN's GroupNormSilu runs them), their instructions added, as DepthwiseConv2D's.
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
@@ -282,15 +284,16 @@ Result<window_attrs::Hw> DepthwiseKernel(const OpKey& key, VectorShape& s) {
   return window_attrs::Hw{f[2], f[3]};
 }
 
-// DepthwiseConv2D's attrs.epilogue: unary element-wise ops, "Clip" or "Relu,Sigmoid".
-Status ReadDepthwiseEpilogue(const OpKey& key, VectorShape& s) {
+// DepthwiseConv2D's and InstanceNorm's attrs.epilogue: unary element-wise ops, "Clip" or
+// "Relu,Sigmoid".
+Status ReadUnaryEpilogue(const OpKey& key, VectorShape& s) {
   const auto it = key.attrs.find("epilogue");
   if (it == key.attrs.end()) return Status::Ok();
   int temps = 0;
   for (const std::string& name : SplitCommas(it->second)) {
     const OpInfo* o = FindOp(name);
     if (o == nullptr || !IsUnaryEpilogueOp(name)) {
-      return InvalidArgument("DepthwiseConv2D attr 'epilogue' op '" + name +
+      return InvalidArgument(key.op_type + " attr 'epilogue' op '" + name +
                              "' is not a unary element-wise op (Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp, "
                              "HardSigmoid, HardSwish), in "
                              "'" + it->second + "'");
@@ -415,6 +418,7 @@ Result<VectorShape> InstanceNormShape(const OpKey& key, VectorShape s) {
   s.rows = x[0] * x[1];
   s.cols = Elements(x) / s.rows;
   SetCompute(s, 1);
+  TF_RETURN_IF_ERROR(ReadUnaryEpilogue(key, s));
   return s;
 }
 
@@ -432,7 +436,7 @@ Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
   if (depthwise) {
     TF_ASSIGN_OR_RETURN(k, DepthwiseKernel(key, s));
     TF_ASSIGN_OR_RETURN(dilation, window_attrs::ReadHw(key, "dilations", 1, window_attrs::Hw{1, 1}));
-    TF_RETURN_IF_ERROR(ReadDepthwiseEpilogue(key, s));
+    TF_RETURN_IF_ERROR(ReadUnaryEpilogue(key, s));
   } else {
     TF_ASSIGN_OR_RETURN(k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
   }

@@ -385,6 +385,14 @@ TEST_F(VectorSpace, InstanceNormHasARowPerChannelAndKeepsItsChannels) {
   EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}, "float16", {{"epsilon", "1e-5"}}))
                 .find("InstanceNorm has no attribute 'epsilon'"),
             std::string::npos);
+  // Its epilogue (fuse's ReLU after a CycleGAN norm, SiLU after a GroupNorm): unary ops.
+  auto fused = VectorShapeFromOpKey(Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}, "float16", {{"epilogue", "Silu"}}));
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(fused->epilogue, (std::vector<VectorOp>{VectorOp::kSilu}));
+  EXPECT_EQ(fused->temps, shape->temps + 1) << "Silu keeps sigmoid(x) beside x";
+  EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}, "float16", {{"epilogue", "Mul"}}))
+                .find("InstanceNorm attr 'epilogue' op 'Mul' is not a unary element-wise op"),
+            std::string::npos);
 }
 
 // MaxPool over [N, C, H, W] (ResNet's stem: 3x3, stride 2, pad 1): its output's elements

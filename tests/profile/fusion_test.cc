@@ -228,6 +228,37 @@ TEST(FusionChains, MobileNetV3sHardswishAndHardsigmoidAreEpilogues) {
   EXPECT_LT(chosen->result_us, chosen->baseline_us);
 }
 
+// A CycleGAN residual block's InstanceNorm2d and the ReLU after it: the ReLU is applied in
+// UB before the norm writes y (as CANN's GroupNormSilu applies its SiLU), the fused node the
+// InstanceNorm with attrs.epilogue, reading the norm's own inputs.
+TEST(FusionChains, AnInstanceNormTakesTheUnaryOpsAfterItAsItsEpilogue) {
+  nlohmann::json j{{"soc", "Ascend910B2"},
+                   {"inputs", {Tensor("x", {1, 256, 64, 64})}},
+                   {"weights", {Tensor("s", {256}), Tensor("b", {256})}},
+                   {"outputs", {"y"}},
+                   {"nodes",
+                    {Node("norm", "InstanceNorm", {"x", "s", "b"}, Tensor("n", {1, 256, 64, 64})),
+                     Node("relu", "Relu", {"n"}, Tensor("r", {1, 256, 64, 64})),
+                     Node("residual", "Add", {"r", "x"}, Tensor("y", {1, 256, 64, 64}))}}};
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(Names(*g, chains[0]), (std::vector<std::string>{"norm", "relu"})) << "not the binary Add";
+  EXPECT_EQ(FusedOpType(*g, {chains[0], 1}), "InstanceNorm");
+  auto fused = ApplyFusions(*g, {{chains[0], 1}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  const GraphNode* node = FindNode(*fused, "norm+relu");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->inputs, (std::vector<std::string>{"x", "s", "b"}));
+  EXPECT_EQ(node->attrs.at("epilogue"), "Relu");
+  EXPECT_EQ(node->outputs[0].name, "r");
+  auto chosen = ChooseFusions(*g, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->kernels_after, 2) << "the norm with its ReLU, then the Add";
+  EXPECT_LT(chosen->result_us, chosen->baseline_us);
+}
+
 // GPT-2's Conv1D exports as a Gemm with its bias as C: it heads its chain as the MatMul it
 // is, so it fuses to the same op as MatMul + Add of the bias + Gelu. A Gemm that scales by
 // alpha or beta does not (the fused op has no scale).

@@ -345,6 +345,8 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
   EXPECT_EQ(count(Key("InstanceNorm", {{1, 4, 16}, {4}, {4}})), 5) << "statistics 3, then x * a + b";
+  EXPECT_EQ(count(Key("InstanceNorm", {{1, 4, 16}, {4}, {4}}, "float16", {{"epilogue", "Relu"}})), 6)
+      << "and its ReLU's vmax";
   EXPECT_EQ(count(Key("HardSigmoid", {{16}})), 4) << "vmuls, vadds, vmins, vmaxs";
   EXPECT_EQ(count(Key("HardSwish", {{16}})), 5) << "and a vmul by x";
   EXPECT_EQ(count(Key("Sin", {{16}})), 15) << "range reduction 4, polynomial 10, sign 1";

@@ -439,9 +439,9 @@ Analysis Analyze(const LoadedProfile& profile) {
         as += " with '" + tt + "' ending attrs.epilogue";
         // `tunefleet fuse` takes a Gemm head only as a MatMul with a bias (graph_fusion.h).
         if (ft == "Gemm") as += " (`tunefleet fuse` takes a Gemm's chain when the Gemm scales by neither alpha nor beta)";
-      } else if (ft == "DepthwiseConv2D" && IsUnaryEpilogueOp(tt)) {
-        kind = "depthwise conv + unary epilogue";
-        as = "DepthwiseConv2D with '" + tt + "' ending attrs.epilogue";
+      } else if ((ft == "DepthwiseConv2D" || ft == "InstanceNorm") && IsUnaryEpilogueOp(tt)) {
+        kind = ft == "InstanceNorm" ? "instance norm + unary epilogue" : "depthwise conv + unary epilogue";
+        as = ft + " with '" + tt + "' ending attrs.epilogue";
       } else if ((IsElementwise(ft) || ft == "FusedElementwise") && IsElementwise(tt)) {
         kind = "element-wise chain";
         as = "FusedElementwise with '" + tt + "' ending attrs.ops";

@@ -116,7 +116,7 @@ int OpInstructions(const VectorShape& s) {
     case VectorOp::kRmsNorm:
       return 4;
     case VectorOp::kInstanceNorm:  // vadd, vmul, vadd for the statistics; vmuls, vadds
-      return 5;
+      return 5 + InstructionsOf(s.epilogue);
     case VectorOp::kReduceSum:
     case VectorOp::kReduceMean:
       return 1;
@@ -147,7 +147,7 @@ Passes SplitPasses(const VectorShape& s) {
     case VectorOp::kRmsNorm:
       return {2, 2};
     case VectorOp::kInstanceNorm:
-      return {3, 2};
+      return {3, 2 + InstructionsOf(s.epilogue)};
     default:
       return {0, OpInstructions(s)};
   }

@@ -68,8 +68,8 @@ struct VectorShape {
   // FusedElementwise (fused_space.h): the chain's ops in order, `op` then being kAdd;
   // the vector model charges the sum of their instructions. Empty for a single op.
   std::vector<VectorOp> chain;
-  // DepthwiseConv2D: the unary ops (its ReLU6's Clip) applied to each output in UB before
-  // it is written (attrs.epilogue, graph_fusion.h); their instructions are added.
+  // DepthwiseConv2D and InstanceNorm: the unary ops (a ReLU6's Clip) applied to each output
+  // in UB before it is written (attrs.epilogue, graph_fusion.h); their instructions are added.
   std::vector<VectorOp> epilogue;
   // Gather: the bytes of one index (4 or 8), read per output row of cols elements.
   int index_bytes = 0;
