@@ -38,6 +38,25 @@ bool IsVectorEpilogueHead(const GraphNode& node) {
   return (node.op_type == "DepthwiseConv2D" || node.op_type == "InstanceNorm") && node.outputs.size() == 1;
 }
 
+// A GroupNorm as torch exports it: an InstanceNorm of x viewed [N, G, -1], viewed back,
+// then scaled and shifted per channel. Fused, its chain reads through the view back and
+// takes the scale and shift as its own scale and bias (vector_space.h row_channels).
+bool IsNormHead(const GraphNode& node) { return node.op_type == "InstanceNorm" && node.inputs.size() == 3; }
+
+// The channels `operand` holds when, against `value` [N, C, spatial...], it broadcasts
+// along axis 1 alone (a GroupNorm's gamma [C, 1, 1] or [1, C, 1, 1]): C; else 0.
+int64_t PerChannelValues(const Graph& graph, const std::string& operand, const std::string& value) {
+  const NamedTensor* o = graph.FindTensor(operand);
+  const NamedTensor* v = graph.FindTensor(value);
+  if (o == nullptr || v == nullptr || v->desc.shape.size() < 3 || o->desc.shape.size() > v->desc.shape.size()) return 0;
+  std::vector<int64_t> padded(v->desc.shape.size() - o->desc.shape.size(), 1);
+  padded.insert(padded.end(), o->desc.shape.begin(), o->desc.shape.end());
+  for (size_t a = 0; a < padded.size(); ++a) {
+    if (padded[a] != (a == 1 ? v->desc.shape[1] : 1)) return 0;
+  }
+  return v->desc.shape[1];
+}
+
 bool IsChainOp(const std::string& op) {
   const auto& names = FusedChainOpNames();
   return op != "BiasAdd" && std::find(names.begin(), names.end(), op) != names.end();
@@ -153,23 +172,57 @@ bool IsReshapeOf(const Graph& graph, const GraphNode& node, const std::string& x
          in->desc.shape.back() == out.shape.back();
 }
 
+// Whether step i of a norm head's chain (IsNormHead) is its GroupNorm affine: a Mul first,
+// an Add first or after that Mul, by a value per channel of a multiple of the norm's
+// channels (its groups).
+bool IsAffineStep(const Graph& graph, const FusionChain& chain, size_t i, const std::string& through) {
+  const GraphNode& head = graph.nodes[chain.head];
+  const GraphNode& node = graph.nodes[chain.steps[i]];
+  if (!IsNormHead(head) || i > 1 || (node.op_type != "Mul" && node.op_type != "Add") ||
+      (i == 1 && (node.op_type != "Add" || graph.nodes[chain.steps[0]].op_type != "Mul"))) {
+    return false;
+  }
+  const Step step = AsStep(graph, nullptr, node, through);
+  const NamedTensor* x = graph.FindTensor(head.inputs[0]);
+  const int64_t channels = step.operands.size() == 1 ? PerChannelValues(graph, step.operands[0], through) : 0;
+  return x != nullptr && x->desc.shape.size() >= 2 && channels > 0 && x->desc.shape[1] > 0 &&
+         channels % x->desc.shape[1] == 0;
+}
+
+// A view a norm head's chain may fuse over: any reshape of `x` (its steps are per element,
+// a GroupNorm's affine per channel of the view's output).
+bool IsPlainReshapeOf(const Graph& graph, const GraphNode& node, const std::string& x) {
+  if (!node.IsView() || node.attrs.count(kSliceStartsAttr) || node.inputs.size() != 1 || node.inputs[0] != x ||
+      node.outputs.size() != 1) {
+    return false;
+  }
+  const NamedTensor* in = graph.FindTensor(x);
+  return in != nullptr && space_util::Elements(in->desc.shape) == space_util::Elements(node.outputs[0].desc.shape);
+}
+
 // Walks from `x` through the chain ops that alone read each value (a cube chain also
 // through reshape views, when a step follows them; a vector epilogue head's through unary
-// ops only).
+// ops only, a norm head's also through views and its GroupNorm affine).
 FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::string x) {
   FusionChain chain{head, {}, cube != nullptr, {}};
   const bool unary_only = IsVectorEpilogueHead(graph.nodes[head]);
+  const bool norm = IsNormHead(graph.nodes[head]);
   for (;;) {
     int next = OnlyReader(graph, x);
     std::vector<int> views;
     std::string through = x;
-    while (cube != nullptr && next >= 0 && IsReshapeOf(graph, graph.nodes[next], through)) {
+    while (next >= 0 && ((cube != nullptr && IsReshapeOf(graph, graph.nodes[next], through)) ||
+                         (norm && IsPlainReshapeOf(graph, graph.nodes[next], through)))) {
       views.push_back(next);
       through = graph.nodes[next].outputs[0].name;
       next = OnlyReader(graph, through);
     }
     if (next < 0 || AsStep(graph, cube, graph.nodes[next], through).op.empty()) break;
-    if (unary_only && !IsUnaryChainOp(graph.nodes[next].op_type)) break;
+    if (unary_only && !IsUnaryChainOp(graph.nodes[next].op_type)) {
+      FusionChain with = chain;
+      with.steps.push_back(next);
+      if (!IsAffineStep(graph, with, with.steps.size() - 1, through)) break;
+    }
     chain.steps.push_back(next);
     chain.views.push_back(std::move(views));
     x = graph.nodes[next].outputs[0].name;
@@ -268,8 +321,10 @@ std::string FusedEpilogue(const Graph& graph, const Fusion& fusion) {
   if (!cube) x = head.outputs[0].name;
   for (size_t i = 0; i < fusion.length; ++i) {
     const GraphNode& node = graph.nodes[fusion.chain.steps[i]];
-    ops += (ops.empty() ? "" : ",") + AsStep(graph, cube, node, Through(graph, fusion.chain, i, x)).op;
+    const std::string through = Through(graph, fusion.chain, i, x);
     x = node.outputs[0].name;
+    if (IsAffineStep(graph, fusion.chain, i, through)) continue;  // the norm's own scale or bias
+    ops += (ops.empty() ? "" : ",") + AsStep(graph, cube, node, through).op;
   }
   return ops;
 }
@@ -292,7 +347,7 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
     if (IsVectorEpilogueHead(head)) {
       fused.inputs = head.inputs;
       fused.attrs = head.attrs;
-      fused.attrs["epilogue"] = FusedEpilogue(graph, f);
+      if (const std::string epilogue = FusedEpilogue(graph, f); !epilogue.empty()) fused.attrs["epilogue"] = epilogue;
       x = head.outputs[0].name;
     } else if (cube) {
       fused.inputs = head.inputs;
@@ -322,10 +377,16 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
     std::vector<GraphNode> operand_views;  // full-size operands read at the head's output shape
     for (size_t i = 0; i < f.length; ++i) {
       const GraphNode& node = graph.nodes[steps[i]];
-      const Step step = AsStep(graph, cube, node, Through(graph, f.chain, i, x));
+      const std::string through = Through(graph, f.chain, i, x);
+      const Step step = AsStep(graph, cube, node, through);
       if (step.op.empty()) return InvalidArgument("fusion '" + fused.name + "': '" + node.name + "' is not a chain step");
       const auto& views = ViewsBefore(f.chain, i);
       members.insert(members.end(), views.begin(), views.end());
+      x = node.outputs[0].name;
+      if (IsAffineStep(graph, f.chain, i, through)) {  // the norm's scale (Mul) or bias (Add) from now on
+        fused.inputs[step.op == "Mul" ? 1 : 2] = step.operands[0];
+        continue;
+      }
       for (const std::string& operand : step.operands) {
         const NamedTensor* t = graph.FindTensor(operand);
         const NamedTensor& at = head.outputs[0];
@@ -346,7 +407,6 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
         view.outputs = {{name, TensorDesc{at.desc.shape, t->desc.dtype, t->desc.format}}};
         operand_views.push_back(std::move(view));
       }
-      x = node.outputs[0].name;
     }
     fused.outputs = graph.nodes[steps[f.length - 1]].outputs;
     members.insert(members.end(), steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(f.length));

@@ -190,6 +190,7 @@ void CanonicalVectorShapes(OpKey& key) {
     case VectorFamily::kRowwise:
       if (shape->op == VectorOp::kInstanceNorm) {  // its scale and bias are a channel's: keep N and C
         out.inputs[0].shape = {key.inputs[0].shape[0], key.inputs[0].shape[1], shape->cols};
+        for (size_t i = 1; i < out.inputs.size(); ++i) out.inputs[i].shape = {Elements(key.inputs[i].shape)};
         break;
       }
       out.inputs[0].shape = {shape->rows, shape->cols};

@@ -401,22 +401,29 @@ Result<VectorShape> PadShape(const OpKey& key, VectorShape s) {
   return s;
 }
 
-// InstanceNorm: x [N, C, spatial...], scale [C], bias [C]; a row per (n, c).
+// InstanceNorm: x [N, C, spatial...], scale [C], bias [C]; a row per (n, c). Fused with a
+// GroupNorm's affine (graph_fusion.h), x is [N, G, ...] and scale or bias a value per
+// channel of the tensor before its view, k * G of them: k channels of a row each its own.
 Result<VectorShape> InstanceNormShape(const OpKey& key, VectorShape s) {
   const std::vector<int64_t>& x = key.inputs[0].shape;
   if (x.size() < 3) {
     return InvalidArgument("InstanceNorm input 0 shape " + ShapeText(x) +
                            ": x is [N, C, spatial...], normalised over the spatial axes");
   }
-  for (size_t i = 1; i <= 2; ++i) {
-    const std::vector<int64_t>& p = key.inputs[i].shape;
-    if (p.size() != 1 || p[0] != x[1]) {
-      return InvalidArgument("InstanceNorm input " + N(static_cast<int64_t>(i)) + (i == 1 ? " (scale)" : " (bias)") +
-                             " shape " + ShapeText(p) + " must be [" + N(x[1]) + "], one value a channel of input 0");
-    }
-  }
   s.rows = x[0] * x[1];
   s.cols = Elements(x) / s.rows;
+  for (size_t i = 1; i <= 2; ++i) {
+    const std::vector<int64_t>& p = key.inputs[i].shape;
+    const int64_t values = Elements(p);
+    const bool one_axis = std::count_if(p.begin(), p.end(), [](int64_t d) { return d != 1; }) <= 1;
+    if (!one_axis || values % x[1] != 0 || s.cols % (values / x[1]) != 0) {
+      return InvalidArgument("InstanceNorm input " + N(static_cast<int64_t>(i)) + (i == 1 ? " (scale)" : " (bias)") +
+                             " shape " + ShapeText(p) + " must be [" + N(x[1]) +
+                             "], one value a channel of input 0 (or, a GroupNorm's, k * " + N(x[1]) +
+                             " values, k dividing a row's " + N(s.cols) + " elements)");
+    }
+    s.row_channels = std::max(s.row_channels, values / x[1]);
+  }
   SetCompute(s, 1);
   TF_RETURN_IF_ERROR(ReadUnaryEpilogue(key, s));
   return s;

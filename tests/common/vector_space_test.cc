@@ -379,8 +379,8 @@ TEST_F(VectorSpace, InstanceNormHasARowPerChannelAndKeepsItsChannels) {
   EXPECT_TRUE(p->space.Validate(p->default_config).ok());
   EXPECT_EQ(CanonicalOpKey(norm)->Canonical(), Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}).Canonical());
   EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 4096}, {2}, {2}})).find("x is [N, C, spatial...]"), std::string::npos);
-  EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {4096}, {32}}))
-                .find("InstanceNorm input 1 (scale) shape [4096] must be [32], one value a channel of input 0"),
+  EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {32, 2}, {32}}))
+                .find("InstanceNorm input 1 (scale) shape [32,2] must be [32], one value a channel of input 0"),
             std::string::npos);
   EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}, "float16", {{"epsilon", "1e-5"}}))
                 .find("InstanceNorm has no attribute 'epsilon'"),
@@ -390,6 +390,17 @@ TEST_F(VectorSpace, InstanceNormHasARowPerChannelAndKeepsItsChannels) {
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();
   EXPECT_EQ(fused->epilogue, (std::vector<VectorOp>{VectorOp::kSilu}));
   EXPECT_EQ(fused->temps, shape->temps + 1) << "Silu keeps sigmoid(x) beside x";
+  // Fused with a GroupNorm's affine: a scale and bias per channel of the tensor before its
+  // view [N, G, -1], 4 channels a row here.
+  auto group = VectorShapeFromOpKey(Key("InstanceNorm", {{2, 32, 4096}, {128, 1, 1}, {128}}));
+  ASSERT_TRUE(group.ok()) << group.status().ToString();
+  EXPECT_EQ(group->rows, 2 * 32);
+  EXPECT_EQ(group->row_channels, 4);
+  EXPECT_EQ(shape->row_channels, 1);
+  EXPECT_EQ(CanonicalOpKey(Key("InstanceNorm", {{2, 32, 64, 64}, {128, 1, 1}, {128}}))->Canonical(),
+            Key("InstanceNorm", {{2, 32, 4096}, {128}, {128}}).Canonical());
+  EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {48}, {32}})).find("k dividing a row's 4096 elements"),
+            std::string::npos);
   EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}, "float16", {{"epilogue", "Mul"}}))
                 .find("InstanceNorm attr 'epilogue' op 'Mul' is not a unary element-wise op"),
             std::string::npos);

@@ -259,6 +259,55 @@ TEST(FusionChains, AnInstanceNormTakesTheUnaryOpsAfterItAsItsEpilogue) {
   EXPECT_LT(chosen->result_us, chosen->baseline_us);
 }
 
+// GroupNorm and SiLU as torch exports them (a diffusion UNet's ResNet block): x viewed
+// [N, G, -1], an InstanceNorm of ones and zeros, viewed back, scaled and shifted per
+// channel, then the SiLU. Fused, as CANN's GroupNormSilu runs it: one InstanceNorm reading
+// x's view with the per-channel scale and shift as its own (a row's 2 of 64 channels each
+// its own) and the SiLU as its epilogue, writing the SiLU's output. A Mul by a value per
+// position is no scale of it.
+TEST(FusionChains, AGroupNormsAffineAndSiluFuseIntoItsInstanceNorm) {
+  auto graph = [](std::vector<int64_t> gamma_shape) {
+    nlohmann::json j{{"soc", "Ascend910B2"},
+                     {"inputs", {Tensor("x", {2, 64, 16, 16})}},
+                     {"weights", {Tensor("ones", {32}), Tensor("zeros", {32}), Tensor("gamma", gamma_shape),
+                                  Tensor("beta", {64, 1, 1})}},
+                     {"outputs", {"y"}},
+                     {"nodes",
+                      {Node("groups", "Reshape", {"x"}, Tensor("xg", {2, 32, 512})),
+                       Node("norm", "InstanceNorm", {"xg", "ones", "zeros"}, Tensor("n", {2, 32, 512})),
+                       Node("back", "Reshape", {"n"}, Tensor("nb", {2, 64, 16, 16})),
+                       Node("scale", "Mul", {"nb", "gamma"}, Tensor("m", {2, 64, 16, 16})),
+                       Node("shift", "Add", {"m", "beta"}, Tensor("a", {2, 64, 16, 16})),
+                       Node("silu", "Silu", {"a"}, Tensor("y", {2, 64, 16, 16}))}}};
+    return GraphFromJson(j);
+  };
+  auto g = graph({64, 1, 1});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  const auto chains = FindFusionChains(*g);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(Names(*g, chains[0]), (std::vector<std::string>{"norm", "scale", "shift", "silu"}));
+  EXPECT_EQ(FusedEpilogue(*g, {chains[0], 3}), "Silu") << "the Mul and Add are the norm's own scale and bias";
+  auto fused = ApplyFusions(*g, {{chains[0], 3}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  const GraphNode* node = FindNode(*fused, "norm+scale+shift+silu");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->op_type, "InstanceNorm");
+  EXPECT_EQ(node->inputs, (std::vector<std::string>{"xg", "gamma", "beta"}));
+  EXPECT_EQ(node->attrs.at("epilogue"), "Silu");
+  EXPECT_EQ(node->outputs[0].name, "y");
+  EXPECT_EQ(FindNode(*fused, "back"), nullptr) << "the view back is fused over";
+  auto chosen = ChooseFusions(*g, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->kernels_after, 1) << "the norm with its affine and SiLU";
+  EXPECT_LT(chosen->result_us, chosen->baseline_us);
+  auto per_position = graph({1, 16, 16});
+  ASSERT_TRUE(per_position.ok()) << per_position.status().ToString();
+  const auto apart = FindFusionChains(*per_position);
+  for (const FusionChain& c : apart) {
+    EXPECT_NE(per_position->nodes[c.head].name, "norm") << "a Mul by [1, 16, 16] is not a channel's scale";
+  }
+}
+
 // GPT-2's Conv1D exports as a Gemm with its bias as C: it heads its chain as the MatMul it
 // is, so it fuses to the same op as MatMul + Add of the bias + Gelu. A Gemm that scales by
 // alpha or beta does not (the fused op has no scale).

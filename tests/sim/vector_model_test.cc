@@ -564,6 +564,24 @@ TEST_F(VectorModel, AnInstanceNormCostsLessThanALayerNormOfTheSameRows) {
   }
 }
 
+// A GroupNorm fused with its affine and SiLU (fuse, as CANN's GroupNormSilu): each row of
+// [1, 32, 65536] applies 4 channels' scale and bias, so it costs more vector time than the
+// InstanceNorm of ones and zeros it replaces, but less than that norm plus the element-wise
+// pass (Mul, Add, Silu) it saves, which reads and writes the tensor once more.
+TEST_F(VectorModel, AGroupNormFusedWithItsAffineAndSiluSavesAPass) {
+  const std::vector<int64_t> x = {1, 32, 65536}, image = {1, 128, 128, 128};
+  TuningProblem plain = Problem(Key("InstanceNorm", {x, {32}, {32}}));
+  TuningProblem group = Problem(Key("InstanceNorm", {x, {128}, {128}}));
+  TuningProblem fused = Problem(Key("InstanceNorm", {x, {128}, {128}}, "float16", {{"epilogue", "Silu"}}));
+  TuningProblem affine = Problem(Key("FusedElementwise", {image, {128, 1, 1}, {128, 1, 1}}, "float16", {{"ops", "Mul,Add,Silu"}}));
+  const KernelEstimate p = Run(plain, plain.default_config), g = Run(group, group.default_config);
+  const KernelEstimate f = Run(fused, fused.default_config), a = Run(affine, affine.default_config);
+  EXPECT_GT(g.BusyUs(Pipe::kVector), p.BusyUs(Pipe::kVector)) << "3 more channels' a and b a row";
+  EXPECT_GT(f.BusyUs(Pipe::kVector), g.BusyUs(Pipe::kVector)) << "and the SiLU";
+  EXPECT_LT(f.latency_us, p.latency_us + a.latency_us);
+  EXPECT_NEAR(f.hbm_bytes, p.hbm_bytes, 1) << "the same passes over x; no other";
+}
+
 TEST_F(VectorModel, BertBaseVectorOpsHaveValidDefaultsThatTuningImproves) {
   // Batch 32, seq 128, hidden 768, 12 heads.
   const std::vector<OpKey> keys = {

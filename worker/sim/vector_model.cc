@@ -163,8 +163,10 @@ int PerRowInstructions(const VectorShape& s) {
       return 6;
     case VectorOp::kRmsNorm:
       return 5;  // vcadd tail, mean, + eps, sqrt, reciprocal
-    case VectorOp::kInstanceNorm:
-      return 8;  // LayerNorm's 6, then a = scale * rstd and b = bias - mean * a
+    case VectorOp::kInstanceNorm: {  // LayerNorm's 6, then a = scale * rstd and b = bias - mean * a per channel
+      constexpr int64_t kMaxChannels = 1 << 20;  // an int's worth; a row has at least a value per channel
+      return 6 + 2 * static_cast<int>(std::min(s.row_channels, kMaxChannels));
+    }
     case VectorOp::kReduceSum:
       return 2;
     case VectorOp::kReduceMean:

@@ -68,6 +68,9 @@ struct VectorShape {
   // FusedElementwise (fused_space.h): the chain's ops in order, `op` then being kAdd;
   // the vector model charges the sum of their instructions. Empty for a single op.
   std::vector<VectorOp> chain;
+  // InstanceNorm: the scale and bias values a row applies, each to its share of the row
+  // (1; a GroupNorm's channels per group when its affine is fused in).
+  int64_t row_channels = 1;
   // DepthwiseConv2D and InstanceNorm: the unary ops (a ReLU6's Clip) applied to each output
   // in UB before it is written (attrs.epilogue, graph_fusion.h); their instructions are added.
   std::vector<VectorOp> epilogue;
