@@ -8,9 +8,11 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -50,7 +52,7 @@ constexpr const char* kSupported =
     "partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), GlobalAveragePool and ReduceMean over "
     "axes 2, 3 of NCHW (a ReduceMean over H*W), ReduceMean and ReduceSum over neighbouring axes (the last ones: a "
     "row-wise kernel; a mean over earlier ones: an AveragePool), InstanceNormalization (torch's InstanceNorm2d, and "
-    "GroupNorm as torch exports it), HardSigmoid and HardSwish (MobileNetV3), Sin and Cos, Clip (constant bounds: MobileNet's ReLU6), BatchNormalization (inference: a "
+    "GroupNorm as torch exports it), GroupNormalization (opset 18 or 21), HardSigmoid and HardSwish (MobileNetV3), Sin and Cos, Clip (constant bounds: MobileNet's ReLU6), BatchNormalization (inference: a "
     "FusedMulAdd per channel)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
@@ -240,7 +242,7 @@ bool KnownOp(const onnx::NodeProto& n) {
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose",
       "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad", "InstanceNormalization",
-      "HardSigmoid", "HardSwish", "Sin", "Cos"};
+      "HardSigmoid", "HardSwish", "Sin", "Cos", "GroupNormalization"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0 || IsReduce(n);
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -399,6 +401,36 @@ Result<std::vector<GraphNode>> ReduceNodes(const onnx::NodeProto& n, const std::
     nodes.back().attrs["kernel_shape"] = fmt::format("{},1", reduced);
   }
   nodes.push_back(GraphNode{name + "/view", kReshapeOp, {reduced_name}, {{n.output(0), std::move(desc)}}, {}});
+  return nodes;
+}
+
+// A GroupNormalization (opset 18: scale and bias a group's, [G]; 21: a channel's, [C]) of
+// x `shape` [N, C, spatial...] as the InstanceNorm kernel of its groups, named as the node,
+// between two views: x read as [N, G, C / G * spatial] (`<node>/groups`), the kernel's
+// output as ONNX's (`<node>/view`). The kernel applies a channel's scale and bias to its
+// part of the group's row (vector_space.h row_channels), as CANN's GroupNorm.
+Result<std::vector<GraphNode>> GroupNormNodes(const onnx::NodeProto& n, const std::string& name,
+                                              const std::string& where, const std::vector<int64_t>& shape,
+                                              TensorDesc desc) {
+  const int64_t groups = IntAttr(n, "num_groups", 0);
+  if (shape.size() < 3 || n.input_size() != 3) {
+    return InvalidArgument(where + ": GroupNormalization takes x [N, C, spatial...], scale and bias");
+  }
+  if (groups <= 0 || shape[1] % groups != 0) {
+    return InvalidArgument(fmt::format("{}: its num_groups ({}) must be set and divide x's {} channels", where,
+                                       groups, shape[1]));
+  }
+  if (IntAttr(n, "stash_type", 1) != 1) {
+    return InvalidArgument(where + ": stash_type must be 1 (statistics in float32, as the kernel keeps them)");
+  }
+  const int64_t row = std::accumulate(shape.begin() + 2, shape.end(), shape[1] / groups, std::multiplies<int64_t>());
+  const std::string grouped = n.output(0) + "/groups", normed = n.output(0) + "/norm";
+  std::vector<GraphNode> nodes;
+  nodes.push_back(GraphNode{name + "/groups", kReshapeOp, {n.input(0)},
+                            {{grouped, {{shape[0], groups, row}, desc.dtype, "ND"}}}, {}});
+  nodes.push_back(GraphNode{name, "InstanceNorm", {grouped, n.input(1), n.input(2)},
+                            {{normed, {{shape[0], groups, row}, desc.dtype, "ND"}}}, {}});
+  nodes.push_back(GraphNode{name + "/view", kReshapeOp, {normed}, {{n.output(0), std::move(desc)}}, {}});
   return nodes;
 }
 
@@ -1529,8 +1561,8 @@ std::set<size_t> FoldAtCompileTime(const std::vector<std::pair<onnx::NodeProto, 
 
 // Every tensor's type and shape, inferred afresh by ONNX (strict: a node it cannot infer is
 // an error naming it) on a copy of `model` with `nodes` (chains folded), in which Gelu,
-// FastGelu and RMSNormalization (opset 23), which libonnx 1.12 has no schema for, are
-// Relus: element-wise, the same shape.
+// FastGelu, GroupNormalization (opset 18) and RMSNormalization (opset 23), which libonnx
+// 1.12 has no schema for, are Relus: the same shape as x.
 Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& model,
                                                       const std::vector<std::pair<onnx::NodeProto, int>>& nodes,
                                                       const std::map<std::string, TensorInfo>& constants,
@@ -1544,6 +1576,7 @@ Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& mo
     // LayerNormalization has a schema from opset 17: a folded one in an older model is
     // inferred as the element-wise op of its input it is, shape-wise.
     if (n.op_type() == "Gelu" || n.op_type() == "FastGelu" || n.op_type() == "RMSNormalization" ||
+        n.op_type() == "GroupNormalization" ||
         (n.domain() == kTunefleetDomain && (n.op_type() == "Rope" || n.op_type() == "Silu")) ||
         (n.op_type() == "LayerNormalization" && opset < 17)) {
       copy->set_op_type("Relu");
@@ -1778,7 +1811,8 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     }
     // Nodes written as several tunefleet nodes: a kernel and the views around it.
     if (IsConstantPick(n, constant_values) ||
-        (IsStandardDomain(n.domain()) && (n.op_type() == "BatchNormalization" || n.op_type() == "ConvTranspose"))) {
+        (IsStandardDomain(n.domain()) && (n.op_type() == "BatchNormalization" || n.op_type() == "ConvTranspose" ||
+                                          n.op_type() == "GroupNormalization"))) {
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
       const auto data = info.find(n.input(0));
       if (data == info.end() || !data->second.known) return InvalidArgument(where + ": its input's shape is not known");
@@ -1786,8 +1820,9 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       TF_ASSIGN_OR_RETURN(
           std::vector<GraphNode> written,
           n.op_type() == "Gather"          ? PickNodes(n, name, where, shape, *IntValues(*constant_values.at(n.input(1))), desc)
-          : n.op_type() == "ConvTranspose" ? ConvTransposeNodes(n, name, where, shape, info, desc)
-          : BatchNormNodes(n, name, where, shape, info, constant_values, desc));
+          : n.op_type() == "ConvTranspose"      ? ConvTransposeNodes(n, name, where, shape, info, desc)
+          : n.op_type() == "GroupNormalization" ? GroupNormNodes(n, name, where, shape, desc)
+                                                : BatchNormNodes(n, name, where, shape, info, constant_values, desc));
       for (GraphNode& node : written) {
         referenced.insert(node.inputs.begin(), node.inputs.end());
         out.nodes.push_back(std::move(node));

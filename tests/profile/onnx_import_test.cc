@@ -1350,6 +1350,37 @@ TEST(OnnxImport, AnInstanceNormAndAGroupNormAreInstanceNormKernels) {
       << flat;
 }
 
+// ONNX's GroupNormalization (opset 18: scale and bias of [G]; 21: of [C]), which libonnx
+// 1.12 has no schema for, is the InstanceNorm kernel of its groups between two views, a
+// channel's scale and bias applied to its part of a group's row. num_groups must divide C.
+TEST(OnnxImport, AGroupNormalizationIsTheInstanceNormOfItsGroups) {
+  testing::ScratchDir dir;
+  auto load = [&](int opset, int64_t affine, int64_t groups) {
+    return LoadChainModel(dir.Path("gn" + std::to_string(opset) + "_" + std::to_string(groups) + ".onnx"), opset,
+                          [&](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+                            AddInput(graph, "img", {2, 32, 8, 8});
+                            for (const char* w : {"gn.weight", "gn.bias"}) AddWeight(graph, w, {affine});
+                            WithInt(AddNode(n, "GroupNormalization", {"img", "gn.weight", "gn.bias"}, "g", "gn"),
+                                    "num_groups", groups);
+                            AddNode(n, "Relu", {"g"}, "y", "act");
+                          });
+  };
+  for (const auto& [opset, affine] : {std::pair<int, int64_t>{18, 8}, std::pair<int, int64_t>{21, 32}}) {
+    auto g = load(opset, affine, 8);
+    ASSERT_TRUE(g.ok()) << "opset " << opset << ": " << Message(g);
+    EXPECT_EQ(FindNode(*g, "gn/groups")->outputs[0].desc.shape, (std::vector<int64_t>{2, 8, 256}));
+    EXPECT_EQ(FindNode(*g, "gn/view")->outputs[0].desc.shape, (std::vector<int64_t>{2, 32, 8, 8}));
+    auto run = profile::RunGraph(*g, testing::Soc910B2());
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_EQ(OpKeysByName(*run)["gn"], "InstanceNorm[2x8x256," + std::to_string(affine) + "," + std::to_string(affine) + "]@Ascend910B2")
+        << "a row per (n, group)";
+  }
+  const std::string uneven = Message(load(21, 32, 5));
+  EXPECT_NE(uneven.find("node 'gn' (GroupNormalization): its num_groups (5) must be set and divide x's 32 channels"),
+            std::string::npos)
+      << uneven;
+}
+
 // A squeeze-and-excitation block as timm writes it: x.mean((2, 3), keepdim=True), two 1x1
 // convolutions, a sigmoid gate multiplied into x. The spatial mean is a ReduceMean over H*W
 // as a GlobalAveragePool is; the gate's [N, C, 1, 1] broadcasts over H and W. From opset
