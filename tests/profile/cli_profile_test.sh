@@ -298,6 +298,14 @@ check_onnx_tune vae "$SRC/examples/sd_vae_encoder.onnx" 141 \
   "^/down/down.2/conv/Conv  Conv2D\[1x128x512x512,128x128x3x3,128\]{pads=0,1,0,1,strides=2,2}" \
   "^/mid/mid.1/Softmax  Softmax\[4096x4096\]"
 ! grep -q "^/down/down.2/Pad " "$OUT/vae_tune.txt" || fail "the VAE's downsampling Pad ran as a kernel"
+# fuse makes each GroupNorm and its SiLU one kernel, as CANN's GroupNormSilu: the
+# InstanceNorm takes the per-channel Mul and Add as its scale and bias, the SiLU as its
+# epilogue, reading through the view back to [N, C, H, W].
+(cd "$OUT" && "$TF" fuse "$SRC/examples/sd_vae_encoder.onnx" > vae_fuse.txt) || fail "fuse vae exited $?"
+for want in "141 -> 60 kernels" \
+  "/down/down.0/norm1/InstanceNormalization+/down/down.0/norm1/Mul+/down/down.0/norm1/Add+/down/down.0/Mul (InstanceNorm, epilogue Silu)"; do
+  grep -qF "$want" "$OUT/vae_fuse.txt" || fail "fuse vae: no line has '$want': $(head -5 "$OUT/vae_fuse.txt")"
+done
 # Its decoder (make_sd_vae_onnx.py --decoder): the latent to a 512x512 image, each stage's
 # nearest x2 upsampling a Resize kernel before its convolution.
 check_onnx_tune vae_decoder "$SRC/examples/sd_vae_decoder.onnx" 188 \
@@ -319,6 +327,9 @@ check_onnx_tune cyclegan "$SRC/examples/cyclegan_generator.onnx" 93 \
   "^/19/ConvTranspose/dilate  Pad\[1x256x64x64\]{interior=1,1}" \
   "^/19/ConvTranspose  Conv2D\[1x256x127x127,128x256x3x3,128\]{pads=1,2,1,2}" \
   "^/2/InstanceNormalization  InstanceNorm\[1x64x65536,64,64\]"
+(cd "$OUT" && "$TF" fuse "$SRC/examples/cyclegan_generator.onnx" > cyclegan_fuse.txt) || fail "fuse cyclegan exited $?"
+grep -qF "/2/InstanceNormalization+/3/Relu (InstanceNorm, epilogue Relu)" "$OUT/cyclegan_fuse.txt" \
+  || fail "fuse cyclegan: the ReLU is not the InstanceNorm's epilogue: $(head -5 "$OUT/cyclegan_fuse.txt")"
 # ResNet-50 as torch exports it in eval mode (scripts/make_resnet_onnx.py: BatchNorm folded
 # into the convolutions): 53 Conv2D, the stem's MaxPool kernel and the head's average
 # pooling as a ReduceMean over 7x7; fuse takes each convolution's Relu and residual Add.
@@ -361,6 +372,13 @@ check_onnx_tune efficientnet "$SRC/examples/efficientnet_b0.onnx" 189 \
   "^/features/features.4/block/block.1/block.1.0/Conv  DepthwiseConv2D\[32x144x56x56,144x1x5x5,144\]{pads=2,2,2,2,strides=2,2}" \
   "^/features/features.2/block/block.1/block.1.2/Mul  Silu\[172032x56\]@Ascend910B2  \[done\]" \
   "^/features/features.1/block/block.1/Mul  Mul\[32x32x112x112,32x32x1x1\]"
+# ConvNeXt-T (scripts/make_convnext_onnx.py): depthwise 7x7 convolutions, each LayerNorm
+# over the channels of x permuted channels-last (the permutes views), the MLP's Linear
+# layers MatMuls over the N * H * W rows of C channels.
+check_onnx_tune convnext "$SRC/examples/convnext_tiny.onnx" 173 \
+  "^/features/features.1/features.1.0/dwconv/Conv  DepthwiseConv2D\[32x96x56x56,96x1x7x7,96\]{pads=3,3,3,3}@Ascend910B2  \[done\]" \
+  "^/features/features.1/features.1.0/norm/LayerNormalization  LayerNorm\[100352x96,96,96\]" \
+  "^/features/features.1/features.1.0/pwconv1/MatMul  MatMul\[100352x96,96x384\]"
 # ViT-B/16 (scripts/make_vit_onnx.py): the patch embedding a Conv 16x16/16 and a Transpose,
 # the class token joined before the patches by a Concat, and the classifier reading the
 # class token x[:, 0], a Gather of one index: a window view, so the Gemm reads [32, 768].
