@@ -158,18 +158,24 @@ Step HeadStep(const Graph& graph, const FusionChain& chain, std::string* x) {
   return AsFirstStep(graph, head, x);
 }
 
-// A view a cube chain may fuse over: a reshape (no window, no broadcast) of `x` that keeps
-// its last axis, so a bias still runs along it.
-bool IsReshapeOf(const Graph& graph, const GraphNode& node, const std::string& x) {
+// A view a norm head's chain may fuse over: a reshape (no window, no broadcast) of `x`
+// (its steps are per element, a GroupNorm's affine per channel of the view's output).
+bool IsPlainReshapeOf(const Graph& graph, const GraphNode& node, const std::string& x) {
   if (!node.IsView() || node.attrs.count(kSliceStartsAttr) || node.inputs.size() != 1 || node.inputs[0] != x ||
       node.outputs.size() != 1) {
     return false;
   }
   const NamedTensor* in = graph.FindTensor(x);
-  const auto& out = node.outputs[0].desc;
-  return in != nullptr && !in->desc.shape.empty() && !out.shape.empty() &&
-         space_util::Elements(in->desc.shape) == space_util::Elements(out.shape) &&
-         in->desc.shape.back() == out.shape.back();
+  return in != nullptr && space_util::Elements(in->desc.shape) == space_util::Elements(node.outputs[0].desc.shape);
+}
+
+// A view a cube chain may fuse over: a plain reshape of `x` that keeps its last axis, so a
+// bias still runs along it.
+bool IsReshapeOf(const Graph& graph, const GraphNode& node, const std::string& x) {
+  if (!IsPlainReshapeOf(graph, node, x)) return false;
+  const auto& in = graph.FindTensor(x)->desc.shape;
+  const auto& out = node.outputs[0].desc.shape;
+  return !in.empty() && !out.empty() && in.back() == out.back();
 }
 
 // Whether step i of a norm head's chain (IsNormHead) is its GroupNorm affine: a Mul first,
@@ -187,17 +193,6 @@ bool IsAffineStep(const Graph& graph, const FusionChain& chain, size_t i, const 
   const int64_t channels = step.operands.size() == 1 ? PerChannelValues(graph, step.operands[0], through) : 0;
   return x != nullptr && x->desc.shape.size() >= 2 && channels > 0 && x->desc.shape[1] > 0 &&
          channels % x->desc.shape[1] == 0;
-}
-
-// A view a norm head's chain may fuse over: any reshape of `x` (its steps are per element,
-// a GroupNorm's affine per channel of the view's output).
-bool IsPlainReshapeOf(const Graph& graph, const GraphNode& node, const std::string& x) {
-  if (!node.IsView() || node.attrs.count(kSliceStartsAttr) || node.inputs.size() != 1 || node.inputs[0] != x ||
-      node.outputs.size() != 1) {
-    return false;
-  }
-  const NamedTensor* in = graph.FindTensor(x);
-  return in != nullptr && space_util::Elements(in->desc.shape) == space_util::Elements(node.outputs[0].desc.shape);
 }
 
 // Walks from `x` through the chain ops that alone read each value (a cube chain also
