@@ -240,5 +240,35 @@ TEST(Analysis, ADepthwiseConvsUnaryEpilogueIsAdvisedAsFuseTakesIt) {
   EXPECT_EQ(FindFusionChains(*g)[0].steps.size(), 1u) << "fuse takes the Clip into the conv, as advised";
 }
 
+// A GroupNorm as torch exports it: the InstanceNorm's output, viewed back, scaled per
+// channel. Advised as the InstanceNorm taking the scale, as `fuse` takes it.
+TEST(Analysis, AGroupNormsAffineIsAdvisedIntoItsInstanceNorm) {
+  auto tensor = [](const char* name, std::vector<int64_t> shape) {
+    return nlohmann::json{{"name", name}, {"shape", shape}, {"dtype", "float16"}};
+  };
+  auto g = GraphFromJson({{"soc", "Ascend910B2"},
+                          {"inputs", {tensor("x", {1, 32, 4096})}},
+                          {"weights", {tensor("ones", {32}), tensor("zeros", {32}), tensor("gamma", {128, 1, 1})}},
+                          {"outputs", {"y"}},
+                          {"nodes",
+                           {{{"name", "norm"}, {"op", "InstanceNorm"}, {"inputs", {"x", "ones", "zeros"}},
+                             {"outputs", {tensor("n", {1, 32, 4096})}}},
+                            {{"name", "back"}, {"op", "Reshape"}, {"inputs", {"n"}},
+                             {"outputs", {tensor("b", {1, 128, 32, 32})}}},
+                            {{"name", "scale"}, {"op", "Mul"}, {"inputs", {"b", "gamma"}},
+                             {"outputs", {tensor("y", {1, 128, 32, 32})}}}}}});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  std::map<std::vector<std::string>, std::string> fusions;
+  for (const auto& st : AnalyzeSimulatedRun(*g).next_steps) {
+    if (st.kind == "fuse") fusions[st.ops] = st.reason;
+  }
+  const std::vector<std::string> norm_and_scale = {"norm", "scale"};
+  ASSERT_TRUE(fusions.count(norm_and_scale));
+  EXPECT_NE(fusions[norm_and_scale].find("InstanceNorm taking its operand as its scale"), std::string::npos)
+      << fusions[norm_and_scale];
+  ASSERT_EQ(FindFusionChains(*g).size(), 1u);
+  EXPECT_EQ(FindFusionChains(*g)[0].steps.size(), 1u) << "fuse takes the Mul into the norm, as advised";
+}
+
 }  // namespace
 }  // namespace tunefleet::profile

@@ -442,6 +442,10 @@ Analysis Analyze(const LoadedProfile& profile) {
       } else if ((ft == "DepthwiseConv2D" || ft == "InstanceNorm") && IsUnaryEpilogueOp(tt)) {
         kind = ft == "InstanceNorm" ? "instance norm + unary epilogue" : "depthwise conv + unary epilogue";
         as = ft + " with '" + tt + "' ending attrs.epilogue";
+      } else if (ft == "InstanceNorm" && (tt == "Mul" || tt == "Add")) {
+        kind = "instance norm + per-channel scale or shift (a GroupNorm's affine)";
+        as = std::string("InstanceNorm taking its operand as its ") + (tt == "Mul" ? "scale" : "bias") +
+             ", when that holds a value per channel (`tunefleet fuse` takes a GroupNorm's Mul and Add so)";
       } else if ((IsElementwise(ft) || ft == "FusedElementwise") && IsElementwise(tt)) {
         kind = "element-wise chain";
         as = "FusedElementwise with '" + tt + "' ending attrs.ops";
