@@ -36,7 +36,7 @@ using onnx_util::ScalarValue;
 
 constexpr const char* kDefaultSoc = "Ascend910B2";
 constexpr const char* kSupported =
-    "MatMul, Gemm, Conv (2-D), Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Exp, Gelu (or written out: "
+    "MatMul, Gemm, Conv (2-D; 1-D as a Conv2D of height 1), Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Exp, Gelu (or written out: "
     "x*0.5*(1+erf(x/sqrt 2)), 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))), Softmax and LayerNormalization over the "
     "last axis (or written out: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta), "
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
@@ -597,6 +597,53 @@ Result<std::vector<GraphNode>> ConvTransposeNodes(const onnx::NodeProto& n, cons
   return nodes;
 }
 
+// A 1-D Conv (Whisper's and wav2vec 2.0's audio front ends, a TCN) of x `x` [N, C, L] as
+// the 2-D convolution of height 1 it is, as ATC runs Conv1D: x viewed [N, C, 1, L]
+// (`<node>/x2d`), the weight [O, C / g, K] viewed [O, C / g, 1, K] (`<node>/w2d`), the
+// Conv2D (DepthwiseConv2D for one filter per channel) named as the node, pads [0, 0,
+// begin, end], strides and dilations [1, s]; its output [N, O, 1, L'] viewed as ONNX's.
+Result<std::vector<GraphNode>> Conv1dNodes(const onnx::NodeProto& n, const std::string& name, const std::string& where,
+                                           const std::vector<int64_t>& x,
+                                           const std::map<std::string, TensorInfo>& info, TensorDesc desc) {
+  const auto w = n.input_size() >= 2 ? info.find(n.input(1)) : info.end();
+  if (w == info.end() || w->second.shape.size() != 3 || desc.shape.size() != 3) {
+    return InvalidArgument(where + ": a 1-D convolution takes x [N, C, L] and a weight [O, C / group, K]");
+  }
+  if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
+    return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
+  }
+  auto one = [&](const char* attr, int64_t fallback) -> Result<int64_t> {
+    const std::vector<int64_t> v = IntsAttr(n, attr);
+    if (v.empty()) return fallback;
+    if (v.size() != 1) return InvalidArgument(fmt::format("{}: {} must have 1 value for a 1-D convolution", where, attr));
+    return v[0];
+  };
+  TF_ASSIGN_OR_RETURN(const int64_t stride, one("strides", 1));
+  TF_ASSIGN_OR_RETURN(const int64_t dilation, one("dilations", 1));
+  std::vector<int64_t> pads = IntsAttr(n, "pads");
+  if (pads.empty()) pads = {0, 0};
+  if (pads.size() != 2) return InvalidArgument(where + ": pads must have 2 values for a 1-D convolution");
+  const std::vector<int64_t>& k = w->second.shape;
+  const int64_t groups = IntAttr(n, "group", 1);
+  const std::string out = n.output(0);
+  std::vector<GraphNode> nodes;
+  nodes.push_back(GraphNode{name + "/x2d", kReshapeOp, {n.input(0)},
+                            {{out + "/x2d", {{x[0], x[1], 1, x[2]}, desc.dtype, "ND"}}}, {}});
+  nodes.push_back(GraphNode{name + "/w2d", kReshapeOp, {n.input(1)},
+                            {{out + "/w2d", {{k[0], k[1], 1, k[2]}, desc.dtype, "ND"}}}, {}});
+  const bool depthwise = groups > 1 && k[0] == groups && k[1] == 1;
+  GraphNode conv{name, depthwise ? "DepthwiseConv2D" : "Conv2D", {out + "/x2d", out + "/w2d"},
+                 {{out + "/2d", {{desc.shape[0], desc.shape[1], 1, desc.shape[2]}, desc.dtype, "ND"}}}, {}};
+  if (n.input_size() >= 3 && !n.input(2).empty()) conv.inputs.push_back(n.input(2));
+  conv.attrs["pads"] = fmt::format("0,0,{},{}", pads[0], pads[1]);
+  if (stride != 1) conv.attrs["strides"] = fmt::format("1,{}", stride);
+  if (dilation != 1) conv.attrs["dilations"] = fmt::format("1,{}", dilation);
+  if (groups != 1 && !depthwise) conv.attrs["groups"] = std::to_string(groups);
+  nodes.push_back(std::move(conv));
+  nodes.push_back(GraphNode{name + "/view", kReshapeOp, {out + "/2d"}, {{out, std::move(desc)}}, {}});
+  return nodes;
+}
+
 // One ONNX node as a tunefleet node (op, inputs, attrs); the outputs are filled by the caller.
 struct Converted {
   std::string op;
@@ -642,7 +689,9 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
       if (const auto* a = Attr(n, scale); a && a->f() != 1.0f && a->f() != 0.0f) c.attrs[scale] = fmt::format("{}", a->f());
     }
   } else if (op == "Conv") {
-    if (rank(0) != 4) return InvalidArgument(where + ": only 2-D convolutions (NCHW input) are supported");
+    if (rank(0) != 4) {
+      return InvalidArgument(where + ": only 1-D and 2-D convolutions (NCL or NCHW input) are supported");
+    }
     if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
       return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
     }
@@ -1810,7 +1859,12 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       continue;
     }
     // Nodes written as several tunefleet nodes: a kernel and the views around it.
-    if (IsConstantPick(n, constant_values) ||
+    const auto rank_of = [&](const std::string& t) {
+      const auto it = info.find(t);
+      return it == info.end() ? size_t{0} : it->second.shape.size();
+    };
+    const bool conv1d = IsStandardDomain(n.domain()) && n.op_type() == "Conv" && rank_of(n.input(0)) == 3;
+    if (IsConstantPick(n, constant_values) || conv1d ||
         (IsStandardDomain(n.domain()) && (n.op_type() == "BatchNormalization" || n.op_type() == "ConvTranspose" ||
                                           n.op_type() == "GroupNormalization"))) {
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
@@ -1821,6 +1875,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
           std::vector<GraphNode> written,
           n.op_type() == "Gather"          ? PickNodes(n, name, where, shape, *IntValues(*constant_values.at(n.input(1))), desc)
           : n.op_type() == "ConvTranspose"      ? ConvTransposeNodes(n, name, where, shape, info, desc)
+          : conv1d                              ? Conv1dNodes(n, name, where, shape, info, desc)
           : n.op_type() == "GroupNormalization" ? GroupNormNodes(n, name, where, shape, desc)
                                                 : BatchNormNodes(n, name, where, shape, info, constant_values, desc));
       for (GraphNode& node : written) {

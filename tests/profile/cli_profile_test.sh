@@ -372,6 +372,12 @@ check_onnx_tune efficientnet "$SRC/examples/efficientnet_b0.onnx" 189 \
   "^/features/features.4/block/block.1/block.1.0/Conv  DepthwiseConv2D\[32x144x56x56,144x1x5x5,144\]{pads=2,2,2,2,strides=2,2}" \
   "^/features/features.2/block/block.1/block.1.2/Mul  Silu\[172032x56\]@Ascend910B2  \[done\]" \
   "^/features/features.1/block/block.1/Mul  Mul\[32x32x112x112,32x32x1x1\]"
+# Whisper-base's audio encoder (scripts/make_whisper_onnx.py): each 1-D convolution a Conv2D
+# of height 1 over x viewed [N, C, 1, L], the second at stride 2 to 1,500 frames.
+check_onnx_tune whisper "$SRC/examples/whisper_base_encoder.onnx" 133 \
+  "^/conv1/Conv  Conv2D\[8x80x1x3000,512x80x1x3,512\]{pads=0,0,1,1}@Ascend910B2  \[done\]" \
+  "^/conv2/Conv  Conv2D\[8x512x1x3000,512x512x1x3,512\]{pads=0,0,1,1,strides=1,2}" \
+  "^/blocks/blocks.0/attn/Softmax  Softmax\[96000x1500\]"
 # ConvNeXt-T (scripts/make_convnext_onnx.py): depthwise 7x7 convolutions, each LayerNorm
 # over the channels of x permuted channels-last (the permutes views), the MLP's Linear
 # layers MatMuls over the N * H * W rows of C channels.

@@ -1381,6 +1381,42 @@ TEST(OnnxImport, AGroupNormalizationIsTheInstanceNormOfItsGroups) {
       << uneven;
 }
 
+// Whisper's audio front end: two 1-D convolutions over 3,000 frames of 80 mel bins, the
+// second of stride 2, each the 2-D convolution of height 1 it is (x viewed [N, C, 1, L]);
+// one filter per channel is a DepthwiseConv2D. A 1-D convolution's attributes have one
+// value an axis (ONNX's shape inference refuses two, naming the node).
+TEST(OnnxImport, AOneDConvolutionIsAConv2DOfHeightOne) {
+  testing::ScratchDir dir;
+  auto load = [&](const std::string& file, const std::vector<int64_t>& second_strides) {
+    return LoadChainModel(dir.Path(file), 17, [&](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+      AddInput(graph, "mel", {1, 80, 3000});
+      AddWeight(graph, "w1", {384, 80, 3});
+      AddWeight(graph, "b1", {384});
+      AddWeight(graph, "w2", {384, 384, 3});
+      AddWeight(graph, "dw", {384, 1, 5});
+      WithInts(AddNode(n, "Conv", {"mel", "w1", "b1"}, "c1", "conv1"), "pads", {1, 1});
+      AddNode(n, "Relu", {"c1"}, "a1", "act1");
+      WithInts(WithInts(AddNode(n, "Conv", {"a1", "w2"}, "c2", "conv2"), "pads", {1, 1}), "strides", second_strides);
+      WithInt(WithInts(AddNode(n, "Conv", {"c2", "dw"}, "d", "depthwise"), "pads", {2, 2}), "group", 384);
+      AddNode(n, "Relu", {"d"}, "y", "act2");
+    });
+  };
+  auto g = load("whisper.onnx", {2});
+  ASSERT_TRUE(g.ok()) << Message(g);
+  EXPECT_EQ(FindNode(*g, "conv1/x2d")->outputs[0].desc.shape, (std::vector<int64_t>{1, 80, 1, 3000}));
+  EXPECT_EQ(FindNode(*g, "conv2/view")->outputs[0].desc.shape, (std::vector<int64_t>{1, 384, 1500}));
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
+  EXPECT_EQ(keys["conv1"], "Conv2D[1x80x1x3000,384x80x1x3,384]{pads=0,0,1,1}@Ascend910B2");
+  EXPECT_EQ(keys["conv2"], "Conv2D[1x384x1x3000,384x384x1x3]{pads=0,0,1,1,strides=1,2}@Ascend910B2");
+  EXPECT_EQ(keys["depthwise"], "DepthwiseConv2D[1x384x1x1500,384x1x1x5]{pads=0,0,2,2}@Ascend910B2");
+  const std::string two = Message(load("two.onnx", {2, 2}));
+  EXPECT_NE(two.find("(op_type:Conv, node name: conv2): [ShapeInferenceError] Attribute strides has incorrect size"),
+            std::string::npos)
+      << "ONNX's shape inference names the node: " << two;
+}
+
 // A squeeze-and-excitation block as timm writes it: x.mean((2, 3), keepdim=True), two 1x1
 // convolutions, a sigmoid gate multiplied into x. The spatial mean is a ReduceMean over H*W
 // as a GlobalAveragePool is; the gate's [N, C, 1, 1] broadcasts over H and W. From opset
