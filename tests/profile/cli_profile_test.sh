@@ -378,6 +378,13 @@ check_onnx_tune whisper "$SRC/examples/whisper_base_encoder.onnx" 133 \
   "^/conv1/Conv  Conv2D\[8x80x1x3000,512x80x1x3,512\]{pads=0,0,1,1}@Ascend910B2  \[done\]" \
   "^/conv2/Conv  Conv2D\[8x512x1x3000,512x512x1x3,512\]{pads=0,0,1,1,strides=1,2}" \
   "^/blocks/blocks.0/attn/Softmax  Softmax\[96000x1500\]"
+# wav2vec 2.0 base (scripts/make_wav2vec2_onnx.py): the feature encoder's 1-D convolutions
+# over raw audio (the first of one input channel, kernel 10, stride 5), its GroupNorm of
+# one channel a group an InstanceNorm, and the grouped positional convolution of kernel 128.
+check_onnx_tune wav2vec2 "$SRC/examples/wav2vec2_base.onnx" 279 \
+  "^/feature_extractor/conv_layers/conv_layers.0/Conv  Conv2D\[4x1x1x160000,512x1x1x10\]{strides=1,5}@Ascend910B2  \[done\]" \
+  "^/feature_extractor/conv_layers/conv_layers.1/InstanceNormalization  InstanceNorm\[4x512x31999,512,512\]" \
+  "^/pos_conv_embed/conv/Conv  Conv2D\[4x768x1x499,768x48x1x128,768\]{groups=16,pads=0,0,64,64}"
 # ConvNeXt-T (scripts/make_convnext_onnx.py): depthwise 7x7 convolutions, each LayerNorm
 # over the channels of x permuted channels-last (the permutes views), the MLP's Linear
 # layers MatMuls over the N * H * W rows of C channels.
