@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include "tunefleet/common/conv2d_space.h"
+#include "tunefleet/common/attention_space.h"
 #include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/matmul_space.h"
 #include "tunefleet/common/vector_space.h"
@@ -61,6 +62,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"FusedBatchMatMul", {"adj_x1", "adj_x2", "epilogue", "transpose_a", "transpose_b"}},
       {"FusedConv2D", {"data_format", "dilations", "epilogue", "groups", "pads", "strides"}},
       {kFusedElementwiseOp, {"ops"}},
+      {kFlashAttentionOp, {"adj_x2", "scores", "transB", "transpose_b"}},
       {"Cast", {"dst_type"}},
       {"Transpose", {"perm"}},
       {"Concat", {"axis"}},
@@ -219,7 +221,7 @@ Result<OpKey> CanonicalOpKey(const OpKey& key) {
   if (!KnownAttrs(out.op_type)) return out;  // not an op the simulator knows (a replayed kernel): as given
   TF_RETURN_IF_ERROR(CheckKnownAttrs(out));
   const std::string gemm_or_conv = IsFusedCubeOpType(out.op_type) ? FusedCubeInnerOpType(out.op_type) : out.op_type;
-  if (IsCubeGemmOpType(gemm_or_conv)) TF_RETURN_IF_ERROR(CanonicalTransposeFlags(out));
+  if (IsCubeGemmOpType(gemm_or_conv) || out.op_type == kFlashAttentionOp) TF_RETURN_IF_ERROR(CanonicalTransposeFlags(out));
   // A BatchMatMul of an ND [..., M, K] by one [K, N] weight is the MatMul [batch*M, K] x
   // [K, N] (BatchMatmulShapeFromOpKey stacks its batches into M, the same space and
   // timing): one key, so a layer exported to ONNX (whose MatMul of a 3-D activation is
@@ -314,6 +316,13 @@ Result<TuningProblem> MakeTuningProblem(const OpKey& key, const SocSpec& soc) {
     TF_ASSIGN_OR_RETURN(ConfigIndex def_index, space.Encode(def));
     return TuningProblem{key, std::move(space), std::move(def), def_index};
   }
+  if (key.op_type == kFlashAttentionOp) {
+    TF_ASSIGN_OR_RETURN(AttentionShape shape, AttentionShapeFromOpKey(key));
+    TF_ASSIGN_OR_RETURN(SearchSpace space, AttentionTilingSpace(shape, soc));
+    TF_ASSIGN_OR_RETURN(Config def, AttentionDefaultConfig(shape, soc));
+    TF_ASSIGN_OR_RETURN(ConfigIndex def_index, space.Encode(def));
+    return TuningProblem{key, std::move(space), std::move(def), def_index};
+  }
   if (IsVectorOpType(key.op_type) || key.op_type == kFusedElementwiseOp) {
     TF_ASSIGN_OR_RETURN(VectorShape shape, key.op_type == kFusedElementwiseOp ? FusedElementwiseShapeFromOpKey(key)
                                                                               : VectorShapeFromOpKey(key));
@@ -379,6 +388,11 @@ double CubeLatencyFloorUs(const OpKey& key, const SocSpec& soc) {
 
 std::optional<int64_t> OutputElements(const OpKey& key) {
   if (std::optional<MatmulShape> g = CubeGemm(key)) return g->m * g->n * g->batch;
+  if (key.op_type == kFlashAttentionOp) {
+    auto a = AttentionShapeFromOpKey(key);
+    if (!a.ok()) return std::nullopt;
+    return a->batch * a->sq * a->dv;
+  }
   Result<VectorShape> v = key.op_type == kFusedElementwiseOp ? FusedElementwiseShapeFromOpKey(key)
                           : IsVectorOpType(key.op_type)      ? VectorShapeFromOpKey(key)
                                                              : Result<VectorShape>(InvalidArgument("not a vector op"));
@@ -396,6 +410,10 @@ Result<std::optional<DType>> WrittenDType(const OpKey& key) {
   if (IsFusedCubeOpType(key.op_type)) {
     TF_ASSIGN_OR_RETURN(FusedCubeShape s, FusedCubeShapeFromOpKey(key));
     return std::optional<DType>(s.out_dtype);
+  }
+  if (key.op_type == kFlashAttentionOp) {
+    TF_ASSIGN_OR_RETURN(AttentionShape a, AttentionShapeFromOpKey(key));
+    return std::optional<DType>(a.dtype);
   }
   if (IsCubeGemmOpType(key.op_type) || key.op_type == "Conv2D") {
     if (key.inputs.empty()) return std::optional<DType>();
@@ -415,7 +433,9 @@ Result<std::optional<DType>> WrittenDType(const OpKey& key) {
 std::vector<std::string> TunableOpTypes() {
   std::vector<std::string> types = {"MatMul", "BatchMatMul", "Gemm", "Conv2D"};
   for (const std::string& t : VectorOpTypes()) types.push_back(t);
-  for (const char* t : {"FusedMatMul", "FusedBatchMatMul", "FusedConv2D", kFusedElementwiseOp}) types.push_back(t);
+  for (const char* t : {"FusedMatMul", "FusedBatchMatMul", "FusedConv2D", kFusedElementwiseOp, kFlashAttentionOp}) {
+    types.push_back(t);
+  }
   return types;
 }
 

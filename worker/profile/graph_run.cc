@@ -309,7 +309,8 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
       r.node = idx;
       const bool vector = kernel->op == sim::PreparedProblem::Op::kVector;
       // A fused cube op runs its epilogue on the vector cores: msprof's mixed task.
-      const bool mix = kernel->op == sim::PreparedProblem::Op::kFusedCube;
+      const bool mix =
+          kernel->op == sim::PreparedProblem::Op::kFusedCube || kernel->op == sim::PreparedProblem::Op::kAttention;
       r.task_type = vector ? "AI_VECTOR_CORE" : mix ? "MIX_AIC" : "AI_CORE";
       r.unit_cores = vector ? soc.vector_core_cnt : soc.ai_core_cnt;
       r.estimate = *est;

@@ -179,6 +179,9 @@ Result<EventSimResult> SimulateEvents(const PreparedProblem& prepared, const Con
     }
     case PreparedProblem::Op::kFusedCube:  // fused_model.cc: the cube's timeline plus the epilogue
       return SimulateFusedCubeEvents(prepared.problem->key, prepared.fused, config, soc, options);
+    case PreparedProblem::Op::kAttention:
+      return InvalidArgument("FlashAttention has no tile timeline yet: its estimate is the closed form of "
+                             "worker/sim/attention_model.h");
   }
   return Internal("unhandled op in SimulateEvents");
 }

@@ -5,6 +5,7 @@
 
 #include "tunefleet/common/tuning_problem.h"
 #include "worker/sim/conv2d_model.h"
+#include "worker/sim/pipe_costs.h"
 #include "worker/sim/vector_model.h"
 
 namespace tunefleet::sim {
@@ -13,38 +14,14 @@ namespace {
 constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr double kAccBytes = 4;  // the accumulator tile FIXPIPE writes (fp32 / int32)
 
-// As vector_model.cc (NPU_MODEL.md "Pipes and timing"): a vector instruction streams at
-// most 255 repeats of 256 B; each contiguous DMA burst costs burst_overhead_bytes more.
-constexpr int64_t kRepeatBytes = 256;
-constexpr int64_t kMaxRepeats = 255;
-
-double TransferEq(double raw, double bursts, const SocSpec& soc) {
-  return raw + bursts * soc.burst_overhead_bytes;
-}
-
-// Cycles and instruction count of `per_elem` vector instructions over n elements.
-std::pair<double, int64_t> VectorCycles(int64_t n, int64_t bytes, int per_elem, const SocSpec& soc) {
-  const double repeat_cycles = static_cast<double>(kRepeatBytes) / (2.0 * static_cast<double>(soc.vec_calc_size));
-  const int64_t repeats = CeilDiv(n * bytes, kRepeatBytes);
-  const int64_t instrs_each = CeilDiv(repeats, kMaxRepeats);
-  const double cycles = per_elem * (static_cast<double>(instrs_each) * soc.vector_instr_overhead_cycles +
-                                    static_cast<double>(repeats) * repeat_cycles);
-  return {cycles, per_elem * instrs_each};
-}
+using pipe_costs::TransferEq;
+using pipe_costs::VectorCycles;
 
 // Instructions per element of the epilogue in fp32: int8's dequantisation (vconv of the
 // int32 accumulator, vmuls by the scale), each op as the unfused element-wise op costs
 // it (vector_model.cc), a vconv per operand that is not fp32 and one for the output.
 int EpilogueInstructions(const FusedCubeShape& s) {
-  int n = s.dequant ? 2 : 0;
-  for (VectorOp op : s.epilogue.ops) {
-    VectorShape one;
-    one.op = op;
-    one.dtype = one.out_dtype = one.compute_dtype = DType::kFloat32;
-    n += VectorInstructionsPerElement(one);
-  }
-  for (const FusedOperand& o : s.epilogue.operands) n += o.dtype != DType::kFloat32 ? 1 : 0;
-  return n + 1;  // out_dtype is float16 or bfloat16
+  return (s.dequant ? 2 : 0) + pipe_costs::ChainInstructions(s.epilogue) + 1;  // out_dtype is float16 or bfloat16
 }
 
 // The cube plan and, for a conv, its A side.

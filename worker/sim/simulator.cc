@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "worker/sim/attention_model.h"
 #include "worker/sim/conv2d_model.h"
 #include "worker/sim/fused_model.h"
 #include "worker/sim/matmul_model.h"
@@ -42,6 +43,11 @@ Result<PreparedProblem> Prepare(const TuningProblem& problem, const SocSpec& soc
     prepared.op = PreparedProblem::Op::kFusedCube;
     return prepared;
   }
+  if (problem.key.op_type == kFlashAttentionOp) {
+    TF_ASSIGN_OR_RETURN(prepared.attention, AttentionShapeFromOpKey(problem.key));
+    prepared.op = PreparedProblem::Op::kAttention;
+    return prepared;
+  }
   return InvalidArgument("op type '" + problem.key.op_type +
                          "' has no timing model in the simulator");
 }
@@ -62,6 +68,8 @@ Result<KernelEstimate> Simulate(const PreparedProblem& prepared, const Config& c
       TF_RETURN_IF_ERROR(CheckFusedCubeTiling(prepared.fused, t, split));
       return EstimateFusedCube(prepared.fused, t, split, soc);
     }
+    case PreparedProblem::Op::kAttention:
+      return EstimateAttention(prepared.attention, AttentionTilingFromConfig(config), soc);
   }
   return Internal("unhandled op in Simulate");
 }

@@ -1,12 +1,13 @@
 // The simulated NPU's entry point for one (tuning problem, config): validates the config
 // against the problem's space, then runs the op's timing model (MatMul, Conv2D, vector
-// ops). Nothing is cached across calls; a PreparedProblem holds what is derived once per
+// ops, fused ops, FlashAttention). Nothing is cached across calls; a PreparedProblem holds what is derived once per
 // op key so a worker slot pays only validation and the model per config. Pure functions,
 // any thread; a PreparedProblem borrows its TuningProblem, which must outlive it.
 #pragma once
 
 #include <string_view>
 
+#include "tunefleet/common/attention_space.h"
 #include "tunefleet/common/conv2d_space.h"
 #include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/matmul_space.h"
@@ -21,13 +22,14 @@ namespace tunefleet::sim {
 
 // What Simulate needs from an op key, parsed once.
 struct PreparedProblem {
-  enum class Op { kMatmul, kConv2d, kVector, kFusedCube };
+  enum class Op { kMatmul, kConv2d, kVector, kFusedCube, kAttention };
   const TuningProblem* problem = nullptr;  // borrowed
   Op op = Op::kMatmul;
   MatmulShape matmul;  // when op == kMatmul (MatMul, BatchMatMul, Gemm)
   Conv2dShape conv2d;  // when op == kConv2d
   VectorShape vector;  // when op == kVector (FusedElementwise too: a chain VectorShape)
   FusedCubeShape fused;  // when op == kFusedCube (FusedMatMul, FusedBatchMatMul, FusedConv2D)
+  AttentionShape attention;  // when op == kAttention (FlashAttention)
 };
 
 // kInvalidArgument when the op key's type has no timing model or its inputs do not

@@ -1,0 +1,164 @@
+// FlashAttention (common/attention_space.h, worker/sim/attention_model.h) against
+// NPU_MODEL.md's sanity list and what fusing attention is for: the [Sq, Skv] scores
+// never reach HBM, so one kernel beats the three it replaces (the scores' BatchMatMul with
+// its chain, the Softmax, P x v) where the scores are large; no config beats the
+// roofline; ping-pong pays when both sides are busy; a block too large for L1 or UB is
+// refused with a reason naming the buffer; the key's mistakes are named.
+#include "worker/sim/attention_model.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/support/op_test_util.h"
+#include "tunefleet/common/tuning_problem.h"
+#include "worker/sim/simulator.h"
+
+namespace tunefleet::sim {
+namespace {
+
+using test_support::Inputs;
+
+OpKey Key(const std::string& op, std::vector<TensorDesc> inputs, std::map<std::string, std::string> attrs = {}) {
+  return test_support::TestKey(op, std::move(inputs), std::move(attrs));
+}
+
+// Stable Diffusion's UNet self-attention at 64x64 latents: 2 x 8 heads, 4096 tokens, head size 40,
+// scaled by a Mul, k given [D, Skv] as the export's view of k.transpose(-2, -1).
+OpKey SdAttention() {
+  return Key("FlashAttention", Inputs({{2, 8, 4096, 40}, {2, 8, 40, 4096}, {2, 8, 4096, 40}, {1}}), {{"scores", "Mul"}});
+}
+
+class AttentionModel : public ::testing::Test {
+ protected:
+  SocCatalog catalog_ = SocCatalog::Builtin();
+  const SocSpec& soc() { return *catalog_.Find("Ascend910B2").value(); }
+
+  KernelEstimate Run(const OpKey& key, const Config* config = nullptr) {
+    TuningProblem p = test_support::ProblemOrFail(key, soc());
+    auto e = Simulate(p, config ? *config : p.default_config, soc());
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? *e : KernelEstimate{};
+  }
+};
+
+OpKey BertAttention(const std::string& dtype = "float16") {
+  return Key("FlashAttention",
+             Inputs({{32, 12, 128, 64}, {32, 12, 64, 128}, {32, 12, 128, 64}, {1}, {32, 1, 1, 128}}, dtype),
+             {{"scores", "Div,Add"}});
+}
+
+TEST_F(AttentionModel, OneKernelBeatsTheThreeItReplacesWhenTheScoresAreLarge) {
+  const KernelEstimate fa = Run(SdAttention());
+  const KernelEstimate scores =
+      Run(Key("FusedBatchMatMul", Inputs({{2, 8, 4096, 40}, {2, 8, 40, 4096}, {1}}), {{"epilogue", "Mul"}}));
+  const KernelEstimate softmax = Run(Key("Softmax", Inputs({{2, 8, 4096, 4096}})));
+  const KernelEstimate pv = Run(Key("BatchMatMul", Inputs({{2, 8, 4096, 4096}, {2, 8, 4096, 40}})));
+  const double unfused = scores.latency_us + softmax.latency_us + pv.latency_us;
+  EXPECT_LT(fa.latency_us, 0.6 * unfused) << fa.latency_us << " us against " << unfused << " us";
+  // HBM sees q, k, v, the output and the scale once: 4 x 16 x 4096 x 40 fp16 + 2 B.
+  const double tensors = 4.0 * 16 * 4096 * 40 * 2;
+  EXPECT_DOUBLE_EQ(fa.hbm_bytes, tensors + 2);
+  EXPECT_DOUBLE_EQ(fa.compulsory_bytes, fa.hbm_bytes);
+  // The scores (fp16, 16 x 4096 x 4096) went to HBM and back in the unfused kernels.
+  EXPECT_GT(scores.hbm_bytes + softmax.hbm_bytes + pv.hbm_bytes, 10 * fa.hbm_bytes);
+  EXPECT_GT(fa.l2_bytes, 16.0 * 4096 * 4096 * 4) << "the workspace's scores are L2 traffic";
+  EXPECT_DOUBLE_EQ(fa.flops, 2.0 * 16 * 4096 * 4096 * 80);
+  EXPECT_EQ(fa.block_dim, 24);
+  EXPECT_GT(fa.BusyUs(Pipe::kCube), 0);
+  EXPECT_GT(fa.BusyUs(Pipe::kVector), 0);
+}
+
+TEST_F(AttentionModel, NoConfigBeatsTheRoofline) {
+  const OpKey whisper = Key("FlashAttention", Inputs({{8, 8, 1500, 64}, {8, 8, 64, 1500}, {8, 8, 1500, 64}}));
+  for (const OpKey& key : {SdAttention(), BertAttention(), whisper, BertAttention("bfloat16")}) {
+    TuningProblem p = test_support::ProblemOrFail(key, soc());
+    size_t valid = 0;
+    for (ConfigIndex i : p.space.EnumerateValid()) {
+      const Config c = p.space.Decode(i);
+      const KernelEstimate e = Run(key, &c);
+      EXPECT_GE(e.latency_us, RooflineUs(e, soc())) << key.Canonical() << " " << p.space.Describe(c);
+      EXPECT_GT(e.duration_us, 0);
+      ++valid;
+    }
+    EXPECT_GE(valid, 8u) << key.Canonical();
+  }
+}
+
+TEST_F(AttentionModel, PingPongPaysWhenBothSidesAreBusy) {
+  TuningProblem p = test_support::ProblemOrFail(SdAttention(), soc());
+  int pairs = 0;
+  for (ConfigIndex i : p.space.EnumerateValid()) {
+    const Config c = p.space.Decode(i);
+    if (c[2] != 1) continue;
+    const Config both = {c[0], c[1], 2};
+    if (!p.space.IsValid(both)) continue;
+    EXPECT_LT(Run(SdAttention(), &both).latency_us, Run(SdAttention(), &c).latency_us) << p.space.Describe(c);
+    ++pairs;
+  }
+  EXPECT_GE(pairs, 5);
+}
+
+TEST_F(AttentionModel, TheDefaultIsCannsBlockAndLargerBlocksAreRefusedNamingTheBuffer) {
+  TuningProblem p = test_support::ProblemOrFail(SdAttention(), soc());
+  EXPECT_EQ(p.default_config, (Config{128, 128, 2}));
+  const Status l1 = p.space.Validate({256, 1024, 2});
+  EXPECT_NE(l1.message().find("L1 footprint"), std::string::npos) << l1.message();
+  EXPECT_NE(l1.message().find("l1_size 524288 B"), std::string::npos) << l1.message();
+  const Status ub = p.space.Validate({128, 512, 1});
+  EXPECT_NE(ub.message().find("UB footprint"), std::string::npos) << ub.message();
+  // BERT's 128 keys: one block of 128 covers them, 256 only pads.
+  TuningProblem bert = test_support::ProblemOrFail(BertAttention(), soc());
+  const Status pads = bert.space.Validate({128, 256, 1});
+  EXPECT_NE(pads.message().find("more than one block of Skv=128"), std::string::npos) << pads.message();
+}
+
+TEST_F(AttentionModel, KRowsStreamInOneBurstWhereKColumnsTakeOnePerHeadElement) {
+  const OpKey rows = Key("FlashAttention", Inputs({{2, 8, 4096, 40}, {2, 8, 4096, 40}, {2, 8, 4096, 40}}), {{"transpose_b", "1"}});
+  const OpKey columns = Key("FlashAttention", Inputs({{2, 8, 4096, 40}, {2, 8, 40, 4096}, {2, 8, 4096, 40}}));
+  const KernelEstimate r = Run(rows), c = Run(columns);
+  EXPECT_LT(r.BusyUs(Pipe::kMte2), c.BusyUs(Pipe::kMte2));
+  EXPECT_LE(r.latency_us, c.latency_us);
+  EXPECT_DOUBLE_EQ(r.hbm_bytes, c.hbm_bytes);
+}
+
+TEST_F(AttentionModel, TheKeysMistakesAreNamed) {
+  auto error = [&](const OpKey& key) {
+    auto p = MakeTuningProblem(key, soc());
+    EXPECT_FALSE(p.ok()) << key.Canonical();
+    return p.ok() ? std::string() : p.status().message();
+  };
+  EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 32, 40}}))).find("Skv = 64"),
+            std::string::npos);
+  EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}}, "int8"))).find("float16 or bfloat16"),
+            std::string::npos);
+  EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}, {1}}))).find("no attrs.scores"),
+            std::string::npos);
+  EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}, {1}}), {{"scores", "Mull"}}))
+                .find("'Mull' is not a chain op"),
+            std::string::npos);
+  EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}, {3, 64}}), {{"scores", "Add"}}))
+                .find("does not broadcast"),
+            std::string::npos);
+  EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}}))).find("needs q, k and v"), std::string::npos);
+  EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}}), {{"scale", "0.1"}}))
+                .find("has no attribute 'scale'"),
+            std::string::npos);
+}
+
+TEST_F(AttentionModel, RunsOnEverySoc) {
+  for (const std::string& name : catalog_.Names()) {
+    const SocSpec& spec = *catalog_.Find(name).value();
+    OpKey key = BertAttention();
+    key.soc = name;
+    TuningProblem p = test_support::ProblemOrFail(key, spec);
+    auto e = Simulate(p, p.default_config, spec);
+    ASSERT_TRUE(e.ok()) << name << ": " << e.status().ToString();
+    EXPECT_GE(e->latency_us, RooflineUs(*e, spec)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace tunefleet::sim

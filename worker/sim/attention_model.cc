@@ -1,0 +1,157 @@
+#include "worker/sim/attention_model.h"
+
+#include <algorithm>
+
+#include "worker/sim/pipe_costs.h"
+
+namespace tunefleet::sim {
+namespace {
+
+using pipe_costs::TransferEq;
+using pipe_costs::VectorCycles;
+
+constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+constexpr double kScoreBytes = 4;  // fp32 scores, output accumulator and P x v
+// The online softmax per score: running vmax, vsub of the max, vexp, running vadd of the
+// sum, vconv of P to the inputs' dtype.
+constexpr int kSoftmaxInstructions = 5;
+// Per row and step: the new max, the old max's difference, its exp, the sum's rescale.
+constexpr int kRowInstructions = 4;
+// Per output element and step: the accumulator's rescale (vmul) and P x v's vadd; at the
+// end of a unit: the vmul by 1/sum and the vconv to the output dtype.
+constexpr int kRescaleInstructions = 2;
+
+// One step's stage cycles over a block of w keys.
+struct StepCost {
+  double cube = 0, mte1 = 0, mte2 = 0, fixpipe = 0, scalar = 0;  // the cube core
+  double v_mte2 = 0, vec = 0, v_mte3 = 0, v_scalar = 0;          // one of its vector cores
+  double CubeSide() const { return std::max({cube, mte1, mte2, fixpipe}) + scalar; }
+  double VectorSide(bool ping_pong) const {
+    return ping_pong ? std::max({v_mte2, vec, v_mte3, v_scalar}) : v_mte2 + vec + v_mte3 + v_scalar;
+  }
+};
+
+StepCost Step(const AttentionShape& s, const AttentionTiling& t, int64_t w, int64_t rows, int chain_instructions,
+              const SocSpec& soc) {
+  const double in = DTypeBytes(s.dtype);
+  const double s1 = static_cast<double>(t.s1), wd = static_cast<double>(w);
+  const double d16 = static_cast<double>(RoundUp(s.d, 16)), dv16 = static_cast<double>(RoundUp(s.dv, 16));
+  const double w16 = static_cast<double>(RoundUp(w, 16));
+  const double lat = soc.gm_latency_cycles;
+  StepCost c;
+  // Two GEMMs of whole fractals: [s1, D] x [D, w] and [s1, w] x [w, Dv].
+  const double fractal = static_cast<double>(soc.cube_m_size * soc.cube_n_size * soc.cube_k_size);
+  c.cube = (s1 * w16 * d16 + s1 * dv16 * w16) / fractal;
+  c.mte1 = (s1 * d16 + s1 * w16) * in / soc.mte1_l0a_bytes_per_cycle + (w16 * d16 + w16 * dv16) * in / soc.mte1_l0b_bytes_per_cycle;
+  // k's block is one run of rows when k is [Skv, D], D strided runs of w when [D, Skv].
+  const double k_bursts = s.k_rows ? 1 : static_cast<double>(s.d);
+  c.mte2 = 3 * lat + (TransferEq(wd * static_cast<double>(s.d) * in, k_bursts, soc) +
+                      TransferEq(wd * static_cast<double>(s.dv) * in, 1, soc) + TransferEq(s1 * wd * in, 1, soc)) /
+                         soc.mte2_bytes_per_cycle;
+  c.fixpipe = (TransferEq(s1 * wd * kScoreBytes, s1, soc) + TransferEq(s1 * dv16 * kScoreBytes, s1, soc)) /
+              soc.fixpipe_bytes_per_cycle;
+  c.scalar = soc.scalar_cycles_per_iteration * 4;  // the step's two MMADs' and two syncs' issue
+  // The vector core's rows of the block.
+  const double r = static_cast<double>(rows);
+  double read = TransferEq(r * wd * kScoreBytes, 1, soc) + TransferEq(r * dv16 * kScoreBytes, 1, soc);
+  int dmas = 2;
+  for (const FusedOperand& o : s.scores.operands) {
+    const double b = DTypeBytes(o.dtype);
+    // A full operand (a mask per head) is streamed a row at a time; a broadcast one's
+    // slice is re-read (from L2).
+    read += o.full ? TransferEq(r * wd * b, r, soc)
+                   : TransferEq(std::min(r * wd, static_cast<double>(o.elements)) * b, 1, soc);
+    ++dmas;
+  }
+  c.v_mte2 = dmas * lat + read / soc.mte2_bytes_per_cycle;
+  const auto [score_cycles, score_instrs] =
+      VectorCycles(rows * w, static_cast<int64_t>(kScoreBytes), chain_instructions + kSoftmaxInstructions, soc);
+  const auto [row_cycles, row_instrs] = VectorCycles(rows, static_cast<int64_t>(kScoreBytes), kRowInstructions, soc);
+  const auto [acc_cycles, acc_instrs] =
+      VectorCycles(rows * RoundUp(s.dv, 16), static_cast<int64_t>(kScoreBytes), kRescaleInstructions, soc);
+  c.vec = score_cycles + row_cycles + acc_cycles;
+  c.v_mte3 = lat + TransferEq(r * wd * in, 1, soc) / soc.mte3_bytes_per_cycle;
+  c.v_scalar = soc.scalar_cycles_per_iteration * static_cast<double>(score_instrs + row_instrs + acc_instrs + dmas + 1);
+  return c;
+}
+
+}  // namespace
+
+KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling& t, const SocSpec& soc, AttentionPlan* out) {
+  AttentionPlan local;
+  AttentionPlan& plan = out ? *out : local;
+  const AttentionBlocking blk = ComputeAttentionBlocking(s, t, soc);
+  const bool ping_pong = t.buffers > 1;
+  const int chain = pipe_costs::ChainInstructions(s.scores);
+  const int64_t rows = blk.rows_per_vector;
+  plan.units = s.batch * CeilDiv(s.sq, t.s1);
+  plan.cores = std::min<int64_t>(soc.ai_core_cnt, plan.units);
+  plan.units_per_core = CeilDiv(plan.units, plan.cores);
+  plan.kv_steps = CeilDiv(s.skv, t.s2);
+  const int64_t last_w = s.skv - (plan.kv_steps - 1) * t.s2;
+  const StepCost full = Step(s, t, t.s2, rows, chain, soc);
+  const StepCost last = Step(s, t, last_w, rows, chain, soc);
+  plan.cube_step = full.CubeSide();
+  plan.vector_step = full.VectorSide(ping_pong);
+  auto step_cycles = [&](const StepCost& c) {
+    return ping_pong ? std::max(c.CubeSide(), c.VectorSide(true)) : c.CubeSide() + c.VectorSide(false);
+  };
+  const double steps = static_cast<double>(plan.kv_steps - 1) * step_cycles(full) + step_cycles(last);
+  // Pipeline fill: with ping-pong the first block's scores (or the last block's softmax)
+  // run alone.
+  const double fill = ping_pong ? std::min(full.CubeSide(), full.VectorSide(true)) : 0;
+  const double in = DTypeBytes(s.dtype);
+  const double lat = soc.gm_latency_cycles;
+  const double q_load = lat + TransferEq(static_cast<double>(t.s1 * s.d) * in, 1, soc) / soc.mte2_bytes_per_cycle;
+  const auto [norm_cycles, norm_instrs] =
+      VectorCycles(rows * RoundUp(s.dv, 16), static_cast<int64_t>(kScoreBytes), kRescaleInstructions, soc);
+  const double o_write =
+      lat + TransferEq(static_cast<double>(rows * s.dv) * in, static_cast<double>(rows), soc) / soc.mte3_bytes_per_cycle;
+  plan.unit = soc.scalar_cycles_per_tile + q_load + steps + fill + norm_cycles + o_write;
+  const double per_core = static_cast<double>(plan.units_per_core);
+  const double n_full = static_cast<double>(plan.kv_steps - 1);
+
+  // Bytes. Compulsory: q, k, v, the output and the operands once.
+  const double batch = static_cast<double>(s.batch), sq = static_cast<double>(s.sq), skv = static_cast<double>(s.skv);
+  const double d = static_cast<double>(s.d), dv = static_cast<double>(s.dv);
+  double operands = 0;
+  for (const FusedOperand& o : s.scores.operands) operands += static_cast<double>(o.elements) * DTypeBytes(o.dtype);
+  const double kv_head = skv * (d + dv) * in;
+  const double compulsory = batch * (sq * d + sq * dv) * in + batch * kv_head + operands;
+  // The next units of a head re-read its k and v: L2 hits while a wave's heads fit.
+  const double q_blocks = static_cast<double>(CeilDiv(s.sq, t.s1));
+  const double rereads = batch * (q_blocks - 1) * kv_head;
+  const bool resident = static_cast<double>(plan.cores) * kv_head <= static_cast<double>(soc.l2_size);
+  // The workspace: scores written and read (fp32), P written and read, P x v (fp32)
+  // written and read, each step of each unit.
+  const double padded_rows = batch * q_blocks * static_cast<double>(t.s1);
+  const double workspace = padded_rows * (2 * skv * kScoreBytes + 2 * skv * in) +
+                           padded_rows * static_cast<double>(plan.kv_steps) * 2 * dv * kScoreBytes;
+  KernelEstimate est;
+  est.block_dim = plan.cores;
+  est.compulsory_bytes = compulsory;
+  est.hbm_bytes = compulsory + (resident ? 0 : rereads);
+  est.l2_bytes = (resident ? rereads : 0) + workspace;
+  est.flops = 2 * batch * sq * skv * (d + dv);
+  est.compute_roof_flops = soc.CubePeakFlops();
+  const double cycles_per_us = soc.CyclesPerUs();
+  auto busy = [&](double StepCost::*stage) {
+    return per_core * (n_full * full.*stage + last.*stage) / cycles_per_us;
+  };
+  est.BusyUs(Pipe::kCube) = busy(&StepCost::cube);
+  est.BusyUs(Pipe::kMte1) = busy(&StepCost::mte1);
+  est.BusyUs(Pipe::kMte2) = busy(&StepCost::mte2) + per_core * q_load / cycles_per_us;
+  est.BusyUs(Pipe::kFixpipe) = busy(&StepCost::fixpipe);
+  est.BusyUs(Pipe::kScalar) = busy(&StepCost::scalar) + per_core * soc.scalar_cycles_per_tile / cycles_per_us;
+  est.BusyUs(Pipe::kVector) = busy(&StepCost::vec) + per_core * norm_cycles / cycles_per_us;
+  est.BusyUs(Pipe::kMte3) = busy(&StepCost::v_mte3) + per_core * o_write / cycles_per_us;
+  plan.hbm_floor_us = est.hbm_bytes / (soc.hbm_bandwidth_gbps * 1e3);
+  plan.l2_floor_us = est.l2_bytes / (soc.l2_bandwidth_gbps * 1e3);
+  est.duration_us = std::max({per_core * plan.unit / cycles_per_us, plan.hbm_floor_us, plan.l2_floor_us});
+  est.launch_us = soc.kernel_launch_us;
+  est.latency_us = est.launch_us + est.duration_us;
+  return est;
+}
+
+}  // namespace tunefleet::sim
