@@ -30,8 +30,10 @@ void PrintText(const profile::FusionReport& r, const std::string& written, const
   if (!j["fused_operators"].empty()) {
     fmt::print("fused ({:>9} = the step's time saved by it alone):\n", "saved us");
     for (const auto& o : j["fused_operators"]) {
-      fmt::print("  {:9.3f}  {} ({}, epilogue {})\n", o["step_saved_us"].get<double>(), o["name"].get<std::string>(),
-                 o["op_type"].get<std::string>(), o["epilogue"].get<std::string>());
+      // A FlashAttention's chain is on its scores; it may have none.
+      const std::string op = o["op_type"].get<std::string>(), chain = o["epilogue"].get<std::string>();
+      const std::string what = op == "FlashAttention" ? (chain.empty() ? op : op + ", scores " + chain) : op + ", epilogue " + chain;
+      fmt::print("  {:9.3f}  {} ({})\n", o["step_saved_us"].get<double>(), o["name"].get<std::string>(), what);
     }
   }
   for (const auto& fold : j["folded_transposes"]) {

@@ -1,8 +1,10 @@
 #include "tunefleet/common/graph_fusion.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
+#include "tunefleet/common/attention_space.h"
 #include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/vector_space.h"
 
@@ -417,6 +419,137 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     if (!replacement[i].empty()) {
       for (GraphNode& node : replacement[i]) out.nodes.push_back(std::move(node));
+    } else if (!removed[i]) {
+      out.nodes.push_back(graph.nodes[i]);
+    }
+  }
+  TF_RETURN_IF_ERROR(ValidateGraphOps(out, soc));
+  return out;
+}
+
+namespace {
+
+bool FlagOn(const GraphNode& node, int input) {
+  for (const char* name : kFlagNames[input]) {
+    if (auto it = node.attrs.find(name); it != node.attrs.end() && FlagSet(it->second)) return true;
+  }
+  return false;
+}
+
+bool IsBatchMatMul(const GraphNode& node) { return node.op_type == "BatchMatMul" && node.outputs.size() == 1; }
+
+// The score chain's step `node` reads the value so far as x: its op and operands.
+Step ScoreStep(const Graph& graph, const GraphNode& node, const std::string& x) {
+  if (node.op_type != "Mul" && node.op_type != "Div" && node.op_type != "Add" && node.op_type != "Sub") return {};
+  return AsStep(graph, nullptr, node, x);
+}
+
+}  // namespace
+
+std::vector<int> AttentionFusion::Members() const {
+  std::vector<int> m{scores};
+  m.insert(m.end(), steps.begin(), steps.end());
+  m.push_back(softmax);
+  m.push_back(output);
+  return m;
+}
+
+std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
+  std::vector<AttentionFusion> found;
+  if (graph.training) return found;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& sm = graph.nodes[i];
+    if (sm.op_type != "Softmax" || sm.inputs.size() != 1 || sm.outputs.size() != 1) continue;
+    const int rank = static_cast<int>(sm.outputs[0].desc.shape.size());
+    if (auto it = sm.attrs.find("axis"); it != sm.attrs.end() && it->second != "-1" && it->second != std::to_string(rank - 1)) {
+      continue;
+    }
+    const int output = OnlyReader(graph, sm.outputs[0].name);
+    if (output < 0 || !IsBatchMatMul(graph.nodes[output]) || graph.nodes[output].inputs.size() != 2 ||
+        graph.nodes[output].inputs[0] != sm.outputs[0].name || FlagOn(graph.nodes[output], 0) ||
+        FlagOn(graph.nodes[output], 1)) {
+      continue;
+    }
+    // Back from the softmax through the score chain to the scores' BatchMatMul.
+    AttentionFusion a;
+    a.softmax = static_cast<int>(i);
+    a.output = output;
+    std::string x = sm.inputs[0];
+    while (a.scores < 0) {
+      const int p = graph.ProducerOf(x);
+      if (p < 0 || OnlyReader(graph, x) < 0) break;
+      const GraphNode& node = graph.nodes[p];
+      if (IsBatchMatMul(node)) {
+        if (node.inputs.size() == 2 && !FlagOn(node, 0) && rank >= 3) a.scores = p;
+        break;
+      }
+      // The value so far has the scores' shape and comes from a node (a mask may too).
+      std::string prev;
+      for (const std::string& in : node.inputs) {
+        const NamedTensor* t = graph.FindTensor(in);
+        if (!ScoreStep(graph, node, in).op.empty() && graph.ProducerOf(in) >= 0 && t != nullptr &&
+            t->desc.shape == node.outputs[0].desc.shape) {
+          prev = in;
+          break;
+        }
+      }
+      if (prev.empty()) break;
+      a.steps.insert(a.steps.begin(), p);
+      x = prev;
+    }
+    if (a.scores >= 0) found.push_back(std::move(a));
+  }
+  return found;
+}
+
+std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion) {
+  std::string name;
+  for (int m : fusion.Members()) name += (name.empty() ? "" : "+") + graph.nodes[m].name;
+  return name;
+}
+
+std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusion) {
+  std::string ops, x = graph.nodes[fusion.scores].outputs[0].name;
+  for (int s : fusion.steps) {
+    ops += (ops.empty() ? "" : ",") + ScoreStep(graph, graph.nodes[s], x).op;
+    x = graph.nodes[s].outputs[0].name;
+  }
+  return ops;
+}
+
+Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<AttentionFusion>& fusions, const SocSpec& soc) {
+  std::vector<bool> removed(graph.nodes.size(), false);
+  std::vector<std::optional<GraphNode>> replacement(graph.nodes.size());
+  for (const AttentionFusion& a : fusions) {
+    for (int m : a.Members()) {
+      if (m < 0 || static_cast<size_t>(m) >= graph.nodes.size()) return InvalidArgument("an attention fusion that is not one of this graph's");
+    }
+    const GraphNode& scores = graph.nodes[a.scores];
+    GraphNode fused;
+    fused.name = AttentionNodeName(graph, a);
+    fused.op_type = kFlashAttentionOp;
+    fused.inputs = {scores.inputs[0], scores.inputs[1], graph.nodes[a.output].inputs[1]};
+    if (FlagOn(scores, 1)) fused.attrs["transpose_b"] = "1";
+    std::string x = scores.outputs[0].name;
+    for (int s : a.steps) {
+      const Step step = ScoreStep(graph, graph.nodes[s], x);
+      if (step.op.empty()) return InvalidArgument("attention '" + fused.name + "': '" + graph.nodes[s].name + "' is not a score step");
+      fused.inputs.insert(fused.inputs.end(), step.operands.begin(), step.operands.end());
+      x = graph.nodes[s].outputs[0].name;
+    }
+    if (const std::string chain = AttentionScoreChain(graph, a); !chain.empty()) fused.attrs["scores"] = chain;
+    fused.outputs = graph.nodes[a.output].outputs;
+    for (int m : a.Members()) {
+      if (removed[m]) return InvalidArgument("attention '" + fused.name + "' shares node '" + graph.nodes[m].name + "' with another");
+      removed[m] = true;
+    }
+    replacement[a.output] = std::move(fused);
+  }
+  Graph out = graph;
+  out.nodes.clear();
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (replacement[i]) {
+      out.nodes.push_back(std::move(*replacement[i]));
     } else if (!removed[i]) {
       out.nodes.push_back(graph.nodes[i]);
     }

@@ -163,8 +163,9 @@ TEST(Analysis, SuggestsFusingBertsMatMulsWithTheirBiasAddsFromAProfileFolder) {
   }
   EXPECT_TRUE(fusions.count({"ffn.intermediate.matmul", "ffn.intermediate.bias"}));
   EXPECT_TRUE(fusions.count({"ffn.intermediate.bias", "ffn.gelu"}));  // element-wise chain
-  // The q projection's output feeds only its bias add; the softmax is not element-wise.
-  EXPECT_FALSE(fusions.count({"attention.scores.scale", "attention.softmax"}));
+  // The softmax is not element-wise: the scale and it are advised as a FlashAttention.
+  EXPECT_TRUE(fusions.count({"attention.scores.scale", "attention.softmax"}));
+  EXPECT_FALSE(fusions.count({"attention.softmax", "attention.context.merge"})) << "a view, not a kernel";
   EXPECT_EQ(a.top_ops.size(), 10u);
   nlohmann::json j = a.ToJson();
   EXPECT_EQ(j["grid"].size(), 9u);
@@ -268,6 +269,33 @@ TEST(Analysis, AGroupNormsAffineIsAdvisedIntoItsInstanceNorm) {
       << fusions[norm_and_scale];
   ASSERT_EQ(FindFusionChains(*g).size(), 1u);
   EXPECT_EQ(FindFusionChains(*g)[0].steps.size(), 1u) << "fuse takes the Mul into the norm, as advised";
+}
+
+TEST(Analysis, AnAttentionsScoresAndProbabilitiesAreAdvisedIntoAFlashAttention) {
+  auto tensor = [](const char* name, std::vector<int64_t> shape) {
+    return nlohmann::json{{"name", name}, {"shape", shape}, {"dtype", "float16"}};
+  };
+  auto g = GraphFromJson({{"soc", "Ascend910B2"},
+                          {"inputs", {tensor("q", {2, 8, 4096, 40}), tensor("k", {2, 8, 40, 4096}), tensor("v", {2, 8, 4096, 40})}},
+                          {"outputs", {"o"}},
+                          {"nodes",
+                           {{{"name", "scores"}, {"op", "BatchMatMul"}, {"inputs", {"q", "k"}},
+                             {"outputs", {tensor("s", {2, 8, 4096, 4096})}}},
+                            {{"name", "softmax"}, {"op", "Softmax"}, {"inputs", {"s"}},
+                             {"outputs", {tensor("p", {2, 8, 4096, 4096})}}},
+                            {{"name", "context"}, {"op", "BatchMatMul"}, {"inputs", {"p", "v"}},
+                             {"outputs", {tensor("o", {2, 8, 4096, 40})}}}}}});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  std::map<std::vector<std::string>, std::string> fusions;
+  for (const auto& st : AnalyzeSimulatedRun(*g).next_steps) {
+    if (st.kind == "fuse") fusions[st.ops] = st.reason;
+  }
+  for (const std::vector<std::string>& edge : {std::vector<std::string>{"scores", "softmax"}, {"softmax", "context"}}) {
+    ASSERT_TRUE(fusions.count(edge)) << edge[0];
+    EXPECT_NE(fusions[edge].find("as one op: FlashAttention"), std::string::npos) << fusions[edge];
+    EXPECT_NE(fusions[edge].find("(512.0 MiB)"), std::string::npos) << fusions[edge];
+  }
+  ASSERT_EQ(FindAttentionFusions(*g).size(), 1u) << "fuse forms it, as advised";
 }
 
 }  // namespace

@@ -76,8 +76,10 @@ expect_2 "bad csv" "$TF" analyze "$OUT/bad.csv"
 # then its kernels are tuned (job type 2) and the tuned fused model verified.
 (cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" > fuse.txt) || fail "fuse bert exited $?"
 [ -s "$OUT/bert_base_layer_fused.json" ] || fail "fuse wrote no bert_base_layer_fused.json: $(cat "$OUT/fuse.txt")"
-grep -q "7 of 7 fusion chains fused, 1 of 1 transposes folded, 22 -> 11 kernels" "$OUT/fuse.txt" || fail "fuse bert: $(cat "$OUT/fuse.txt")"
+grep -q "7 of 7 fusion chains fused, 1 of 1 transposes folded, 22 -> 9 kernels" "$OUT/fuse.txt" || fail "fuse bert: $(cat "$OUT/fuse.txt")"
 grep -q "attention.k.transpose folded into attention.scores (transpose_b)" "$OUT/fuse.txt" || fail "fuse bert: no fold: $(cat "$OUT/fuse.txt")"
+grep -q "attention.scores+attention.scores.scale+attention.softmax+attention.context (FlashAttention, scores Mul)" "$OUT/fuse.txt" \
+  || fail "fuse bert: the attention is not one FlashAttention: $(cat "$OUT/fuse.txt")"
 grep -q "ffn.intermediate.matmul+ffn.intermediate.bias+ffn.gelu (FusedMatMul, epilogue BiasAdd,Gelu)" "$OUT/fuse.txt" \
   || fail "fuse bert does not list the FFN's fusion: $(cat "$OUT/fuse.txt")"
 "$TF" fuse "$SRC/examples/resnet50_block.json" -o "$OUT/rn_fused.json" --json > "$OUT/rn_fuse.json" || fail "fuse --json exited $?"
@@ -98,7 +100,7 @@ grep -q "^ffn.intermediate.matmul+ffn.intermediate.bias+ffn.gelu  FusedMatMul" "
   || fail "the fused node was not tuned by its name: $(head -20 "$OUT/tune_fused.txt")"
 "$TF" report "$OUT/bert_base_layer_fused.json" --data-dir "$OUT/kb-fused" --json > "$OUT/report_fused.json" \
   || fail "report of the tuned fused graph exited $?"
-/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 11, r" \
+/usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == 9, r" \
   "$OUT/report_fused.json" || fail "report of the fused graph: $(head -c 400 "$OUT/report_fused.json")"
 # --baseline: the whole chain's gain, fusion and tiling, against the model before fusion.
 "$TF" report "$OUT/bert_base_layer_fused.json" --data-dir "$OUT/kb-fused" --baseline "$SRC/examples/bert_base_layer.json" \
@@ -193,7 +195,7 @@ grep -q "differ in 'training' or 'devices'" "$OUT/bad.err" || fail "report --bas
 expect_2 "a bad --dim" "$TF" report "$ONNX" --dim batch --data-dir "$OUT"
 grep -q "expected NAME=SIZE" "$OUT/bad.err" || fail "--dim batch: $(cat "$OUT/bad.err")"
 "$TF" fuse "$ONNX" --dim batch=32 --dim seq=128 -o "$OUT/onnx_fused.json" > "$OUT/onnx_fuse.txt" || fail "fuse of the ONNX model exited $?"
-grep -q "7 of 7 fusion chains fused, 1 of 1 transposes folded, 22 -> 11 kernels" "$OUT/onnx_fuse.txt" \
+grep -q "7 of 7 fusion chains fused, 1 of 1 transposes folded, 22 -> 9 kernels" "$OUT/onnx_fuse.txt" \
   || fail "fuse of the ONNX model: $(cat "$OUT/onnx_fuse.txt")"
 timeout 300 "$TF" tune "$ONNX" --dim batch=32 --dim seq=128 --budget 3 --strategy random --data-dir "$OUT/kb-onnx" \
   > "$OUT/onnx_tune.txt" 2>&1 || fail "tune of the ONNX model exited $?: $(tail -5 "$OUT/onnx_tune.txt")"
@@ -378,6 +380,16 @@ check_onnx_tune whisper "$SRC/examples/whisper_base_encoder.onnx" 133 \
   "^/conv1/Conv  Conv2D\[8x80x1x3000,512x80x1x3,512\]{pads=0,0,1,1}@Ascend910B2  \[done\]" \
   "^/conv2/Conv  Conv2D\[8x512x1x3000,512x512x1x3,512\]{pads=0,0,1,1,strides=1,2}" \
   "^/blocks/blocks.0/attn/Softmax  Softmax\[96000x1500\]"
+# fuse makes each of its attentions one FlashAttention (its scores, Softmax and P x v; q and
+# k were scaled before), which tune then tunes like any kernel.
+(cd "$OUT" && "$TF" fuse "$SRC/examples/whisper_base_encoder.onnx" > whisper_fuse.txt) || fail "fuse whisper exited $?"
+grep -qF "133 -> 71 kernels" "$OUT/whisper_fuse.txt" || fail "fuse whisper: $(head -5 "$OUT/whisper_fuse.txt")"
+grep -qF "/blocks/blocks.0/attn/MatMul+/blocks/blocks.0/attn/Softmax+/blocks/blocks.0/attn/MatMul_1 (FlashAttention)" \
+  "$OUT/whisper_fuse.txt" || fail "fuse whisper: the attention is not one FlashAttention: $(head -8 "$OUT/whisper_fuse.txt")"
+timeout 300 "$TF" tune "$OUT/whisper_base_encoder_fused.json" --budget 2 --strategy random --data-dir "$OUT/kb-whisper-fused" \
+  > "$OUT/whisper_fused_tune.txt" 2>&1 || fail "tune of the fused whisper exited $?: $(tail -5 "$OUT/whisper_fused_tune.txt")"
+grep -q "^/blocks/blocks.0/attn/MatMul+/blocks/blocks.0/attn/Softmax+/blocks/blocks.0/attn/MatMul_1  FlashAttention\[8x8x1500x64,8x8x64x1500,8x8x1500x64\]@Ascend910B2  \[done\]" \
+  "$OUT/whisper_fused_tune.txt" || fail "tune of the fused whisper: no FlashAttention line: $(grep -c done "$OUT/whisper_fused_tune.txt") done"
 # wav2vec 2.0 base (scripts/make_wav2vec2_onnx.py): the feature encoder's 1-D convolutions
 # over raw audio (the first of one input channel, kernel 10, stride 5), its GroupNorm of
 # one channel a group an InstanceNorm, and the grouped positional convolution of kernel 128.

@@ -446,6 +446,12 @@ Analysis Analyze(const LoadedProfile& profile) {
         kind = "instance norm + per-channel scale or shift (a GroupNorm's affine)";
         as = std::string("InstanceNorm taking its operand as its ") + (tt == "Mul" ? "scale" : "bias") +
              ", when that holds a value per channel (`tunefleet fuse` takes a GroupNorm's Mul and Add so)";
+      } else if (((ft == "BatchMatMul" || ft == "FusedBatchMatMul" || IsElementwise(ft)) && tt == "Softmax") ||
+                 (ft == "Softmax" && tt == "BatchMatMul")) {
+        // An attention's scores and probabilities (common/attention_space.h).
+        kind = ft == "Softmax" ? "softmax + P x v" : "attention scores + softmax";
+        as = "FlashAttention, the attention's scores, their scale or mask, Softmax and P x v in one kernel "
+             "(`tunefleet fuse` forms it where the simulator measures it faster)";
       } else if ((IsElementwise(ft) || ft == "FusedElementwise") && IsElementwise(tt)) {
         kind = "element-wise chain";
         as = "FusedElementwise with '" + tt + "' ending attrs.ops";

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "tunefleet/common/attention_space.h"
 #include "tunefleet/common/graph_fusion.h"
 #include "worker/profile/graph_run.h"
 #include "worker/profile/verify.h"
@@ -30,6 +31,17 @@ Result<Timed> Time(const Graph& graph, const SocSpec& soc, KernelCache& kernels)
   t.kernels = run.ops.size();
   for (const auto& op : run.ops) t.kernel_us += op.duration_us;
   return t;
+}
+
+// The step with one candidate applied (`g`), into `o`; or why the candidate was refused.
+void TimeOption(const Result<Graph>& g, const SocSpec& soc, KernelCache& kernels, FusionOption& o) {
+  auto t = g.ok() ? Time(*g, soc, kernels) : Result<Timed>(g.status());
+  if (t.ok()) {
+    o.step_us = t->step_us;
+    o.kernel_us = t->kernel_us;
+  } else {
+    o.refused = t.status().message();
+  }
 }
 
 // a is better than b: a shorter step, or the same step with less kernel time (fewer HBM
@@ -90,8 +102,9 @@ nlohmann::json FusionReport::ToJson() const {
       const FusionOption& next = d.options[from];
       unfused.push_back({{"nodes", std::vector<std::string>(d.nodes.begin() + (d.chosen ? 1 + d.chosen : 0), d.nodes.end())},
                          {"reason", next.refused.empty()
-                                        ? fmt::format("fusing them as {} ({}) is not faster: step {:.2f} us against {:.2f} us",
-                                                      next.op_type, next.epilogue, next.step_us,
+                                        ? fmt::format("fusing them as {}{} is not faster: step {:.2f} us against {:.2f} us",
+                                                      next.op_type, next.epilogue.empty() ? "" : " (" + next.epilogue + ")",
+                                                      next.step_us,
                                                       d.Chosen() ? d.Chosen()->step_us : d.unfused_step_us)
                                         : next.refused}});
     }
@@ -141,8 +154,40 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
     if (d.applied) kept_folds.push_back(fold);
     report.folds.push_back(std::move(d));
   }
-  TF_ASSIGN_OR_RETURN(const Graph folded, ApplyTransposeFolds(graph, kept_folds, soc));
+  TF_ASSIGN_OR_RETURN(const Graph transposed, ApplyTransposeFolds(graph, kept_folds, soc));
+  TF_ASSIGN_OR_RETURN(base, Time(transposed, soc, kernels));
+  // Each attention as one FlashAttention, timed alone; then the chains of what is left.
+  // The bar is the attention as the chain search would leave it: the scores' BatchMatMul
+  // with its score chain as the epilogue, when that is faster than unfused.
+  std::vector<AttentionFusion> kept_attention;
+  const std::vector<FusionChain> score_chains = FindFusionChains(transposed);
+  for (const AttentionFusion& a : FindAttentionFusions(transposed)) {
+    FusionDecision d;
+    for (int m : a.Members()) d.nodes.push_back(transposed.nodes[m].name);
+    Timed bar = base;
+    for (const FusionChain& c : score_chains) {
+      if (c.head != a.scores || a.steps.empty() || c.steps.size() < a.steps.size()) continue;
+      auto g = ApplyFusions(transposed, {Fusion{c, a.steps.size()}}, soc);
+      auto t = g.ok() ? Time(*g, soc, kernels) : Result<Timed>(g.status());
+      if (t.ok() && Better(t->step_us, t->kernel_us, bar.step_us, bar.kernel_us)) bar = *t;
+    }
+    d.unfused_step_us = bar.step_us;
+    d.unfused_kernel_us = bar.kernel_us;
+    FusionOption o;
+    o.length = d.nodes.size() - 1;
+    o.name = AttentionNodeName(transposed, a);
+    o.op_type = kFlashAttentionOp;
+    o.epilogue = AttentionScoreChain(transposed, a);
+    TimeOption(ApplyAttentionFusions(transposed, {a}, soc), soc, kernels, o);
+    const bool faster = o.refused.empty() && Better(o.step_us, o.kernel_us, bar.step_us, bar.kernel_us);
+    d.options.push_back(std::move(o));
+    d.chosen = faster ? 1 : 0;
+    if (faster) kept_attention.push_back(a);
+    report.decisions.push_back(std::move(d));
+  }
+  TF_ASSIGN_OR_RETURN(const Graph folded, ApplyAttentionFusions(transposed, kept_attention, soc));
   TF_ASSIGN_OR_RETURN(base, Time(folded, soc, kernels));
+  const size_t attention_decisions = report.decisions.size();
   // Every fusion of every chain, timed alone.
   const std::vector<FusionChain> chains = FindFusionChains(folded);
   for (const FusionChain& chain : chains) {
@@ -158,14 +203,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
       o.name = FusedNodeName(folded, f);
       o.op_type = FusedOpType(folded, f);
       o.epilogue = FusedEpilogue(folded, f);
-      auto g = ApplyFusions(folded, {f}, soc);
-      auto t = g.ok() ? Time(*g, soc, kernels) : Result<Timed>(g.status());
-      if (t.ok()) {
-        o.step_us = t->step_us;
-        o.kernel_us = t->kernel_us;
-      } else {
-        o.refused = t.status().message();
-      }
+      TimeOption(ApplyFusions(folded, {f}, soc), soc, kernels, o);
       d.options.push_back(std::move(o));
     }
     report.decisions.push_back(std::move(d));
@@ -189,15 +227,16 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
   std::vector<double> saving(chains.size());
   for (size_t i = 0; i < chains.size(); ++i) {
     order[i] = i;
-    const size_t b = best_of(report.decisions[i], chains[i].steps.size());
-    saving[i] = b ? report.decisions[i].unfused_step_us - report.decisions[i].options[b - 1].step_us : 0;
+    const FusionDecision& d = report.decisions[attention_decisions + i];
+    const size_t b = best_of(d, chains[i].steps.size());
+    saving[i] = b ? d.unfused_step_us - d.options[b - 1].step_us : 0;
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return saving[a] > saving[b]; });
   std::map<int, std::string> claimed;  // node -> the fused node that took it
   std::vector<Fusion> chosen;
   for (size_t i : order) {
     const FusionChain& chain = chains[i];
-    FusionDecision& d = report.decisions[i];
+    FusionDecision& d = report.decisions[attention_decisions + i];
     if (claimed.count(chain.head)) continue;  // heads are never steps; kept for safety
     size_t room = 0;
     while (room < chain.steps.size() && !claimed.count(chain.steps[room])) ++room;

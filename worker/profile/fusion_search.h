@@ -1,7 +1,8 @@
 // ChooseFusions (DESIGN.md step 4: subgraph tuning, job type 1, before operator tuning):
 // which of a model's fusions (common/graph_fusion.h) to apply, measured on the simulator at
 // default tilings. First each Transpose fold alone in the whole graph, kept when the step
-// is shorter (then: less kernel time); then, on the graph with those, each chain's fusions
+// is shorter (then: less kernel time); then, on the graph with those, each attention as one
+// FlashAttention, kept likewise; then, on the graph with those, each chain's fusions
 // (its head with the first 1..n of its steps) alone, the best kept when it beats the chain
 // unfused. All kept run together for the step time before and after. Pure function.
 #pragma once

@@ -65,6 +65,27 @@ std::string FusedEpilogue(const Graph& graph, const Fusion& fusion);
 // large for UB or an output dtype the fused op does not write.
 Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusions, const SocSpec& soc);
 
+// Attention as one FlashAttention (common/attention_space.h; CANN's FlashAttentionScore):
+// a BatchMatMul of the scores q x k, the chain ops on them (each reading the value so far:
+// a Mul or Div by the scale, an Add of a mask), a Softmax over the last axis and a
+// BatchMatMul reading its output as A (P x v). Each intermediate is read by the next node
+// only and is not a graph output; neither BatchMatMul transposes A, P x v does not
+// transpose v. Not in a training graph (FlashAttention has no backward here).
+struct AttentionFusion {
+  int scores = -1;         // the first BatchMatMul (index in Graph::nodes)
+  std::vector<int> steps;  // the score chain, in order (may be empty)
+  int softmax = -1, output = -1;
+  std::vector<int> Members() const;  // scores, steps, softmax, output
+};
+std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph);
+// The node names joined by '+', and the score chain ("Div,Add"; "" for none).
+std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion);
+std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusion);
+// The graph with each attention replaced by one FlashAttention node where its P x v was:
+// inputs q, k (with the first BatchMatMul's transpose_b), v, then the chain's operands;
+// attrs.scores the chain. Validated as ApplyFusions.
+Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<AttentionFusion>& fusions, const SocSpec& soc);
+
 // MatMul + Transpose: a Transpose (it swaps its input's last two axes: attrs.perm "0,1,3,2",
 // "[0, 1, 3, 2]" or none) whose output only a MatMul or BatchMatMul reads, as A (input 0)
 // or B (input 1).
