@@ -450,6 +450,7 @@ std::vector<int> AttentionFusion::Members() const {
   std::vector<int> m{scores};
   m.insert(m.end(), steps.begin(), steps.end());
   m.push_back(softmax);
+  m.insert(m.end(), views.begin(), views.end());
   m.push_back(output);
   return m;
 }
@@ -464,14 +465,20 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
     if (auto it = sm.attrs.find("axis"); it != sm.attrs.end() && it->second != "-1" && it->second != std::to_string(rank - 1)) {
       continue;
     }
-    const int output = OnlyReader(graph, sm.outputs[0].name);
+    AttentionFusion a;
+    std::string probs = sm.outputs[0].name;
+    int output = OnlyReader(graph, probs);
+    while (output >= 0 && graph.nodes[output].IsView() && graph.nodes[output].outputs.size() == 1 &&
+           graph.nodes[output].outputs[0].desc.shape == sm.outputs[0].desc.shape) {
+      a.views.push_back(output);
+      probs = graph.nodes[output].outputs[0].name;
+      output = OnlyReader(graph, probs);
+    }
     if (output < 0 || !IsBatchMatMul(graph.nodes[output]) || graph.nodes[output].inputs.size() != 2 ||
-        graph.nodes[output].inputs[0] != sm.outputs[0].name || FlagOn(graph.nodes[output], 0) ||
-        FlagOn(graph.nodes[output], 1)) {
+        graph.nodes[output].inputs[0] != probs || FlagOn(graph.nodes[output], 0) || FlagOn(graph.nodes[output], 1)) {
       continue;
     }
     // Back from the softmax through the score chain to the scores' BatchMatMul.
-    AttentionFusion a;
     a.softmax = static_cast<int>(i);
     a.output = output;
     std::string x = sm.inputs[0];
@@ -504,7 +511,9 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
 
 std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion) {
   std::string name;
-  for (int m : fusion.Members()) name += (name.empty() ? "" : "+") + graph.nodes[m].name;
+  for (int m : fusion.Members()) {
+    if (!graph.nodes[m].IsView()) name += (name.empty() ? "" : "+") + graph.nodes[m].name;
+  }
   return name;
 }
 

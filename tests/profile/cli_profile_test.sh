@@ -238,6 +238,9 @@ check_onnx_tune llama "$SRC/examples/llama_layer.onnx" 21 \
 (cd "$OUT" && "$TF" fuse "$SRC/examples/llama_layer.onnx" > llama_fuse.txt) || fail "fuse llama exited $?"
 grep -qF "/mlp/gate_proj/MatMul+/mlp/Mul+/mlp/Mul_1 (FusedBatchMatMul, epilogue Silu,Mul)" "$OUT/llama_fuse.txt" \
   || fail "fuse llama: the SwiGLU is not gate_proj's epilogue: $(cat "$OUT/llama_fuse.txt")"
+# and the attention, its probabilities cast back from float32 (a view), one FlashAttention.
+grep -qF "/self_attn/MatMul+/self_attn/Div+/self_attn/Add_2+/self_attn/Softmax+/self_attn/MatMul_1 (FlashAttention, scores Div,Add)" \
+  "$OUT/llama_fuse.txt" || fail "fuse llama: the attention is not one FlashAttention: $(cat "$OUT/llama_fuse.txt")"
 # The same layer exported with dynamic axes (make_llama_onnx.py --dynamic): its views'
 # shapes and rotate_half's bounds come from Shape ops, which fold once --dim sizes batch
 # and seq; it then profiles as the fixed-shape export does.

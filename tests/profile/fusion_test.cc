@@ -675,7 +675,22 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
   EXPECT_FALSE(fa.attrs.count("transpose_b"));
   EXPECT_EQ(fa.outputs[0].name, "o");
 
-  // Not an attention: the probabilities also a graph output; P read as B; a training graph.
+  // LLaMA's probabilities cast back from float32: a view of their shape, taken along.
+  nlohmann::json cast = AttentionGraph(2, 8, 256, 40, false);
+  cast["nodes"][3] = Node("context", "BatchMatMul", {"p16", "v"}, Tensor("o", {2, 8, 256, 40}));
+  cast["nodes"].insert(cast["nodes"].begin() + 3, Node("cast", "Reshape", {"p"}, Tensor("p16", {2, 8, 256, 256})));
+  auto with_view = GraphFromJson(cast);
+  ASSERT_TRUE(with_view.ok()) << with_view.status().ToString();
+  const auto through = FindAttentionFusions(*with_view);
+  ASSERT_EQ(through.size(), 1u);
+  EXPECT_EQ(through[0].views, (std::vector<int>{3}));
+  EXPECT_EQ(AttentionNodeName(*with_view, through[0]), "scores+scale+softmax+context");
+  auto applied = ApplyAttentionFusions(*with_view, through, testing::Soc910B2());
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  EXPECT_EQ(applied->nodes.size(), 1u) << "the view went with the attention";
+
+  // Not an attention: the probabilities also a graph output; P read as B; a training graph;
+  // a view that changes the probabilities' shape.
   nlohmann::json shared = AttentionGraph(2, 8, 256, 40, false);
   shared["outputs"].push_back("p");
   nlohmann::json as_b = AttentionGraph(2, 8, 256, 40, false);
@@ -683,7 +698,12 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
   as_b["inputs"].push_back(Tensor("v2", {2, 8, 40, 256}));
   nlohmann::json training = AttentionGraph(2, 8, 256, 40, false);
   training["training"] = true;
-  for (const nlohmann::json& j : {shared, as_b, training}) {
+  nlohmann::json reshaped = cast;
+  reshaped["nodes"][3] = Node("cast", "Reshape", {"p"}, Tensor("p16", {2, 8, 256, 256}));
+  reshaped["nodes"][3]["outputs"][0]["shape"] = {16, 256, 256};
+  reshaped["nodes"][4] = Node("context", "BatchMatMul", {"p16", "v3"}, Tensor("o", {16, 256, 40}));
+  reshaped["inputs"].push_back(Tensor("v3", {16, 256, 40}));
+  for (const nlohmann::json& j : {shared, as_b, training, reshaped}) {
     auto other = GraphFromJson(j);
     ASSERT_TRUE(other.ok()) << other.status().ToString();
     EXPECT_TRUE(FindAttentionFusions(*other).empty()) << j.dump().substr(0, 200);
