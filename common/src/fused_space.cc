@@ -40,6 +40,9 @@ constexpr ChainOpInfo kChainOps[] = {
     {"Exp", VectorOp::kExp, 0, 0, false, false},
     {"HardSigmoid", VectorOp::kHardSigmoid, 0, 0, false, false},
     {"HardSwish", VectorOp::kHardSwish, 0, 1, false, false},
+    // where(condition, x, y): GPT-2's causal mask; the condition (int8 or bool read as int8)
+    // and y are its operands, in that order.
+    {"Where", VectorOp::kWhere, 2, 0, false, false},
 };
 
 const ChainOpInfo* FindChainOp(std::string_view name) {
@@ -178,8 +181,11 @@ Result<FusedCubeShape> FusedCubeShapeFromOpKey(const OpKey& key) {
     const std::string where = key.op_type + " input " + N(static_cast<int64_t>(2 + i));
     FusedOperand& o = s.epilogue.operands[i];
     TF_ASSIGN_OR_RETURN(o.dtype, ParseDType(t.dtype));
-    if (o.dtype == DType::kInt8 || IsIndexDType(o.dtype)) {
-      return InvalidArgument(where + " dtype " + t.dtype + ": epilogue operands are float16, bfloat16 or float32");
+    const FusedStep& of = StepOf(s.epilogue, static_cast<int>(i));
+    const bool condition = of.op == VectorOp::kWhere && static_cast<int>(i) == of.first_operand;
+    if ((o.dtype == DType::kInt8 && !condition) || IsIndexDType(o.dtype)) {
+      return InvalidArgument(where + " dtype " + t.dtype +
+                             ": epilogue operands are float16, bfloat16 or float32 (a Where's condition also int8)");
     }
     if (t.format != "ND") return InvalidArgument(where + " format " + t.format + ": epilogue operands are ND");
     needs_cast = needs_cast || o.dtype != DType::kFloat32;

@@ -102,6 +102,11 @@ Step AsStep(const Graph& graph, const GraphNode* cube, const GraphNode& node, co
     return value != nullptr && t != nullptr &&
            space_util::Elements(t->desc.shape) > space_util::Elements(value->desc.shape);
   };
+  if (node.op_type == "Where") {  // where(condition, x, y): x is the chain's value
+    return in.size() == 3 && in[1] == x && in[0] != x && in[2] != x && !larger(in[0]) && !larger(in[2])
+               ? Step{node.op_type, {in[0], in[2]}}
+               : Step{};
+  }
   if (node.op_type == "FusedMulAdd") {
     return in.size() == 3 && in[0] == x && in[1] != x && in[2] != x && !larger(in[1]) && !larger(in[2])
                ? Step{node.op_type, {in[1], in[2]}}
@@ -440,8 +445,15 @@ bool IsBatchMatMul(const GraphNode& node) { return node.op_type == "BatchMatMul"
 
 // The score chain's step `node` reads the value so far as x: its op and operands.
 Step ScoreStep(const Graph& graph, const GraphNode& node, const std::string& x) {
-  if (node.op_type != "Mul" && node.op_type != "Div" && node.op_type != "Add" && node.op_type != "Sub") return {};
+  static const std::set<std::string> kScoreOps = {"Mul", "Div", "Add", "Sub", "Where"};
+  if (!kScoreOps.count(node.op_type)) return {};
   return AsStep(graph, nullptr, node, x);
+}
+
+// A view that keeps `shape` and is the only reader of its input.
+bool IsShapeView(const Graph& graph, const GraphNode& node, const std::vector<int64_t>& shape) {
+  return node.IsView() && node.inputs.size() == 1 && node.outputs.size() == 1 && node.outputs[0].desc.shape == shape &&
+         OnlyReader(graph, node.inputs[0]) >= 0;
 }
 
 }  // namespace
@@ -452,6 +464,7 @@ std::vector<int> AttentionFusion::Members() const {
   m.push_back(softmax);
   m.insert(m.end(), views.begin(), views.end());
   m.push_back(output);
+  std::sort(m.begin(), m.end());  // graph order
   return m;
 }
 
@@ -468,8 +481,7 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
     AttentionFusion a;
     std::string probs = sm.outputs[0].name;
     int output = OnlyReader(graph, probs);
-    while (output >= 0 && graph.nodes[output].IsView() && graph.nodes[output].outputs.size() == 1 &&
-           graph.nodes[output].outputs[0].desc.shape == sm.outputs[0].desc.shape) {
+    while (output >= 0 && IsShapeView(graph, graph.nodes[output], sm.outputs[0].desc.shape)) {
       a.views.push_back(output);
       probs = graph.nodes[output].outputs[0].name;
       output = OnlyReader(graph, probs);
@@ -486,6 +498,11 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
       const int p = graph.ProducerOf(x);
       if (p < 0 || OnlyReader(graph, x) < 0) break;
       const GraphNode& node = graph.nodes[p];
+      if (IsShapeView(graph, node, sm.outputs[0].desc.shape)) {
+        a.views.push_back(p);
+        x = node.inputs[0];
+        continue;
+      }
       if (IsBatchMatMul(node)) {
         if (node.inputs.size() == 2 && !FlagOn(node, 0) && rank >= 3) a.scores = p;
         break;
@@ -502,6 +519,7 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
       }
       if (prev.empty()) break;
       a.steps.insert(a.steps.begin(), p);
+      a.step_x.insert(a.step_x.begin(), prev);
       x = prev;
     }
     if (a.scores >= 0) found.push_back(std::move(a));
@@ -518,10 +536,9 @@ std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion)
 }
 
 std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusion) {
-  std::string ops, x = graph.nodes[fusion.scores].outputs[0].name;
-  for (int s : fusion.steps) {
-    ops += (ops.empty() ? "" : ",") + ScoreStep(graph, graph.nodes[s], x).op;
-    x = graph.nodes[s].outputs[0].name;
+  std::string ops;
+  for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {
+    ops += (ops.empty() ? "" : ",") + ScoreStep(graph, graph.nodes[fusion.steps[i]], fusion.step_x[i]).op;
   }
   return ops;
 }
@@ -539,12 +556,11 @@ Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<Attent
     fused.op_type = kFlashAttentionOp;
     fused.inputs = {scores.inputs[0], scores.inputs[1], graph.nodes[a.output].inputs[1]};
     if (FlagOn(scores, 1)) fused.attrs["transpose_b"] = "1";
-    std::string x = scores.outputs[0].name;
-    for (int s : a.steps) {
-      const Step step = ScoreStep(graph, graph.nodes[s], x);
-      if (step.op.empty()) return InvalidArgument("attention '" + fused.name + "': '" + graph.nodes[s].name + "' is not a score step");
+    for (size_t i = 0; i < a.steps.size(); ++i) {
+      const GraphNode& node = graph.nodes[a.steps[i]];
+      const Step step = i < a.step_x.size() ? ScoreStep(graph, node, a.step_x[i]) : Step{};
+      if (step.op.empty()) return InvalidArgument("attention '" + fused.name + "': '" + node.name + "' is not a score step");
       fused.inputs.insert(fused.inputs.end(), step.operands.begin(), step.operands.end());
-      x = graph.nodes[s].outputs[0].name;
     }
     if (const std::string chain = AttentionScoreChain(graph, a); !chain.empty()) fused.attrs["scores"] = chain;
     fused.outputs = graph.nodes[a.output].outputs;

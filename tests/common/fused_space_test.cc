@@ -147,6 +147,25 @@ TEST_F(FusedSpace, BadFusedKeysAreRejectedWithTheFieldToFix) {
             std::string::npos);
 }
 
+// GPT-2's causal mask as an epilogue step: where(condition, x, y), the condition int8 (a
+// bool mask), y the fill; only a Where's condition may be int8.
+TEST_F(FusedSpace, AWheresConditionIsItsFirstOperandAndMayBeInt8) {
+  auto s = FusedCubeShapeFromOpKey(Key("FusedBatchMatMul", {{{8, 12, 1024, 64}}, {{8, 12, 64, 1024}}, {{1}}, {{1, 1, 1024, 1024}, "int8"}, {{1}}},
+                                       {{"epilogue", "Div,Where"}}));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->epilogue.steps.size(), 2u);
+  EXPECT_EQ(s->epilogue.steps[1].op, VectorOp::kWhere);
+  EXPECT_EQ(s->epilogue.steps[1].first_operand, 1);
+  EXPECT_EQ(s->epilogue.steps[1].operands, 2);
+  EXPECT_EQ(s->epilogue.operands[1].dtype, DType::kInt8);
+  EXPECT_FALSE(s->epilogue.operands[1].full) << "[1, 1, s, s] broadcasts over the batch and heads";
+  EXPECT_NE(Error(Key("FusedBatchMatMul", {{{8, 12, 1024, 64}}, {{8, 12, 64, 1024}}, {{1, 1, 1024, 1024}}, {{1}, "int8"}},
+                      {{"epilogue", "Where"}}))
+                .find("input 3 dtype int8"),
+            std::string::npos)
+      << "the fill is not a condition";
+}
+
 TEST_F(FusedSpace, EveryFusedCubeConstraintNamesItsBuffer) {
   auto p = MakeTuningProblem(kFfn1, soc());
   ASSERT_TRUE(p.ok());

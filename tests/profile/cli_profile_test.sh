@@ -267,10 +267,12 @@ check_onnx_tune gpt2 "$SRC/examples/gpt2_layer.onnx" 14 "^/attn/c_attn/Gemm  Gem
   "^/attn/MatMul  BatchMatMul\[8x12x1024x64,8x12x64x1024\]" "^/attn/Div  Div\[98304x1024,1\]" \
   "^/attn/Where  Where\[int8:1024x1024,96x1024x1024,1\]"
 # Its Conv1D projections are addmm then a view: fuse reads through the view, so c_fc takes
-# its bias and Gelu and both c_proj their bias and residual Add.
+# its bias and Gelu and both c_proj their bias and residual Add; the attention, its causal
+# mask a Where of an int8 condition, is one FlashAttention.
 (cd "$OUT" && "$TF" fuse "$SRC/examples/gpt2_layer.onnx" > gpt2_fuse.txt) || fail "fuse gpt2 exited $?"
-for want in "4 of 4 fusion chains fused, 0 of 0 transposes folded, 14 -> 10 kernels" \
-  "/mlp/c_fc/Gemm+/mlp/Mul_3 (FusedMatMul, epilogue BiasAdd,Gelu)" "/attn/c_proj/Gemm+/Add (FusedMatMul, epilogue BiasAdd,Add)"; do
+for want in "4 of 4 fusion chains fused, 0 of 0 transposes folded, 14 -> 7 kernels" \
+  "/mlp/c_fc/Gemm+/mlp/Mul_3 (FusedMatMul, epilogue BiasAdd,Gelu)" "/attn/c_proj/Gemm+/Add (FusedMatMul, epilogue BiasAdd,Add)" \
+  "/attn/MatMul+/attn/Div+/attn/Where+/attn/Softmax+/attn/MatMul_1 (FlashAttention, scores Div,Where)"; do
   grep -qF "$want" "$OUT/gpt2_fuse.txt" || fail "fuse gpt2: no line has '$want': $(cat "$OUT/gpt2_fuse.txt")"
 done
 "$TF" profile "$OUT/gpt2_layer_fused.json" > /dev/null || fail "profile of the fused GPT-2 layer exited $?"

@@ -689,6 +689,27 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
   ASSERT_TRUE(applied.ok()) << applied.status().ToString();
   EXPECT_EQ(applied->nodes.size(), 1u) << "the view went with the attention";
 
+  // GPT-2's: the scores cast (a view of their shape), then a Where of an int8 causal mask.
+  nlohmann::json causal = AttentionGraph(2, 8, 256, 40, false);
+  nlohmann::json cond = Tensor("causal", {1, 1, 256, 256});
+  cond["dtype"] = "int8";
+  causal["inputs"].push_back(cond);
+  causal["weights"].push_back(Tensor("fill", {1}));
+  causal["nodes"][2] = Node("softmax", "Softmax", {"masked"}, Tensor("p", {2, 8, 256, 256}));
+  causal["nodes"].insert(causal["nodes"].begin() + 2, Node("cast", "Reshape", {"scaled"}, Tensor("scaled16", {2, 8, 256, 256})));
+  causal["nodes"].insert(causal["nodes"].begin() + 3,
+                         Node("mask", "Where", {"causal", "scaled16", "fill"}, Tensor("masked", {2, 8, 256, 256})));
+  auto gpt2 = GraphFromJson(causal);
+  ASSERT_TRUE(gpt2.ok()) << gpt2.status().ToString();
+  const auto masked = FindAttentionFusions(*gpt2);
+  ASSERT_EQ(masked.size(), 1u);
+  EXPECT_EQ(masked[0].step_x, (std::vector<std::string>{"sc", "scaled16"}));
+  EXPECT_EQ(AttentionScoreChain(*gpt2, masked[0]), "Mul,Where");
+  auto gpt2_fused = ApplyAttentionFusions(*gpt2, masked, testing::Soc910B2());
+  ASSERT_TRUE(gpt2_fused.ok()) << gpt2_fused.status().ToString();
+  ASSERT_EQ(gpt2_fused->nodes.size(), 1u);
+  EXPECT_EQ(gpt2_fused->nodes[0].inputs, (std::vector<std::string>{"q", "k", "v", "c", "causal", "fill"}));
+
   // Not an attention: the probabilities also a graph output; P read as B; a training graph;
   // a view that changes the probabilities' shape.
   nlohmann::json shared = AttentionGraph(2, 8, 256, 40, false);

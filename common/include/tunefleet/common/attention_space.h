@@ -1,6 +1,6 @@
 // FlashAttention (CANN's FlashAttentionScore): softmax(chain(q x k)) x v as one kernel.
 // `fuse` forms it from a BatchMatMul of the scores, the element-wise ops on them (a Mul
-// or Div by the scale, an Add of a mask), a Softmax over the keys and the BatchMatMul by
+// or Div by the scale, an Add of a mask, a Where of a causal one), a Softmax over the keys and the BatchMatMul by
 // v (common/graph_fusion.h): the [Sq, Skv] scores never reach HBM. This file owns what
 // both sides need: the shape read from an op key, the tiling space with its capacity
 // constraints and the default tiling. Timing is in worker/sim/attention_model.h. Pure

@@ -67,18 +67,20 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
 
 // Attention as one FlashAttention (common/attention_space.h; CANN's FlashAttentionScore):
 // a BatchMatMul of the scores q x k, the chain ops on them (each reading the value so far:
-// a Mul or Div by the scale, an Add of a mask), a Softmax over the last axis and a
-// BatchMatMul reading its output as A (P x v), through views that keep its shape (LLaMA's
-// Softmax in float32 cast back, a Cast the import makes a view). Each intermediate is read
-// by the next node only and is not a graph output; neither BatchMatMul transposes A, P x v
-// does not transpose v. Not in a training graph (FlashAttention has no backward here).
+// a Mul or Div by the scale, an Add of a mask, GPT-2's Where of a causal mask), a Softmax
+// over the last axis and a BatchMatMul reading its output as A (P x v); between any two of
+// them, views that keep the scores' shape (a Cast the import makes a view: GPT-2's scores,
+// LLaMA's float32 Softmax cast back). Each intermediate is read by the next node only and
+// is not a graph output; neither BatchMatMul transposes A, P x v does not transpose v. Not
+// in a training graph (FlashAttention has no backward here).
 struct AttentionFusion {
   int scores = -1;         // the first BatchMatMul (index in Graph::nodes)
   std::vector<int> steps;  // the score chain, in order (may be empty)
+  std::vector<std::string> step_x;  // the tensor each step reads as the scores so far
   int softmax = -1;
-  std::vector<int> views;  // between the softmax and P x v
+  std::vector<int> views;  // the views among them
   int output = -1;
-  std::vector<int> Members() const;  // scores, steps, softmax, views, output
+  std::vector<int> Members() const;  // all of them, in graph order
 };
 std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph);
 // The kernels' node names joined by '+' (views left out), and the score chain ("Div,Add";
