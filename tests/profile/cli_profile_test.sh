@@ -389,6 +389,18 @@ check_onnx_tune whisper "$SRC/examples/whisper_base_encoder.onnx" 133 \
 # k were scaled before), which tune then tunes like any kernel.
 (cd "$OUT" && "$TF" fuse "$SRC/examples/whisper_base_encoder.onnx" > whisper_fuse.txt) || fail "fuse whisper exited $?"
 grep -qF "133 -> 71 kernels" "$OUT/whisper_fuse.txt" || fail "fuse whisper: $(head -5 "$OUT/whisper_fuse.txt")"
+# Its tile timeline, as msprof op simulator shows a MIX_AIC kernel: cube cores and vector cores.
+WHISPER_FA="/blocks/blocks.0/attn/MatMul+/blocks/blocks.0/attn/Softmax+/blocks/blocks.0/attn/MatMul_1"
+"$TF" profile "$OUT/whisper_base_encoder_fused.json" --trace "$OUT/whisper_tiles.json" --trace-ops "$WHISPER_FA" > /dev/null \
+  || fail "profile --trace-ops of a FlashAttention exited $?"
+/usr/bin/python3 - "$OUT/whisper_tiles.json" "$WHISPER_FA" <<'PY' || fail "--trace-ops of a FlashAttention: no cube and vector core rows"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name" and e["pid"] >= 100}
+fa = [n for n in names if n.startswith(sys.argv[2] + ": core")]
+assert any("core 0" in n for n in fa) and any("core 24" in n for n in fa), sorted(fa)[:6]
+assert any(e["ph"] == "X" and "vec chain, online softmax" in e["name"] for e in events)
+PY
 grep -qF "/blocks/blocks.0/attn/MatMul+/blocks/blocks.0/attn/Softmax+/blocks/blocks.0/attn/MatMul_1 (FlashAttention)" \
   "$OUT/whisper_fuse.txt" || fail "fuse whisper: the attention is not one FlashAttention: $(head -8 "$OUT/whisper_fuse.txt")"
 timeout 300 "$TF" tune "$OUT/whisper_base_encoder_fused.json" --budget 2 --strategy random --data-dir "$OUT/kb-whisper-fused" \

@@ -8,12 +8,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "tests/support/op_test_util.h"
 #include "tunefleet/common/tuning_problem.h"
+#include "worker/sim/event_sim.h"
 #include "worker/sim/simulator.h"
 
 namespace tunefleet::sim {
@@ -146,6 +150,40 @@ TEST_F(AttentionModel, TheKeysMistakesAreNamed) {
   EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}}), {{"scale", "0.1"}}))
                 .find("has no attribute 'scale'"),
             std::string::npos);
+}
+
+TEST_F(AttentionModel, TheEventSimulationAgreesWithTheFastPathWithinTwoPercentOnEveryConfig) {
+  const OpKey whisper = Key("FlashAttention", Inputs({{8, 8, 1500, 64}, {8, 8, 64, 1500}, {8, 8, 1500, 64}}));
+  const OpKey odd = Key("FlashAttention", Inputs({{3, 5, 77, 24}, {3, 5, 77, 24}, {3, 5, 77, 40}}), {{"transpose_b", "1"}});
+  double worst = 0;
+  size_t configs = 0;
+  for (const OpKey& key : {SdAttention(), BertAttention(), whisper, odd}) {
+    TuningProblem p = test_support::ProblemOrFail(key, soc());
+    auto prepared = Prepare(p, soc());
+    ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+    for (ConfigIndex i : p.space.EnumerateValid()) {
+      const Config c = p.space.Decode(i);
+      const KernelEstimate fast = Run(key, &c);
+      auto events = SimulateEvents(*prepared, c, soc(), {true});
+      ASSERT_TRUE(events.ok()) << events.status().ToString();
+      const double off = std::abs(events->estimate.latency_us / fast.latency_us - 1);
+      EXPECT_LT(off, 0.02) << key.Canonical() << " " << p.space.Describe(c);
+      worst = std::max(worst, off);
+      ++configs;
+      EXPECT_GE(events->estimate.latency_us, RooflineUs(events->estimate, soc()));
+      // Cube cores, then their vector cores; each step's scores drain before its softmax.
+      const Timeline& tl = events->timeline;
+      ASSERT_GE(tl.cores.size(), 2u);
+      EXPECT_LT(tl.cores[0].core_ids.back(), soc().ai_core_cnt);
+      EXPECT_GE(tl.cores[1].core_ids.front(), soc().ai_core_cnt);
+      const auto& drains = tl.cores[0].Of(Pipe::kFixpipe);
+      const auto& softmax = tl.cores[1].Of(Pipe::kVector);
+      ASSERT_FALSE(drains.empty());
+      EXPECT_GE(softmax.front().start_us, drains.front().end_us);
+    }
+  }
+  EXPECT_GT(configs, 40u);
+  std::printf("FlashAttention: %zu configs, event simulation within %.2f%% of the fast path\n", configs, 100 * worst);
 }
 
 TEST_F(AttentionModel, RunsOnEverySoc) {

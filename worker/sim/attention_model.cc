@@ -22,15 +22,7 @@ constexpr int kRowInstructions = 4;
 // end of a unit: the vmul by 1/sum and the vconv to the output dtype.
 constexpr int kRescaleInstructions = 2;
 
-// One step's stage cycles over a block of w keys.
-struct StepCost {
-  double cube = 0, mte1 = 0, mte2 = 0, fixpipe = 0, scalar = 0;  // the cube core
-  double v_mte2 = 0, vec = 0, v_mte3 = 0, v_scalar = 0;          // one of its vector cores
-  double CubeSide() const { return std::max({cube, mte1, mte2, fixpipe}) + scalar; }
-  double VectorSide(bool ping_pong) const {
-    return ping_pong ? std::max({v_mte2, vec, v_mte3, v_scalar}) : v_mte2 + vec + v_mte3 + v_scalar;
-  }
-};
+using StepCost = AttentionStep;
 
 StepCost Step(const AttentionShape& s, const AttentionTiling& t, int64_t w, int64_t rows, int chain_instructions,
               const SocSpec& soc) {
@@ -78,6 +70,12 @@ StepCost Step(const AttentionShape& s, const AttentionTiling& t, int64_t w, int6
 
 }  // namespace
 
+double AttentionStep::CubeSide() const { return std::max({cube, mte1, mte2, fixpipe}) + scalar; }
+
+double AttentionStep::VectorSide(bool ping_pong) const {
+  return ping_pong ? std::max({v_mte2, vec, v_mte3, v_scalar}) : v_mte2 + vec + v_mte3 + v_scalar;
+}
+
 KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling& t, const SocSpec& soc, AttentionPlan* out) {
   AttentionPlan local;
   AttentionPlan& plan = out ? *out : local;
@@ -109,6 +107,13 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
   const double o_write =
       lat + TransferEq(static_cast<double>(rows * s.dv) * in, static_cast<double>(rows), soc) / soc.mte3_bytes_per_cycle;
   plan.unit = soc.scalar_cycles_per_tile + q_load + steps + fill + norm_cycles + o_write;
+  plan.ping_pong = ping_pong;
+  plan.full = full;
+  plan.last = last;
+  plan.unit_setup = soc.scalar_cycles_per_tile;
+  plan.q_load = q_load;
+  plan.normalise = norm_cycles;
+  plan.o_write = o_write;
   const double per_core = static_cast<double>(plan.units_per_core);
   const double n_full = static_cast<double>(plan.kv_steps - 1);
 
@@ -152,6 +157,104 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
   est.launch_us = soc.kernel_launch_us;
   est.latency_us = est.launch_us + est.duration_us;
   return est;
+}
+
+namespace {
+
+// One core's units: its cube core's pipes into `aic`, one of its vector cores' into `aiv`
+// (cycles); returns when the last unit's output is written.
+double WalkAttentionCore(const AttentionPlan& p, int64_t units, CoreTimeline& aic, CoreTimeline& aiv) {
+  auto add = [](CoreTimeline& core, Pipe pipe, double start, double length, int64_t tile, std::string_view label) {
+    if (length > 0) core.pipes[static_cast<size_t>(pipe)].push_back({start, start + length, tile, label});
+  };
+  double t = 0;
+  int64_t tile = 0;
+  for (int64_t u = 0; u < units; ++u) {
+    add(aic, Pipe::kScalar, t, p.unit_setup, tile, "unit setup");
+    t += p.unit_setup;
+    add(aic, Pipe::kMte2, t, p.q_load, tile, "MTE2 q block");
+    t += p.q_load;
+    double cube_free = t, vector_done = t, vector_done_before = t;
+    for (int64_t s = 0; s < p.kv_steps; ++s, ++tile) {
+      const AttentionStep& st = s + 1 == p.kv_steps ? p.last : p.full;
+      // The scores wait for the cube and for their workspace buffer.
+      const double c0 = std::max(cube_free, p.ping_pong ? vector_done_before : vector_done);
+      add(aic, Pipe::kMte2, c0, st.mte2, tile, "MTE2 k, v, P blocks");
+      add(aic, Pipe::kMte1, c0, st.mte1, tile, "MTE1 L1->L0");
+      add(aic, Pipe::kCube, c0, st.cube, tile, "MMAD q k, P v");
+      add(aic, Pipe::kFixpipe, c0, st.fixpipe, tile, "FIXPIPE scores, P v");
+      add(aic, Pipe::kScalar, c0 + st.CubeSide() - st.scalar, st.scalar, tile, "step issue");
+      cube_free = c0 + st.CubeSide();
+      // The softmax waits for its scores and for the previous softmax.
+      const double v0 = std::max(cube_free, vector_done);
+      if (p.ping_pong) {
+        add(aiv, Pipe::kMte2, v0, st.v_mte2, tile, "MTE2 scores, operands");
+        add(aiv, Pipe::kVector, v0, st.vec, tile, "vec chain, online softmax");
+        add(aiv, Pipe::kMte3, v0, st.v_mte3, tile, "MTE3 P");
+        add(aiv, Pipe::kScalar, v0, st.v_scalar, tile, "softmax issue");
+      } else {
+        double at = v0;
+        add(aiv, Pipe::kMte2, at, st.v_mte2, tile, "MTE2 scores, operands");
+        at += st.v_mte2;
+        add(aiv, Pipe::kVector, at, st.vec, tile, "vec chain, online softmax");
+        at += st.vec;
+        add(aiv, Pipe::kMte3, at, st.v_mte3, tile, "MTE3 P");
+        at += st.v_mte3;
+        add(aiv, Pipe::kScalar, at, st.v_scalar, tile, "softmax issue");
+      }
+      vector_done_before = vector_done;
+      vector_done = v0 + st.VectorSide(p.ping_pong);
+    }
+    t = vector_done;
+    add(aiv, Pipe::kVector, t, p.normalise, tile - 1, "vec 1/sum");
+    t += p.normalise;
+    add(aiv, Pipe::kMte3, t, p.o_write, tile - 1, "MTE3 output");
+    t += p.o_write;
+  }
+  return t;
+}
+
+}  // namespace
+
+Result<EventSimResult> SimulateAttentionEvents(const AttentionShape& s, const SearchSpace& space, const Config& config,
+                                               const SocSpec& soc, const EventSimOptions& options) {
+  TF_RETURN_IF_ERROR(space.Validate(config));
+  AttentionPlan plan;
+  EventSimResult result;
+  result.estimate = EstimateAttention(s, AttentionTilingFromConfig(config), soc, &plan);
+  const int64_t vpc = ComputeAttentionBlocking(s, AttentionTilingFromConfig(config), soc).vector_per_cube;
+  const double us_per_cycle = 1.0 / soc.CyclesPerUs();
+  // The first `full` cores run units_per_core units, the rest one fewer.
+  const int64_t full = plan.units - plan.cores * (plan.units_per_core - 1);
+  double crit_end = -1;
+  for (int64_t g = 0; g < (full < plan.cores ? 2 : 1); ++g) {
+    CoreTimeline aic, aiv;
+    for (int64_t c = g == 0 ? 0 : full; c < (g == 0 ? full : plan.cores); ++c) {
+      aic.core_ids.push_back(c);
+      for (int64_t j = 0; j < vpc; ++j) aiv.core_ids.push_back(soc.ai_core_cnt + c * vpc + j);
+    }
+    const double end = WalkAttentionCore(plan, plan.units_per_core - g, aic, aiv);
+    aic.ScaleTimes(us_per_cycle);
+    aiv.ScaleTimes(us_per_cycle);
+    if (end > crit_end) {
+      crit_end = end;
+      KernelEstimate& est = result.estimate;
+      for (Pipe pipe : {Pipe::kMte2, Pipe::kMte1, Pipe::kCube, Pipe::kFixpipe, Pipe::kScalar}) est.BusyUs(pipe) = aic.BusyUs(pipe);
+      for (Pipe pipe : {Pipe::kVector, Pipe::kMte3}) est.BusyUs(pipe) = aiv.BusyUs(pipe);
+      result.timeline.critical = static_cast<int64_t>(result.timeline.cores.size()) + 1;  // its vector cores end it
+    }
+    if (options.record_timeline) {
+      result.timeline.cores.push_back(std::move(aic));
+      result.timeline.cores.push_back(std::move(aiv));
+    }
+  }
+  KernelEstimate& est = result.estimate;
+  est.duration_us = std::max({crit_end * us_per_cycle, plan.hbm_floor_us, plan.l2_floor_us});
+  est.latency_us = est.launch_us + est.duration_us;
+  if (!options.record_timeline) result.timeline.critical = 0;
+  result.timeline.launch_us = est.launch_us;
+  result.timeline.duration_us = est.duration_us;
+  return result;
 }
 
 }  // namespace tunefleet::sim

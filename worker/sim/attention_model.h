@@ -16,10 +16,21 @@
 #include <cstdint>
 
 #include "tunefleet/common/attention_space.h"
+#include "tunefleet/common/search_space.h"
 #include "tunefleet/common/soc_spec.h"
+#include "worker/sim/event_sim.h"
 #include "worker/sim/kernel_estimate.h"
 
 namespace tunefleet::sim {
+
+// One step's stage cycles over a block of keys.
+struct AttentionStep {
+  double cube = 0, mte1 = 0, mte2 = 0, fixpipe = 0, scalar = 0;  // the cube core
+  double v_mte2 = 0, vec = 0, v_mte3 = 0, v_scalar = 0;          // one of its vector cores
+  // The cube's pipes overlap within a step; the vector core's do with ping-pong.
+  double CubeSide() const;
+  double VectorSide(bool ping_pong) const;
+};
 
 struct AttentionPlan {
   int64_t cores = 0;          // cube cores used (vector cores: vector_per_cube each)
@@ -28,11 +39,26 @@ struct AttentionPlan {
   int64_t kv_steps = 0;       // s2 blocks per unit
   double cube_step = 0, vector_step = 0;  // cycles of one full s2 step on each side
   double unit = 0;            // cycles of one unit
+  bool ping_pong = true;      // bufferNum 2
+  AttentionStep full, last;   // an s2 step, and the last (partial) one
+  double unit_setup = 0, q_load = 0;  // a unit's scalar setup and q block load
+  double normalise = 0, o_write = 0;  // its final 1/sum and output write
   double hbm_floor_us = 0, l2_floor_us = 0;
 };
 
 // Requires a tiling of AttentionTilingSpace(shape, soc) (capacity is not checked here).
 KernelEstimate EstimateAttention(const AttentionShape& shape, const AttentionTiling& tiling, const SocSpec& soc,
                                  AttentionPlan* plan = nullptr);
+
+// The event simulation: each core's units walked step by step. A step's scores start when
+// the cube finished the previous step's and the workspace buffer is free (the vector side
+// done with the block before last with bufferNum 2, with the last one with 1); its softmax
+// when its scores are drained and the previous softmax is done. The timeline holds the
+// cube cores that run units_per_core units, then their vector cores (ids ai_core_cnt +
+// core * vector_per_cube + j), then the same for the cores that run one unit fewer. The
+// estimate's busy columns are the critical cube core's, VECTOR and MTE3 its vector core's,
+// as the fast path's. kInvalidArgument for a config the space refuses.
+Result<EventSimResult> SimulateAttentionEvents(const AttentionShape& shape, const SearchSpace& space, const Config& config,
+                                               const SocSpec& soc, const EventSimOptions& options);
 
 }  // namespace tunefleet::sim

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "worker/sim/attention_model.h"
 #include "worker/sim/conv2d_model.h"
 #include "worker/sim/cube_model_impl.h"
 #include "worker/sim/cube_recurrence.h"
@@ -110,14 +111,7 @@ EventSimResult Finish(const KernelEstimate& fast, double hbm_floor_us, const Soc
       rec.timeline = tl;
     }
     const double end = simulate(g, rec);
-    if (tl) {
-      for (auto& pipe : tl->pipes) {
-        for (TimelineInterval& i : pipe) {
-          i.start_us *= us_per_cycle;
-          i.end_us *= us_per_cycle;
-        }
-      }
-    }
+    if (tl) tl->ScaleTimes(us_per_cycle);
     if (end > crit_end) {
       crit_end = end;
       crit_busy = rec.busy;
@@ -179,9 +173,8 @@ Result<EventSimResult> SimulateEvents(const PreparedProblem& prepared, const Con
     }
     case PreparedProblem::Op::kFusedCube:  // fused_model.cc: the cube's timeline plus the epilogue
       return SimulateFusedCubeEvents(prepared.problem->key, prepared.fused, config, soc, options);
-    case PreparedProblem::Op::kAttention:
-      return InvalidArgument("FlashAttention has no tile timeline yet: its estimate is the closed form of "
-                             "worker/sim/attention_model.h");
+    case PreparedProblem::Op::kAttention:  // attention_model.cc: the units' steps
+      return SimulateAttentionEvents(prepared.attention, prepared.problem->space, config, soc, options);
   }
   return Internal("unhandled op in SimulateEvents");
 }

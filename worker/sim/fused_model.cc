@@ -256,12 +256,7 @@ Result<EventSimResult> SimulateFusedCubeEvents(const OpKey& key, const FusedCube
       }
     }
     end = std::max(end, cube_core.EndUs() * cycles_per_us);
-    for (auto& pipe : aiv.pipes) {
-      for (TimelineInterval& i : pipe) {
-        i.start_us *= us_per_cycle;
-        i.end_us *= us_per_cycle;
-      }
-    }
+    aiv.ScaleTimes(us_per_cycle);
     if (end > crit_end) {
       crit_end = end;
       crit_pair = g;

@@ -37,6 +37,15 @@ struct CoreTimeline {
     for (const TimelineInterval& i : Of(pipe)) busy += i.end_us - i.start_us;
     return busy;
   }
+  // The walks record cycles: each interval's times scaled to us.
+  void ScaleTimes(double us_per_cycle) {
+    for (auto& pipe : pipes) {
+      for (TimelineInterval& i : pipe) {
+        i.start_us *= us_per_cycle;
+        i.end_us *= us_per_cycle;
+      }
+    }
+  }
   double EndUs() const {
     double end = 0;
     for (const auto& pipe : pipes) {
