@@ -470,7 +470,6 @@ std::vector<int> AttentionFusion::Members() const {
 
 std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
   std::vector<AttentionFusion> found;
-  if (graph.training) return found;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const GraphNode& sm = graph.nodes[i];
     if (sm.op_type != "Softmax" || sm.inputs.size() != 1 || sm.outputs.size() != 1) continue;

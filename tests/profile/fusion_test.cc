@@ -710,21 +710,32 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
   ASSERT_EQ(gpt2_fused->nodes.size(), 1u);
   EXPECT_EQ(gpt2_fused->nodes[0].inputs, (std::vector<std::string>{"q", "k", "v", "c", "causal", "fill"}));
 
-  // Not an attention: the probabilities also a graph output; P read as B; a training graph;
-  // a view that changes the probabilities' shape.
+  // In a training graph too (its backward is twice its forward).
+  nlohmann::json training = AttentionGraph(2, 8, 256, 40, false);
+  training["training"] = true;
+  auto trained = GraphFromJson(training);
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  ASSERT_EQ(FindAttentionFusions(*trained).size(), 1u);
+  auto trained_fused = ApplyAttentionFusions(*trained, FindAttentionFusions(*trained), testing::Soc910B2());
+  ASSERT_TRUE(trained_fused.ok()) << trained_fused.status().ToString();
+  auto trained_run = RunGraph(*trained_fused, testing::Soc910B2());
+  ASSERT_TRUE(trained_run.ok()) << trained_run.status().ToString();
+  ASSERT_EQ(trained_run->ops.size(), 2u) << "the FlashAttention and its backward";
+  EXPECT_DOUBLE_EQ(trained_run->ops[1].duration_us, 2 * trained_run->ops[0].duration_us);
+
+  // Not an attention: the probabilities also a graph output; P read as B; a view that
+  // changes the probabilities' shape.
   nlohmann::json shared = AttentionGraph(2, 8, 256, 40, false);
   shared["outputs"].push_back("p");
   nlohmann::json as_b = AttentionGraph(2, 8, 256, 40, false);
   as_b["nodes"][3] = Node("context", "BatchMatMul", {"v2", "p"}, Tensor("o", {2, 8, 40, 256}));
   as_b["inputs"].push_back(Tensor("v2", {2, 8, 40, 256}));
-  nlohmann::json training = AttentionGraph(2, 8, 256, 40, false);
-  training["training"] = true;
   nlohmann::json reshaped = cast;
   reshaped["nodes"][3] = Node("cast", "Reshape", {"p"}, Tensor("p16", {2, 8, 256, 256}));
   reshaped["nodes"][3]["outputs"][0]["shape"] = {16, 256, 256};
   reshaped["nodes"][4] = Node("context", "BatchMatMul", {"p16", "v3"}, Tensor("o", {16, 256, 40}));
   reshaped["inputs"].push_back(Tensor("v3", {16, 256, 40}));
-  for (const nlohmann::json& j : {shared, as_b, training, reshaped}) {
+  for (const nlohmann::json& j : {shared, as_b, reshaped}) {
     auto other = GraphFromJson(j);
     ASSERT_TRUE(other.ok()) << other.status().ToString();
     EXPECT_TRUE(FindAttentionFusions(*other).empty()) << j.dump().substr(0, 200);

@@ -21,9 +21,11 @@
 namespace tunefleet::profile {
 namespace {
 
-// Backward of a vector op (and of any op without a GEMM form) costs twice its forward:
-// it reads the saved input and the incoming gradient and writes the input's gradient.
-// A documented simplification; cube ops simulate their two backward GEMMs instead.
+// Backward of a vector op (and of any op without a GEMM form: a FlashAttention, whose
+// backward recomputes the scores and runs four GEMMs where the forward runs two) costs
+// twice its forward: it reads the saved input and the incoming gradient and writes the
+// input's gradient. A documented simplification; cube ops simulate their two backward
+// GEMMs instead.
 constexpr double kBackwardFactor = 2.0;
 
 // The backward of a cube op: its two GEMMs (BackwardGemmKeys: dX and dW), each with its

@@ -71,8 +71,9 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
 // over the last axis and a BatchMatMul reading its output as A (P x v); between any two of
 // them, views that keep the scores' shape (a Cast the import makes a view: GPT-2's scores,
 // LLaMA's float32 Softmax cast back). Each intermediate is read by the next node only and
-// is not a graph output; neither BatchMatMul transposes A, P x v does not transpose v. Not
-// in a training graph (FlashAttention has no backward here).
+// is not a graph output; neither BatchMatMul transposes A, P x v does not transpose v. In a
+// training graph its backward (CANN's FlashAttentionScoreGrad) costs twice its forward, as
+// every op without a GEMM form (graph_run.cc); its probabilities are no longer kept for it.
 struct AttentionFusion {
   int scores = -1;         // the first BatchMatMul (index in Graph::nodes)
   std::vector<int> steps;  // the score chain, in order (may be empty)
