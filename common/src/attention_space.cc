@@ -1,6 +1,7 @@
 #include "tunefleet/common/attention_space.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 
 #include "tunefleet/common/matmul_space.h"
@@ -31,10 +32,22 @@ Result<AttentionShape> AttentionShapeFromOpKey(const OpKey& key) {
   const auto chain = key.attrs.find("scores");
   const bool has_chain = chain != key.attrs.end() && !chain->second.empty();
   // The scores are q x k as the graph's BatchMatMul ran them, the chain its epilogue.
+  // Grouped-query attention: k and v with fewer heads than q, read as if repeated.
+  const TensorDesc& q = key.inputs[0];
+  TensorDesc k = key.inputs[1];
+  int64_t group = 1;
+  if (q.shape.size() >= 3 && k.shape.size() == q.shape.size()) {
+    const size_t h = q.shape.size() - 3;
+    const bool same_lead = std::equal(q.shape.begin(), q.shape.begin() + static_cast<std::ptrdiff_t>(h), k.shape.begin());
+    if (same_lead && k.shape[h] > 0 && k.shape[h] != q.shape[h] && q.shape[h] % k.shape[h] == 0) {
+      group = q.shape[h] / k.shape[h];
+      k.shape[h] = q.shape[h];
+    }
+  }
   OpKey scores;
   scores.op_type = has_chain ? "FusedBatchMatMul" : "BatchMatMul";
   scores.soc = key.soc;
-  scores.inputs = {key.inputs[0], key.inputs[1]};
+  scores.inputs = {q, k};
   scores.inputs.insert(scores.inputs.end(), key.inputs.begin() + 3, key.inputs.end());
   if (auto it = key.attrs.find("transpose_b"); it != key.attrs.end()) scores.attrs["transpose_b"] = it->second;
   if (has_chain) scores.attrs["epilogue"] = chain->second;
@@ -69,16 +82,17 @@ Result<AttentionShape> AttentionShapeFromOpKey(const OpKey& key) {
   s.skv = gemm.n;
   s.d = gemm.k;
   s.k_rows = gemm.transpose_b;
+  s.kv_group = group;
   s.dtype = gemm.in_dtype;
-  const TensorDesc& q = key.inputs[0];
   const TensorDesc& v = key.inputs[2];
   if (v.dtype != q.dtype) return InvalidArgument("FlashAttention input 2 (v) dtype " + v.dtype + " differs from q's " + q.dtype);
   if (v.format != "ND") return InvalidArgument("FlashAttention input 2 (v) format " + v.format + ": v is ND");
   const std::vector<int64_t> lead(q.shape.begin(), q.shape.end() - 2);
-  if (v.shape.size() != q.shape.size() || !std::equal(lead.begin(), lead.end(), v.shape.begin()) ||
+  std::vector<int64_t> v_lead(key.inputs[1].shape.begin(), key.inputs[1].shape.end() - 2);  // k's heads
+  if (v.shape.size() != q.shape.size() || !std::equal(v_lead.begin(), v_lead.end(), v.shape.begin()) ||
       v.shape[v.shape.size() - 2] != s.skv || v.shape.back() <= 0) {
-    return InvalidArgument("FlashAttention input 2 (v) shape " + ShapeText(v.shape) + " must be [..., Skv, Dv] with q's leading axes " +
-                           ShapeText(lead) + " and Skv = " + N(s.skv) + " (k's keys)");
+    return InvalidArgument("FlashAttention input 2 (v) shape " + ShapeText(v.shape) + " must be [..., Skv, Dv] with k's leading axes " +
+                           ShapeText(v_lead) + " and Skv = " + N(s.skv) + " (k's keys)");
   }
   s.dv = v.shape.back();
   s.out_shape = lead;

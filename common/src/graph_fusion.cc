@@ -456,6 +456,39 @@ bool IsShapeView(const Graph& graph, const GraphNode& node, const std::vector<in
          OnlyReader(graph, node.inputs[0]) >= 0;
 }
 
+// GQA's repeat_kv as torch exports it, read back from its output `t`: the tensor before it
+// and its three views (appended to `views`), or `t` when it is not one.
+std::string Ungrouped(const Graph& graph, const std::string& t, std::vector<int>* views) {
+  auto view_of = [&](const std::string& out) {
+    const int p = graph.ProducerOf(out);
+    return p >= 0 && graph.nodes[p].IsView() && graph.nodes[p].inputs.size() == 1 && OnlyReader(graph, out) >= 0 ? p : -1;
+  };
+  auto shape = [&](const std::string& name) {
+    const NamedTensor* n = graph.FindTensor(name);
+    return n ? n->desc.shape : std::vector<int64_t>{};
+  };
+  const int r = view_of(t);
+  const int e = r >= 0 ? view_of(graph.nodes[r].inputs[0]) : -1;
+  const int u = e >= 0 ? view_of(graph.nodes[e].inputs[0]) : -1;
+  if (u < 0) return t;
+  const std::string& x = graph.nodes[u].inputs[0];
+  const std::vector<int64_t> out = shape(t), expanded = shape(graph.nodes[r].inputs[0]),
+                             unsqueezed = shape(graph.nodes[e].inputs[0]), in = shape(x);
+  const size_t n = out.size();
+  if (n < 3 || in.size() != n || expanded.size() != n + 1 || unsqueezed.size() != n + 1) return t;
+  const size_t h = n - 3;  // the heads' axis
+  for (size_t i = 0; i < n; ++i) {
+    if (i == h) continue;
+    if (in[i] != out[i] || expanded[i < h ? i : i + 1] != out[i] || unsqueezed[i < h ? i : i + 1] != out[i]) return t;
+  }
+  if (in[h] <= 0 || expanded[h] != in[h] || unsqueezed[h] != in[h] || unsqueezed[h + 1] != 1 ||
+      expanded[h] * expanded[h + 1] != out[h] || out[h] == in[h]) {
+    return t;
+  }
+  views->insert(views->end(), {r, e, u});
+  return x;
+}
+
 }  // namespace
 
 std::vector<int> AttentionFusion::Members() const {
@@ -521,7 +554,10 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
       a.step_x.insert(a.step_x.begin(), prev);
       x = prev;
     }
-    if (a.scores >= 0) found.push_back(std::move(a));
+    if (a.scores < 0) continue;
+    a.k = Ungrouped(graph, graph.nodes[a.scores].inputs[1], &a.views);
+    a.v = Ungrouped(graph, graph.nodes[a.output].inputs[1], &a.views);
+    found.push_back(std::move(a));
   }
   return found;
 }
@@ -553,7 +589,8 @@ Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<Attent
     GraphNode fused;
     fused.name = AttentionNodeName(graph, a);
     fused.op_type = kFlashAttentionOp;
-    fused.inputs = {scores.inputs[0], scores.inputs[1], graph.nodes[a.output].inputs[1]};
+    fused.inputs = {scores.inputs[0], a.k.empty() ? scores.inputs[1] : a.k,
+                    a.v.empty() ? graph.nodes[a.output].inputs[1] : a.v};
     if (FlagOn(scores, 1)) fused.attrs["transpose_b"] = "1";
     for (size_t i = 0; i < a.steps.size(); ++i) {
       const GraphNode& node = graph.nodes[a.steps[i]];

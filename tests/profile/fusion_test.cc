@@ -710,6 +710,31 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
   ASSERT_EQ(gpt2_fused->nodes.size(), 1u);
   EXPECT_EQ(gpt2_fused->nodes[0].inputs, (std::vector<std::string>{"q", "k", "v", "c", "causal", "fill"}));
 
+  // Grouped-query attention: k and v repeated from 2 heads to 8 by repeat_kv's three views
+  // (unsqueeze, expand, view); the FlashAttention reads the 2 heads.
+  nlohmann::json gqa = AttentionGraph(2, 8, 256, 40, false);
+  gqa["inputs"] = {Tensor("q", {2, 8, 256, 40}), Tensor("k2", {2, 2, 256, 40}), Tensor("v2", {2, 2, 256, 40})};
+  for (const char* x : {"k", "v"}) {
+    const std::string s(x);
+    nlohmann::json views = {Node(s + ".unsqueeze", "Reshape", {s + "2"}, Tensor(s + "u", {2, 2, 1, 256, 40})),
+                            Node(s + ".expand", "Reshape", {s + "u"}, Tensor(s + "e", {2, 2, 4, 256, 40})),
+                            Node(s + ".repeat", "Reshape", {s + "e"}, Tensor(s + "r", {2, 8, 256, 40}))};
+    for (auto& n : views) gqa["nodes"].insert(gqa["nodes"].begin(), n);
+  }
+  gqa["nodes"][6] = Node("scores", "BatchMatMul", {"q", "kr"}, Tensor("sc", {2, 8, 256, 256}));
+  gqa["nodes"][6]["attrs"] = {{"transpose_b", "1"}};
+  gqa["nodes"][9] = Node("context", "BatchMatMul", {"p", "vr"}, Tensor("o", {2, 8, 256, 40}));
+  auto grouped = GraphFromJson(gqa);
+  ASSERT_TRUE(grouped.ok()) << grouped.status().ToString();
+  const auto gqa_found = FindAttentionFusions(*grouped);
+  ASSERT_EQ(gqa_found.size(), 1u);
+  EXPECT_EQ(gqa_found[0].k, "k2");
+  EXPECT_EQ(gqa_found[0].v, "v2");
+  auto gqa_fused = ApplyAttentionFusions(*grouped, gqa_found, testing::Soc910B2());
+  ASSERT_TRUE(gqa_fused.ok()) << gqa_fused.status().ToString();
+  ASSERT_EQ(gqa_fused->nodes.size(), 1u) << "repeat_kv's views went with it";
+  EXPECT_EQ(gqa_fused->nodes[0].inputs, (std::vector<std::string>{"q", "k2", "v2", "c"}));
+
   // In a training graph too (its backward is twice its forward).
   nlohmann::json training = AttentionGraph(2, 8, 256, 40, false);
   training["training"] = true;

@@ -186,6 +186,29 @@ TEST_F(AttentionModel, TheEventSimulationAgreesWithTheFastPathWithinTwoPercentOn
   std::printf("FlashAttention: %zu configs, event simulation within %.2f%% of the fast path\n", configs, 100 * worst);
 }
 
+// Llama-3-8B's grouped-query attention: 32 query heads, 8 key/value heads.
+TEST_F(AttentionModel, GroupedQueryAttentionReadsEachKeyAndValueHeadOnceFromHbm) {
+  const OpKey gqa = Key("FlashAttention", Inputs({{1, 32, 2048, 128}, {1, 8, 2048, 128}, {1, 8, 2048, 128}}), {{"transpose_b", "1"}});
+  const OpKey repeated = Key("FlashAttention", Inputs({{1, 32, 2048, 128}, {1, 32, 2048, 128}, {1, 32, 2048, 128}}), {{"transpose_b", "1"}});
+  TuningProblem p = test_support::ProblemOrFail(gqa, soc());
+  auto shape = AttentionShapeFromOpKey(gqa);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->kv_group, 4);
+  EXPECT_EQ(shape->batch, 32);
+  const KernelEstimate g = Run(gqa), r = Run(repeated);
+  const double head = 2048.0 * 128 * 2;  // one head's [2048, 128] in fp16
+  EXPECT_DOUBLE_EQ(g.hbm_bytes, 32 * 2 * head + 8 * 2 * head) << "q and the output per query head, k and v per key head";
+  EXPECT_DOUBLE_EQ(r.hbm_bytes, 32 * 4 * head);
+  EXPECT_DOUBLE_EQ(g.l2_bytes - r.l2_bytes, 24 * 2 * head) << "the group's other heads re-read k and v from L2";
+  EXPECT_LE(g.latency_us, r.latency_us);
+  EXPECT_DOUBLE_EQ(g.flops, r.flops);
+  auto bad = MakeTuningProblem(Key("FlashAttention", Inputs({{1, 32, 2048, 128}, {1, 5, 2048, 128}, {1, 5, 2048, 128}}),
+                                   {{"transpose_b", "1"}}),
+                               soc());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("batch dimensions differ"), std::string::npos) << bad.status().message();
+}
+
 TEST_F(AttentionModel, RunsOnEverySoc) {
   for (const std::string& name : catalog_.Names()) {
     const SocSpec& spec = *catalog_.Find(name).value();

@@ -123,10 +123,12 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
   double operands = 0;
   for (const FusedOperand& o : s.scores.operands) operands += static_cast<double>(o.elements) * DTypeBytes(o.dtype);
   const double kv_head = skv * (d + dv) * in;
-  const double compulsory = batch * (sq * d + sq * dv) * in + batch * kv_head + operands;
-  // The next units of a head re-read its k and v: L2 hits while a wave's heads fit.
+  const double kv_heads = batch / static_cast<double>(s.kv_group);
+  const double compulsory = batch * (sq * d + sq * dv) * in + kv_heads * kv_head + operands;
+  // The next units of a head, and the other heads of its group, re-read its k and v: L2
+  // hits while a wave's heads fit.
   const double q_blocks = static_cast<double>(CeilDiv(s.sq, t.s1));
-  const double rereads = batch * (q_blocks - 1) * kv_head;
+  const double rereads = (batch * q_blocks - kv_heads) * kv_head;
   const bool resident = static_cast<double>(plan.cores) * kv_head <= static_cast<double>(soc.l2_size);
   // The workspace: scores written and read (fp32), P written and read, P x v (fp32)
   // written and read, each step of each unit.
@@ -152,7 +154,8 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
   est.BusyUs(Pipe::kVector) = busy(&StepCost::vec) + per_core * norm_cycles / cycles_per_us;
   est.BusyUs(Pipe::kMte3) = busy(&StepCost::v_mte3) + per_core * o_write / cycles_per_us;
   plan.hbm_floor_us = est.hbm_bytes / (soc.hbm_bandwidth_gbps * 1e3);
-  plan.l2_floor_us = est.l2_bytes / (soc.l2_bandwidth_gbps * 1e3);
+  // Every byte crosses L2: HBM's on their way in and out, the hits and the workspace.
+  plan.l2_floor_us = (est.hbm_bytes + est.l2_bytes) / (soc.l2_bandwidth_gbps * 1e3);
   est.duration_us = std::max({per_core * plan.unit / cycles_per_us, plan.hbm_floor_us, plan.l2_floor_us});
   est.launch_us = soc.kernel_launch_us;
   est.latency_us = est.launch_us + est.duration_us;

@@ -9,7 +9,8 @@
 // Op key: inputs q [..., Sq, D], k, v [..., Skv, Dv], then the score chain's operands in
 // chain order (as a FusedBatchMatMul's epilogue operands, broadcast to the scores
 // [..., Sq, Skv]); k is the first BatchMatMul's B as the graph gives it, [..., D, Skv],
-// or [..., Skv, D] with attrs.transpose_b = 1. attrs.scores: the chain ("Div,Add"; none
+// or [..., Skv, D] with attrs.transpose_b = 1. Grouped-query attention: k and v may have
+// fewer heads (axis -3) than q, a divisor of q's; each serves q's heads in groups. attrs.scores: the chain ("Div,Add"; none
 // when the scores go straight to the softmax). float16 or bfloat16; the output
 // [..., Sq, Dv] is in the inputs' dtype.
 #pragma once
@@ -32,6 +33,7 @@ struct AttentionShape {
   int64_t sq = 0, skv = 0;  // query rows, key rows
   int64_t d = 0, dv = 0;    // q's and k's head size, v's
   bool k_rows = false;      // k is [..., Skv, D] (rows of D contiguous); else [..., D, Skv]
+  int64_t kv_group = 1;     // q's heads per k and v head (grouped-query attention)
   DType dtype = DType::kFloat16;
   FusedChain scores;                  // the score chain before the softmax (may be empty)
   std::vector<int64_t> scores_shape;  // [..., Sq, Skv]

@@ -79,8 +79,12 @@ struct AttentionFusion {
   std::vector<int> steps;  // the score chain, in order (may be empty)
   std::vector<std::string> step_x;  // the tensor each step reads as the scores so far
   int softmax = -1;
-  std::vector<int> views;  // the views among them
+  std::vector<int> views;  // the views among them, and those of a repeat_kv it reads through
   int output = -1;
+  // What the FlashAttention reads as k and v: the BatchMatMuls' B, or, under grouped-query
+  // attention, the key and value heads before repeat_kv (x [.., Hkv, S, D] unsqueezed to
+  // [.., Hkv, 1, S, D], expanded to [.., Hkv, G, S, D], viewed [.., Hkv*G, S, D]).
+  std::string k, v;
   std::vector<int> Members() const;  // all of them, in graph order
 };
 std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph);
