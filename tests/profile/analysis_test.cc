@@ -296,6 +296,21 @@ TEST(Analysis, AnAttentionsScoresAndProbabilitiesAreAdvisedIntoAFlashAttention) 
     EXPECT_NE(fusions[edge].find("(512.0 MiB)"), std::string::npos) << fusions[edge];
   }
   ASSERT_EQ(FindAttentionFusions(*g).size(), 1u) << "fuse forms it, as advised";
+
+  // A classifier's Softmax over its logits plus a bias: no attention, no advice.
+  auto head = GraphFromJson({{"soc", "Ascend910B2"},
+                             {"inputs", {tensor("logits", {4096, 1000})}},
+                             {"weights", {tensor("b", {1000})}},
+                             {"outputs", {"probs"}},
+                             {"nodes",
+                              {{{"name", "bias"}, {"op", "Add"}, {"inputs", {"logits", "b"}},
+                                {"outputs", {tensor("z", {4096, 1000})}}},
+                               {{"name", "softmax"}, {"op", "Softmax"}, {"inputs", {"z"}},
+                                {"outputs", {tensor("probs", {4096, 1000})}}}}}});
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  for (const auto& st : AnalyzeSimulatedRun(*head).next_steps) {
+    EXPECT_EQ(st.reason.find("FlashAttention"), std::string::npos) << st.reason;
+  }
 }
 
 }  // namespace

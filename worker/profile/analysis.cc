@@ -424,6 +424,15 @@ Analysis Analyze(const LoadedProfile& profile) {
   for (const auto& r : profile.rows) row_by_name[r.name] = &r;
   const double hbm_bytes_per_us = num("hbm_bandwidth_gbps").value_or(0) * 1e3;
   if (s.contains("edges") && s["edges"].is_array()) {
+    // Softmaxes whose probabilities only a BatchMatMul reads: an attention's.
+    std::set<std::string> attention_softmax;
+    for (const auto& e : s["edges"]) {
+      auto pf = row_by_name.find(JsonText(e, "from")), pt = row_by_name.find(JsonText(e, "to"));
+      if (pf != row_by_name.end() && pt != row_by_name.end() && JsonNumber(e, "consumers") == 1 &&
+          pf->second->op_type == "Softmax" && pt->second->op_type == "BatchMatMul") {
+        attention_softmax.insert(pf->first);
+      }
+    }
     for (const auto& e : s["edges"]) {
       std::string from = JsonText(e, "from"), to = JsonText(e, "to");
       auto pf = row_by_name.find(from), pt = row_by_name.find(to);
@@ -446,7 +455,8 @@ Analysis Analyze(const LoadedProfile& profile) {
         kind = "instance norm + per-channel scale or shift (a GroupNorm's affine)";
         as = std::string("InstanceNorm taking its operand as its ") + (tt == "Mul" ? "scale" : "bias") +
              ", when that holds a value per channel (`tunefleet fuse` takes a GroupNorm's Mul and Add so)";
-      } else if (((ft == "BatchMatMul" || ft == "FusedBatchMatMul" || IsElementwise(ft)) && tt == "Softmax") ||
+      } else if (((ft == "BatchMatMul" || ft == "FusedBatchMatMul" || IsElementwise(ft)) && tt == "Softmax" &&
+                  attention_softmax.count(to)) ||
                  (ft == "Softmax" && tt == "BatchMatMul")) {
         // An attention's scores and probabilities (common/attention_space.h).
         kind = ft == "Softmax" ? "softmax + P x v" : "attention scores + softmax";
