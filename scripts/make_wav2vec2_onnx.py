@@ -13,11 +13,9 @@ file that is not shipped): tunefleet reads only their shapes, and the model stay
 Run with Debian's python3-torch and python3-onnx:
     /usr/bin/python3 scripts/make_wav2vec2_onnx.py [--batch 4] [--seconds 10] [OUT]"""
 import argparse
-import io
 
-import onnx
 import torch
-from onnx_weights import save_without_weights
+from onnx_weights import export_without_weights
 
 nn = torch.nn
 CONV = [(512, 10, 5)] + [(512, 3, 2)] * 4 + [(512, 2, 2)] * 2
@@ -103,12 +101,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("out", nargs="?", default="examples/wav2vec2_base.onnx")
     args = ap.parse_args()
-    with torch.no_grad():
-        model_t = Wav2Vec2Base().eval()
-        buf = io.BytesIO()
-        torch.onnx.export(model_t, (torch.zeros(args.batch, 16000 * args.seconds),), buf, opset_version=17,
-                          input_names=["input_values"], output_names=["last_hidden_state"])
-    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "wav2vec2_base", constants_too=True)
+    export_without_weights(Wav2Vec2Base(), (torch.zeros(args.batch, 16000 * args.seconds),), ["input_values"],
+                           ["last_hidden_state"], args.out, "wav2vec2_base", constants_too=True)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,10 @@ file that is not shipped): tunefleet reads only their shapes, and the model stay
 Run with Debian's python3-torch and python3-onnx:
     /usr/bin/python3 scripts/make_whisper_onnx.py [--batch 8] [OUT]"""
 import argparse
-import io
 import math
 
-import onnx
 import torch
-from onnx_weights import save_without_weights
+from onnx_weights import export_without_weights
 
 nn = torch.nn
 MELS, FRAMES, WIDTH, HEADS, LAYERS = 80, 3000, 512, 8, 6
@@ -77,12 +75,8 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("out", nargs="?", default="examples/whisper_base_encoder.onnx")
     args = ap.parse_args()
-    with torch.no_grad():
-        model_t = AudioEncoder().eval()
-        buf = io.BytesIO()
-        torch.onnx.export(model_t, (torch.zeros(args.batch, MELS, FRAMES),), buf, opset_version=17,
-                          input_names=["mel"], output_names=["audio_features"])
-    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "whisper_base_encoder", constants_too=True)
+    export_without_weights(AudioEncoder(), (torch.zeros(args.batch, MELS, FRAMES),), ["mel"], ["audio_features"], args.out,
+                           "whisper_base_encoder", constants_too=True)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,21 @@ def save_without_weights(model, out, name, constants_too=False):
     onnx.save(model, out)
 
 
+def export_without_weights(model, inputs, input_names, output_names, out, name, constants_too=False):
+    """Exports torch `model` in eval mode on the example `inputs` (a tuple), opset 17, with
+    the given input and output names, and saves it as `out`, named `name`, without its
+    weights' data (save_without_weights, `constants_too` as there)."""
+    import io
+
+    import torch
+
+    with torch.no_grad():
+        buf = io.BytesIO()
+        torch.onnx.export(model.eval(), inputs, buf, opset_version=17, input_names=input_names,
+                          output_names=output_names)
+    save_without_weights(onnx.load_from_string(buf.getvalue()), out, name, constants_too=constants_too)
+
+
 def export_image_classifier(doc, make_model, name, default_out, batch=32, image=(3, 224, 224), output="logits",
                             args=None):
     """The command line of an image model's exporter (ResNet, DenseNet, MobileNet,
@@ -43,7 +58,6 @@ def export_image_classifier(doc, make_model, name, default_out, batch=32, image=
     and output `output`, and saves it as `name` without its weights' data. `args`: the
     command line to parse (default sys.argv)."""
     import argparse
-    import io
 
     import torch
 
@@ -52,8 +66,5 @@ def export_image_classifier(doc, make_model, name, default_out, batch=32, image=
     ap.add_argument("out", nargs="?", default=default_out)
     args = ap.parse_args(args)
     with torch.no_grad():
-        model_t = make_model().eval()
-        buf = io.BytesIO()
-        torch.onnx.export(model_t, (torch.zeros(args.batch, *image),), buf, opset_version=17,
-                          input_names=["x"], output_names=[output])
-    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, name)
+        model_t = make_model()
+    export_without_weights(model_t, (torch.zeros(args.batch, *image),), ["x"], [output], args.out, name)
