@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "tunefleet/common/matmul_space.h"
 #include "space_util.h"
@@ -18,8 +19,18 @@ constexpr int64_t kBufferValues[] = {1, 2};
 constexpr int64_t kScoreBytes = 4;  // the scores and the output accumulator are fp32
 constexpr int64_t kRowStatsBytes = 3 * 32;  // a row's max, sum and rescale factor, 32-byte aligned each
 
-// A block is at most the first value that covers the axis: a larger one only pads.
-bool WithinAxis(int64_t block, int64_t axis, int64_t smallest) { return block == smallest || block / 2 < axis; }
+// A block (parameter `param`, named `block` in reasons) is at most the first value that
+// covers its axis: a larger one only pads.
+SearchSpace::Constraint WithinAxis(std::string name, size_t param, std::string block, int64_t smallest,
+                                   std::string axis_name, int64_t axis) {
+  return {std::move(name), [=](const SearchSpace&, const Config& c, std::string* why) -> bool {
+            if (c[param] == smallest || c[param] / 2 < axis) return true;
+            return Violated(why, [&] {
+              return block + "=" + N(c[param]) + " is more than one block of " + axis_name + "=" + N(axis) +
+                     " (a smaller block covers it)";
+            });
+          }};
+}
 
 }  // namespace
 
@@ -123,16 +134,8 @@ Result<SearchSpace> AttentionTilingSpace(const AttentionShape& shape, const SocS
                                    {"bufferNum", {std::begin(kBufferValues), std::end(kBufferValues)}}};
   const SocSpec spec = soc;
   std::vector<SearchSpace::Constraint> constraints;
-  constraints.push_back({"s1 within Sq", [shape](const SearchSpace&, const Config& c, std::string* why) -> bool {
-                           if (WithinAxis(c[0], shape.sq, kS1Values[0])) return true;
-                           return Violated(why, [&] { return "s1BaseSize=" + N(c[0]) + " is more than one block of Sq=" + N(shape.sq) +
-                                                             " (a smaller block covers it)"; });
-                         }});
-  constraints.push_back({"s2 within Skv", [shape](const SearchSpace&, const Config& c, std::string* why) -> bool {
-                           if (WithinAxis(c[1], shape.skv, kS2Values[0])) return true;
-                           return Violated(why, [&] { return "s2BaseSize=" + N(c[1]) + " is more than one block of Skv=" + N(shape.skv) +
-                                                             " (a smaller block covers it)"; });
-                         }});
+  constraints.push_back(WithinAxis("s1 within Sq", 0, "s1BaseSize", kS1Values[0], "Sq", shape.sq));
+  constraints.push_back(WithinAxis("s2 within Skv", 1, "s2BaseSize", kS2Values[0], "Skv", shape.skv));
   constraints.push_back({"L1 capacity", [shape, spec](const SearchSpace&, const Config& c, std::string* why) -> bool {
                            const AttentionBlocking b = ComputeAttentionBlocking(shape, AttentionTilingFromConfig(c), spec);
                            if (b.l1_bytes <= spec.l1_size) return true;
