@@ -67,7 +67,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"Transpose", {"perm"}},
       {"Concat", {"axis"}},
       {"MaxPool", {"kernel_shape", "pads", "strides"}},
-      {"AveragePool", {"kernel_shape", "pads", "strides"}},
+      {"AveragePool", {"divisor_override", "kernel_shape", "pads", "strides"}},
       {"DepthwiseConv2D", {"dilations", "epilogue", "pads", "strides"}},
       {"Gather", {"axis"}},
       {"Resize", {"mode", "sizes"}},
@@ -77,6 +77,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"InstanceNorm", {"epilogue"}},
       {"ReduceSum", {"axes"}},
       {"ReduceMean", {"axes"}},
+      {"ReduceL2", {"axes"}},
   };
   static const std::vector<std::string> none;
   if (auto it = known.find(op_type); it != known.end()) return &it->second;
@@ -400,7 +401,7 @@ std::optional<int64_t> OutputElements(const OpKey& key) {
   switch (v->family) {
     case VectorFamily::kElementwise: return v->elements;
     case VectorFamily::kRowwise:
-      return v->op == VectorOp::kReduceSum || v->op == VectorOp::kReduceMean ? v->rows : v->rows * v->cols;
+      return IsReduce(*v) ? v->rows : v->rows * v->cols;
     case VectorFamily::kTranspose: return v->batch * v->rows * v->cols;
   }
   return std::nullopt;

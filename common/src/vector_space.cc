@@ -47,7 +47,10 @@ struct OpInfo {
 // down. A tile of output elements reads their windows' rows of x once (rows shared with
 // the next tile are not charged again), and takes kh*kw vmax an element. AveragePool
 // (CANN's AvgPoolV2, ONNX's AveragePool; DenseNet's transitions): the same windows, a
-// vadd per window element and a vmuls by the reciprocal of its count.
+// vadd per window element and a vmuls by the reciprocal of its count; with attrs
+// divisor_override 1 (torch's, aclnnAvgPool2d's divisorOverride) it divides by 1, a sum
+// pool without the vmuls (a ReduceSum over axes before the last: a sentence embedding's
+// masked sum over the sequence).
 // DepthwiseConv2D (CANN's DepthwiseConv2D, ONNX's Conv with group = C_in = C_out:
 // MobileNet's and EfficientNet's 3x3 and 5x5 per-channel convolutions): x [N, C, H, W],
 // filter [C, 1, kh, kw] and an optional bias [C]; strides, pads and dilations as
@@ -89,6 +92,8 @@ struct OpInfo {
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
+// ReduceL2 (ONNX's ReduceL2 over the last axis, torch's F.normalize's norm; CANN's LpNormV2
+// with p 2): sqrt of a row's sum of squares, [rows, 1]; its temp keeps x^2 for the sum.
 constexpr OpInfo kOps[] = {
     {"Add", VectorOp::kAdd, VectorFamily::kElementwise, 2, 0, true},
     {"Sub", VectorOp::kSub, VectorFamily::kElementwise, 2, 0, true},
@@ -122,6 +127,7 @@ constexpr OpInfo kOps[] = {
     {"InstanceNorm", VectorOp::kInstanceNorm, VectorFamily::kRowwise, 3, 1, false},
     {"ReduceSum", VectorOp::kReduceSum, VectorFamily::kRowwise, 1, 0, false},
     {"ReduceMean", VectorOp::kReduceMean, VectorFamily::kRowwise, 1, 0, false},
+    {"ReduceL2", VectorOp::kReduceL2, VectorFamily::kRowwise, 1, 1, false},
     {"Transpose", VectorOp::kTranspose, VectorFamily::kTranspose, 1, 0, true},
 };
 
@@ -248,15 +254,9 @@ int64_t ElementwiseBytesPerElement(const VectorShape& s) {
 // without the per-tile reduction output and the resident gamma/beta.
 int64_t RowwiseRowBytes(const VectorShape& s, int64_t align) {
   const int64_t in = RoundUp(s.cols * DTypeBytes(s.dtype), align);
-  const int64_t out = s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean
-                          ? 0
-                          : RoundUp(s.cols * DTypeBytes(s.out_dtype), align);
+  const int64_t out = IsReduce(s) ? 0 : RoundUp(s.cols * DTypeBytes(s.out_dtype), align);
   const int64_t tmp = s.temps * RoundUp(s.cols * DTypeBytes(s.compute_dtype), align);
   return in + out + tmp;
-}
-
-bool IsReduce(const VectorShape& s) {
-  return s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean;
 }
 
 // A depthwise convolution's kernel [kh, kw], from its filter [C, 1, kh, kw] and optional
@@ -447,6 +447,16 @@ Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
   } else {
     TF_ASSIGN_OR_RETURN(k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
   }
+  if (auto d = key.attrs.find("divisor_override"); d != key.attrs.end()) {
+    const std::string what = op + " attr 'divisor_override'";
+    TF_ASSIGN_OR_RETURN(const std::vector<int64_t> divisor, ParseIntList(d->second, what, "1"));
+    if (s.op != VectorOp::kAvgPool || divisor.size() != 1 || divisor[0] < 1) {
+      return InvalidArgument(what + " '" + d->second + "': " +
+                             (s.op != VectorOp::kAvgPool ? "only AveragePool divides its windows"
+                                                         : "must be one positive integer (1: a sum pool)"));
+    }
+    s.divides = divisor[0] != 1;
+  }
   TF_ASSIGN_OR_RETURN(const window_attrs::Hw stride, window_attrs::ReadHw(key, "strides", 1, window_attrs::Hw{1, 1}));
   TF_ASSIGN_OR_RETURN(const window_attrs::Pads pad, window_attrs::ReadPads(key));
   int64_t out = x[0] * x[1];
@@ -473,6 +483,10 @@ Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
 }
 
 }  // namespace
+
+bool IsReduce(const VectorShape& s) {
+  return s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean || s.op == VectorOp::kReduceL2;
+}
 
 int NormParams(const VectorShape& s) {
   return s.op == VectorOp::kLayerNorm ? 2 : s.op == VectorOp::kRmsNorm ? 1 : 0;

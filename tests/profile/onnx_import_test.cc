@@ -1455,18 +1455,19 @@ TEST(OnnxImport, AnSeBlocksSpatialMeanIsAReduceMeanOverHw) {
   EXPECT_EQ(FindNode(*flat, "mean/view")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16}));
 }
 
-// A ReduceMean or ReduceSum over any run of neighbouring axes is a kernel between views:
-// over the last axes, the row-wise kernel of its name over [before, reduced]; over axes
-// before the last, a mean (a sentence embedding's mean over the sequence, timm's token
-// pooling) is an AveragePool of window [reduced, 1] over x viewed [before, 1, reduced,
-// after]. A sum there, axes apart, or axes that are not constants are refused.
+// A ReduceMean, ReduceSum or ReduceL2 over any run of neighbouring axes is a kernel between
+// views: over the last axes, the row-wise kernel of its name over [before, reduced] (torch's
+// F.normalize's ReduceL2); over axes before the last, a mean (timm's token pooling) is an
+// AveragePool of window [reduced, 1] over x viewed [before, 1, reduced, after], and a sum
+// (a sentence embedding's masked sum over the sequence) the same pooling dividing by 1.
+// An L2 norm there, axes apart, or axes that are not constants are refused.
 TEST(OnnxImport, AMeanOverAnyRunOfAxesIsAKernel) {
   testing::ScratchDir dir;
   int file = 0;
   auto load = [&](const std::string& op, int opset, const std::vector<int64_t>& axes, int64_t keepdims) {
     return LoadChainModel(dir.Path("reduce" + std::to_string(file++) + ".onnx"), opset,
                           [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
-                            const bool axes_input = opset >= (op == "ReduceSum" ? 13 : 18);
+                            const bool axes_input = opset >= (op == "ReduceSum" ? 13 : 18);  // ReduceL2: 18
                             if (axes_input) AddInts(g, "axes", axes);
                             auto* r = AddNode(n, op, axes_input ? std::vector<std::string>{"x", "axes"}
                                                                 : std::vector<std::string>{"x"},
@@ -1488,6 +1489,12 @@ TEST(OnnxImport, AMeanOverAnyRunOfAxesIsAKernel) {
                         Case{"ReduceMean", 18, {-2}, 1, "AveragePool[4x1x16x64]{kernel_shape=16,1}@Ascend910B2", {4, 1, 64}},
                         Case{"ReduceMean", 17, {-1}, 1, "ReduceMean[64x64]@Ascend910B2", {4, 16, 1}},
                         Case{"ReduceSum", 13, {1, 2}, 0, "ReduceSum[4x1024]@Ascend910B2", {4}},
+                        Case{"ReduceSum", 13, {1}, 1,
+                             "AveragePool[4x1x16x64]{divisor_override=1,kernel_shape=16,1}@Ascend910B2", {4, 1, 64}},
+                        Case{"ReduceSum", 11, {-2}, 0,
+                             "AveragePool[4x1x16x64]{divisor_override=1,kernel_shape=16,1}@Ascend910B2", {4, 64}},
+                        Case{"ReduceL2", 17, {2}, 1, "ReduceL2[64x64]@Ascend910B2", {4, 16, 1}},
+                        Case{"ReduceL2", 18, {-1}, 0, "ReduceL2[64x64]@Ascend910B2", {4, 16}},
                         Case{"ReduceMean", 17, {0, 1}, 0, "AveragePool[1x1x64x64]{kernel_shape=64,1}@Ascend910B2", {64}}}) {
     auto g = load(c.op, c.opset, c.axes, c.keepdims);
     ASSERT_TRUE(g.ok()) << c.key << ": " << Message(g);
@@ -1496,10 +1503,11 @@ TEST(OnnxImport, AMeanOverAnyRunOfAxesIsAKernel) {
     ASSERT_TRUE(run.ok()) << run.status().ToString();
     EXPECT_EQ(OpKeysByName(*run)["pool"], c.key);
   }
-  const std::string sum = Message(load("ReduceSum", 13, {1}, 1));
-  EXPECT_NE(sum.find("node 'pool' (ReduceSum): a ReduceSum over axes [1], before the last, is not supported"),
+  const std::string l2 = Message(load("ReduceL2", 17, {1}, 1));
+  EXPECT_NE(l2.find("node 'pool' (ReduceL2): a ReduceL2 over axes [1], before the last, is not supported (an L2 "
+                    "norm over the last axes is"),
             std::string::npos)
-      << sum;
+      << l2;
   const std::string apart = Message(load("ReduceMean", 17, {0, 2}, 1));
   EXPECT_NE(apart.find("node 'pool' (ReduceMean): it reduces axes [0,2], which are not next to each other"),
             std::string::npos)

@@ -19,10 +19,6 @@ constexpr int64_t RoundUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 constexpr int64_t kRepeatBytes = 256;
 constexpr int64_t kMaxRepeats = 255;
 
-bool IsReduce(const VectorShape& s) {
-  return s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean;
-}
-
 // Vector instructions per element of the op's own arithmetic, written as the Da Vinci
 // vector unit's basic instructions (vadd, vmul, vmuls, vadds, vexp, vrec, vdiv, vmax,
 // vconv), the way CANN's kernels decompose them:
@@ -41,7 +37,8 @@ bool IsReduce(const VectorShape& s) {
 //     by sin, vsub (first half) or vadd (second) = 3. Where: vcmp (the condition into a
 //     select mask), vsel = 2. Concat, Gather: none (copies through UB). MaxPool: one vmax per
 //     element of the window (kh*kw), reading x's strided rows in UB. Clip: vmaxs, vmins = 2.
-//   AveragePool: a vadd per window element and a vmuls by 1/count = kh*kw + 1.
+//   AveragePool: a vadd per window element and a vmuls by 1/count = kh*kw + 1 (kh*kw
+//     with divisor_override 1, a sum pool).
 //   DepthwiseConv2D: a vmla (multiply-accumulate by the channel's filter value) per
 //     window element, and a vadd of the bias when it has one = kh*kw (+ 1), plus its
 //     epilogue's ops' (a Clip's 2).
@@ -50,7 +47,7 @@ bool IsReduce(const VectorShape& s) {
 //   LayerNorm (row fits UB): vadd (sum), vsub mean, vmul (square), vadd (sum), vmul
 //     rstd, vmul gamma, vadd beta = 7.
 //   RmsNorm (row fits UB): vmul (square), vadd (sum), vmul rstd, vmul gamma = 4.
-//   ReduceSum/ReduceMean: one running vadd.
+//   ReduceSum/ReduceMean: one running vadd. ReduceL2: vmul (square), running vadd = 2.
 int OpInstructions(const VectorShape& s);
 
 // Ops applied in turn to the running value in UB (a FusedElementwise chain, a depthwise
@@ -100,7 +97,7 @@ int OpInstructions(const VectorShape& s) {
     case VectorOp::kMaxPool:
       return s.window;
     case VectorOp::kAvgPool:
-      return s.window + 1;
+      return s.window + (s.divides ? 1 : 0);
     case VectorOp::kResize:  // nearest copies; linear blends along W, then H
       return s.window > 1 ? 6 : 0;
     case VectorOp::kPad:  // a copy; the padding's values written beside it
@@ -120,6 +117,8 @@ int OpInstructions(const VectorShape& s) {
     case VectorOp::kReduceSum:
     case VectorOp::kReduceMean:
       return 1;
+    case VectorOp::kReduceL2:
+      return 2;
     case VectorOp::kTranspose:
     case VectorOp::kConcat:
     case VectorOp::kGather:
@@ -170,6 +169,7 @@ int PerRowInstructions(const VectorShape& s) {
     case VectorOp::kReduceSum:
       return 2;
     case VectorOp::kReduceMean:
+    case VectorOp::kReduceL2:  // vcadd tail, broadcast, sqrt
       return 3;
     default:
       return 0;
@@ -305,7 +305,12 @@ Result<KernelEstimate> EstimateVectorPlanned(const VectorShape& s, const VectorT
           s.broadcast_inputs > 0 ? std::min(n, CeilDiv(s.broadcast_elements, s.broadcast_inputs)) : 0;
       k.read_l2_eq = s.broadcast_inputs * TransferEq(static_cast<double>(bcast_n * in_b), 1, false, soc);
       k.write_eq = TransferEq(static_cast<double>(n * out_b), 1, false, soc);
-      k.mte2_instrs = s.full_inputs + s.broadcast_inputs + (s.index_bytes > 0 || s.source_elements > 0 ? 1 : 0);
+      // A window op's share of x (its full_inputs outputs' worth) is one DMA instruction of
+      // strided bursts, DataCopy's blockCount: a [128, 1] window's rows pay one latency, not 128.
+      const bool windows =
+          s.op == VectorOp::kMaxPool || s.op == VectorOp::kAvgPool || s.op == VectorOp::kDepthwiseConv;
+      k.mte2_instrs = (windows ? 1 : s.full_inputs) + s.broadcast_inputs +
+                      (s.index_bytes > 0 || s.source_elements > 0 ? 1 : 0);
       k.mte3_instrs = 1;
       const VecCost v = VectorCost(n, c_b, VectorInstructionsPerElement(s), 0, 0, soc);
       k.vec_cycles = v.cycles;

@@ -19,8 +19,10 @@ namespace tunefleet {
 // Version of the simulator's timing model; part of every op key, so a model change
 // never serves stale tuning results.
 // 5: a vector op's HBM share follows the cores active in its last wave; 6: cube ops
-// write their output dtype (out_dtype), not always fp32.
-inline constexpr uint32_t kSimModelVersion = 6;
+// write their output dtype (out_dtype), not always fp32; 7: a pooling's or depthwise
+// convolution's tile reads its share of x in one DMA instruction (strided bursts), not one
+// per output's worth.
+inline constexpr uint32_t kSimModelVersion = 7;
 
 // int32 and int64 are index dtypes: a Gather's indices (an embedding's token ids) or an
 // integer attention mask, which no op computes on: a Gather reads them, a Cast turns them

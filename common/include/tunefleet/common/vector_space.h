@@ -27,7 +27,7 @@ enum class VectorFamily {
 enum class VectorOp {
   kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kSilu, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
   kDepthwiseConv, kGather, kResize, kPad, kHardSigmoid, kHardSwish, kSin, kCos,
-  kSoftmax, kLayerNorm, kRmsNorm, kInstanceNorm, kReduceSum, kReduceMean,
+  kSoftmax, kLayerNorm, kRmsNorm, kInstanceNorm, kReduceSum, kReduceMean, kReduceL2,
   kTranspose,
 };
 
@@ -63,6 +63,10 @@ struct VectorShape {
   // blends, 1 (nearest) or 4 (linear). Its input is counted as full_inputs inputs of the output's size (its
   // elements over the output's, rounded up: 4 for a 3x3 window at stride 2).
   int window = 0;
+  // AveragePool: whether it divides each window's sum (false with attrs.divisor_override 1,
+  // torch's avg_pool2d(divisor_override=1) and a ReduceSum over axes before the last: a
+  // sum pool, without the vmuls).
+  bool divides = true;
   // Compute-dtype buffers of one tile besides inputs and outputs (casts, intermediates).
   int temps = 0;
   // FusedElementwise (fused_space.h): the chain's ops in order, `op` then being kAdd;
@@ -87,6 +91,8 @@ struct VectorShape {
 // The per-channel weights a normalisation reads beside x, one row of cols each, resident
 // in UB for all rows: LayerNorm's gamma and beta (2), RmsNorm's gamma (1); 0 otherwise.
 int NormParams(const VectorShape& s);
+// A row-wise reduction (ReduceSum, ReduceMean, ReduceL2): one value a row, [rows, 1].
+bool IsReduce(const VectorShape& s);
 
 
 struct VectorTiling {
