@@ -14,8 +14,13 @@ Hugging Face's BertModel is:
 Inputs: input_ids, token_type_ids, attention_mask [batch, seq], int64; batch and seq are
 fixed at export (--batch 32, --seq 128). The weights' data is dropped after the export:
 tunefleet reads only their shapes, and the model stays small.
+--minilm writes examples/minilm_l6.onnx instead: sentence-transformers' all-MiniLM-L6-v2, the
+same encoder at 6 layers, hidden 384, 12 heads of 32 and FFN 1536, without the pooler,
+followed by sentence-transformers' mean pooling and normalisation:
+sum(x * mask, 1) / clamp(mask.sum(1), min=1e-9) with mask = attention_mask.unsqueeze(-1)
+.expand(x.size()).float(), then F.normalize(p=2, dim=1); output sentence_embedding [batch, 384].
 Run with Debian's python3-torch and python3-onnx:
-    /usr/bin/python3 scripts/make_bert_model_onnx.py [--batch 32] [--seq 128] [OUT]"""
+    /usr/bin/python3 scripts/make_bert_model_onnx.py [--batch 32] [--seq 128] [--minilm] [OUT]"""
 import argparse
 import io
 import math
@@ -25,6 +30,7 @@ import torch
 from onnx_weights import save_without_weights
 
 HIDDEN, HEADS, FFN, LAYERS, VOCAB, MAX_POSITIONS, TYPES, EPS = 768, 12, 3072, 12, 30522, 512, 2, 1e-12
+MINILM = {"HIDDEN": 384, "HEADS": 12, "FFN": 1536, "LAYERS": 6}  # all-MiniLM-L6-v2's BertModel config
 
 
 class Embeddings(torch.nn.Module):
@@ -67,11 +73,13 @@ class Layer(torch.nn.Module):
 
 
 class BertModel(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, sentence_embedding=False):
         super().__init__()
+        self.sentence_embedding = sentence_embedding
         self.embeddings = Embeddings()
         self.layer = torch.nn.ModuleList(Layer() for _ in range(LAYERS))
-        self.pooler = torch.nn.Linear(HIDDEN, HIDDEN)
+        if not sentence_embedding:
+            self.pooler = torch.nn.Linear(HIDDEN, HIDDEN)
 
     def forward(self, input_ids, token_type_ids, attention_mask):
         mask = attention_mask[:, None, None, :].to(torch.float32)
@@ -79,25 +87,36 @@ class BertModel(torch.nn.Module):
         x = self.embeddings(input_ids, token_type_ids)
         for layer in self.layer:
             x = layer(x, mask)
-        return torch.tanh(self.pooler(x[:, 0]))
+        if not self.sentence_embedding:
+            return torch.tanh(self.pooler(x[:, 0]))
+        # sentence-transformers' Pooling (mean tokens) and Normalize modules.
+        tokens = attention_mask.unsqueeze(-1).expand(x.size()).float()
+        mean = torch.sum(x * tokens, 1) / torch.clamp(tokens.sum(1), min=1e-9)
+        return torch.nn.functional.normalize(mean, p=2, dim=1)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("out", nargs="?", default="examples/bert_base.onnx")
+    ap.add_argument("--minilm", action="store_true", help="all-MiniLM-L6-v2 with mean pooling, normalised")
+    ap.add_argument("out", nargs="?")
     args = ap.parse_args()
+    if args.minilm:  # the modules read their sizes as module constants: set before they are built
+        globals().update(MINILM)
+    out = args.out or ("examples/minilm_l6.onnx" if args.minilm else "examples/bert_base.onnx")
     if args.seq > MAX_POSITIONS:
         ap.error(f"--seq {args.seq}: BERT has {MAX_POSITIONS} positions")
     torch.nn.Linear.reset_parameters = lambda self: None  # the weights' values are dropped: skip their init
     with torch.no_grad():
-        model = BertModel().eval()
+        model = BertModel(sentence_embedding=args.minilm).eval()
         ids = torch.zeros(args.batch, args.seq, dtype=torch.long)
         buf = io.BytesIO()
         torch.onnx.export(model, (ids, ids, torch.ones_like(ids)), buf, opset_version=17,
-                          input_names=["input_ids", "token_type_ids", "attention_mask"], output_names=["pooler_output"])
-    save_without_weights(onnx.load_from_string(buf.getvalue()), args.out, "bert_base", constants_too=True)
+                          input_names=["input_ids", "token_type_ids", "attention_mask"],
+                          output_names=["sentence_embedding" if args.minilm else "pooler_output"])
+    save_without_weights(onnx.load_from_string(buf.getvalue()), out, "minilm_l6" if args.minilm else "bert_base",
+                         constants_too=True)
 
 
 if __name__ == "__main__":

@@ -290,6 +290,18 @@ check_onnx_tune bert_model "$SRC/examples/bert_base.onnx" 274 \
   "^/embeddings/word_embeddings/Gather  Gather\[30522x768,int64:4096\]" \
   "^/embeddings/token_type_embeddings/Gather  Gather\[2x768,int64:4096\]" \
   "^/Cast  Cast\[int64:32x128\]{dst_type=float16}" "^/pooler/Gemm  Gemm\[32x768,768x768,768\]"
+# A sentence embedding model, all-MiniLM-L6-v2 (make_bert_model_onnx.py --minilm): the
+# masked sums over the sequence of sentence-transformers' mean pooling are sum pools (an
+# AveragePool dividing by 1), the int64 mask's Cast feeds them, and F.normalize's norm is a
+# ReduceL2 over the embedding; fuse makes each layer's attention a FlashAttention.
+check_onnx_tune minilm "$SRC/examples/minilm_l6.onnx" 149 \
+  "^/ReduceSum  AveragePool\[32x1x128x384\]{divisor_override=1,kernel_shape=128,1}@Ascend910B2  \[done\]" \
+  "^/ReduceSum_1  AveragePool\[32x1x128x384\]{divisor_override=1,kernel_shape=128,1}" \
+  "^/Cast_1  Cast\[int64:4096x384\]{dst_type=float16}" "^/ReduceL2  ReduceL2\[32x384\]@Ascend910B2  \[done\]"
+(cd "$OUT" && "$TF" fuse "$SRC/examples/minilm_l6.onnx" > minilm_fuse.txt) || fail "fuse minilm exited $?"
+grep -qF "149 -> 70 kernels" "$OUT/minilm_fuse.txt" || fail "fuse minilm: $(head -3 "$OUT/minilm_fuse.txt")"
+grep -qF "/layer.5/MatMul+/layer.5/Div+/layer.5/Add+/layer.5/Softmax+/layer.5/MatMul_1 (FlashAttention, scores Div,Add)" \
+  "$OUT/minilm_fuse.txt" || fail "fuse minilm: no FlashAttention for layer 5: $(grep -m3 Flash "$OUT/minilm_fuse.txt")"
 # U-Net with bilinear upsampling (scripts/make_unet_onnx.py): each decoder stage's
 # nn.Upsample is a Resize kernel to twice its input's size, joined to the encoder's
 # features by a Concat on the channels.
