@@ -41,7 +41,8 @@ constexpr const char* kSupported =
     "last axis (or written out: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta), "
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
     "Mul gamma), RoPE written out as HF's apply_rotary_pos_emb (x*cos + Concat(Neg(x[..., h:]), x[..., :h])*sin over "
-    "the whole last axis), Transpose, Cast, and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
+    "the whole last axis), Transpose, Cast, index arithmetic (Equal, Not, CumSum along the last axis, and Add, Sub, "
+    "Mul of int32 or int64: RoBERTa's position ids), and as views Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout, "
     "Expand (a broadcast, GQA's repeat_kv; its shape a constant, or arithmetic on constants only), Pad of zeros, Split and Slice "
     "(windows: a fused QKV's parts, a mask cut to length; constant bounds, step 1) and Gather of one constant index "
     "(a window: ViT's class token x[:, 0]), Gather of a 2-D table's rows by int32 or int64 indices (an embedding: "
@@ -244,7 +245,7 @@ bool KnownOp(const onnx::NodeProto& n) {
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose",
       "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad", "InstanceNormalization",
-      "HardSigmoid", "HardSwish", "Sin", "Cos", "GroupNormalization"};
+      "HardSigmoid", "HardSwish", "Sin", "Cos", "GroupNormalization", "Equal", "Not", "CumSum"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0 || IsReduce(n);
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -267,8 +268,6 @@ std::string UnknownOpMessage(const onnx::NodeProto& n, const std::string& where)
       {"ConstantOfShape", "shape arithmetic on a tensor's shape: export with fixed shapes and constant folding on "
                           "(arithmetic on constants only, such as GQA's repeat_kv writes, is folded)"},
       {"Range", "shape arithmetic: export with fixed shapes and constant folding on"},
-      {"Equal", "a mask or shape computed in the graph from a tensor: pass the mask as an input instead (bool for a "
-                "Where, or an additive float mask)"},
       {"Neg", "a negation (RoPE's rotate_half when it does not fold: x*cos + cat(-x[..., h:], x[..., :h])*sin over the "
               "whole last axis folds into one Rope)"},
   };
@@ -668,7 +667,8 @@ Status CopyPads2d(const onnx::NodeProto& n, const std::string& where, const std:
 }
 
 Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
-                          const std::map<std::string, TensorInfo>& info, int opset) {
+                          const std::map<std::string, TensorInfo>& info,
+                          const std::map<std::string, const onnx::TensorProto*>& constants, int opset) {
   const std::string& op = n.op_type();
   auto rank = [&](int i) -> size_t {
     auto it = i < n.input_size() ? info.find(n.input(i)) : info.end();
@@ -714,9 +714,27 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     if (g != 1 && !depthwise) c.attrs["groups"] = std::to_string(g);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Relu" || op == "Sigmoid" ||
              op == "Tanh" || op == "Exp" || op == "Silu" || op == "HardSigmoid" || op == "HardSwish" || op == "Sin" ||
-             op == "Cos") {  // Silu: ai.tunefleet, Folds::Silu's; HardSigmoid's alpha and beta leave its cost alone
+             op == "Cos" || op == "Equal" || op == "Not") {  // Silu: ai.tunefleet, Folds::Silu's; HardSigmoid's alpha
+                                                            // and beta leave its cost alone
     c.op = op;
     c.inputs = first(n.input_size());
+  } else if (op == "CumSum") {
+    // RoBERTa's position ids: torch.cumsum(mask, dim=1) of the [batch, seq] mask, a
+    // running sum along the last axis (vector_space.h).
+    const auto axis = n.input_size() == 2 && constants.count(n.input(1)) ? IntValues(*constants.at(n.input(1)))
+                                                                          : std::nullopt;
+    if (!axis || axis->size() != 1) return InvalidArgument(where + ": its axis must be a constant");
+    if (!last_axis((*axis)[0])) {
+      return InvalidArgument(fmt::format("{}: it sums along axis {} of {}; only a running sum along the last axis "
+                                         "is supported",
+                                         where, (*axis)[0], rank(0)));
+    }
+    if (IntAttr(n, "exclusive", 0) != 0 || IntAttr(n, "reverse", 0) != 0) {
+      return InvalidArgument(where + ": an exclusive or reverse running sum is not supported (torch.cumsum's is "
+                                     "neither)");
+    }
+    c.op = "CumSum";
+    c.inputs = first(1);
   } else if (op == "Resize") {
     // A feature pyramid's or U-Net's upsampling (torch's nn.Upsample, interpolate): over H
     // and W of NCHW to the size inference gives its output (from its scales or sizes).
@@ -1889,7 +1907,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       }
       continue;
     }
-    TF_ASSIGN_OR_RETURN(Converted c, Convert(n, where, info, opset));
+    TF_ASSIGN_OR_RETURN(Converted c, Convert(n, where, info, constant_values, opset));
     if (c.op == "Cast") {
       // A Cast to the dtype its input already has (PyTorch's .to() of a tensor of that
       // dtype, or float32 <-> float16 once float32 is run as float16) moves nothing: a view.
@@ -1911,12 +1929,14 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     }
     node.attrs = std::move(c.attrs);
     TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
-    if (node.op_type != kReshapeOp && (desc.dtype == "int32" || desc.dtype == "int64")) {
-      // Views of ids or of a mask pass them on; a kernel only reads them.
+    static const std::set<std::string> kIndexArithmetic = {kReshapeOp, "Add", "Sub", "Mul", "CumSum", "Cast"};
+    if (!kIndexArithmetic.count(node.op_type) && (desc.dtype == "int32" || desc.dtype == "int64")) {
+      // Views of ids or of a mask pass them on; index arithmetic computes on them.
       return InvalidArgument(where + ": its output '" + n.output(0) + "' is " + desc.dtype +
-                             ": integer arithmetic tunefleet has no kernel for (int32 and int64 tensors are graph "
-                             "inputs or constants, read by a Gather as its indices or cast to float; shape arithmetic "
-                             "on a tensor's shape: export with fixed shapes and constant folding on)");
+                             ": integer arithmetic tunefleet has no kernel for (int32 and int64 tensors are read by a "
+                             "Gather as its indices, cast, compared by Equal, and computed on by Add, Sub, Mul and "
+                             "CumSum, as RoBERTa's position ids are; shape arithmetic on a tensor's shape: export with "
+                             "fixed shapes and constant folding on)");
     }
     node.outputs.push_back({n.output(0), std::move(desc)});
     out.nodes.push_back(std::move(node));

@@ -92,6 +92,14 @@ struct OpInfo {
 // Temps: Gelu keeps x^3 / the exponent beside the output; Tanh keeps exp(2x)+1 for the
 // division; Softmax keeps exp(x - max) until the sum is known; LayerNorm keeps x - mean;
 // RmsNorm keeps x^2 for the sum.
+// Index arithmetic (RoBERTa's position ids from its token ids: ids.ne(pad), a cumsum over
+// the sequence, times the mask, plus pad): Add, Sub and Mul also compute on int32 and int64
+// (the vector unit's integer vadd and vmul, int64 at 8 bytes an element); Equal (ONNX's
+// Equal, CANN's Equal) compares two inputs of one dtype into a bool, int8, output; Not
+// (ONNX's Not, CANN's LogicalNot) negates a bool; Cast also turns a bool into int32 or
+// int64 and int32 and int64 into each other. CumSum (ONNX's CumSum, CANN's Cumsum) is
+// row-wise: the running sum along the last axis, of float or integer rows, as a scan of
+// ceil(log2(cols)) vadds of the row shifted by 1, 2, 4, ... (Hillis and Steele's).
 // ReduceL2 (ONNX's ReduceL2 over the last axis, torch's F.normalize's norm; CANN's LpNormV2
 // with p 2): sqrt of a row's sum of squares, [rows, 1]; its temp keeps x^2 for the sum.
 constexpr OpInfo kOps[] = {
@@ -107,6 +115,8 @@ constexpr OpInfo kOps[] = {
     {"HardSwish", VectorOp::kHardSwish, VectorFamily::kElementwise, 1, 1, false},
     {"Sin", VectorOp::kSin, VectorFamily::kElementwise, 1, 1, false},
     {"Cos", VectorOp::kCos, VectorFamily::kElementwise, 1, 1, false},
+    {"Equal", VectorOp::kEqual, VectorFamily::kElementwise, 2, 0, true},
+    {"Not", VectorOp::kNot, VectorFamily::kElementwise, 1, 0, true},
     {"Tanh", VectorOp::kTanh, VectorFamily::kElementwise, 1, 1, false},
     {"Exp", VectorOp::kExp, VectorFamily::kElementwise, 1, 0, false},
     {"Cast", VectorOp::kCast, VectorFamily::kElementwise, 1, 0, true},
@@ -128,8 +138,15 @@ constexpr OpInfo kOps[] = {
     {"ReduceSum", VectorOp::kReduceSum, VectorFamily::kRowwise, 1, 0, false},
     {"ReduceMean", VectorOp::kReduceMean, VectorFamily::kRowwise, 1, 0, false},
     {"ReduceL2", VectorOp::kReduceL2, VectorFamily::kRowwise, 1, 1, false},
+    {"CumSum", VectorOp::kCumSum, VectorFamily::kRowwise, 1, 0, false},
     {"Transpose", VectorOp::kTranspose, VectorFamily::kTranspose, 1, 0, true},
 };
+
+// The ops that also compute on int32 and int64 (index arithmetic; see above).
+bool ComputesOnIndices(VectorOp op) {
+  return op == VectorOp::kAdd || op == VectorOp::kSub || op == VectorOp::kMul || op == VectorOp::kEqual ||
+         op == VectorOp::kCumSum;
+}
 
 const OpInfo* FindOp(std::string_view name) {
   for (const OpInfo& o : kOps) {
@@ -147,8 +164,6 @@ Status CheckLastAxis(const OpKey& key, const char* attr, size_t rank) {
   return InvalidArgument(key.op_type + " attrs." + attr + "='" + v +
                          "': only the last axis is supported (-1 or " + N(static_cast<int64_t>(rank) - 1) + ")");
 }
-
-bool IsFloat(DType d) { return d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat32; }
 
 // Concat's attrs.axis (required; negative counts from the end) of its inputs' rank.
 Result<size_t> ConcatAxis(const OpKey& key) {
@@ -184,7 +199,8 @@ Status CheckCastPair(const OpKey& key, DType from, DType to) {
   auto is = [&](DType a, DType b) { return (from == a && to == b) || (from == b && to == a); };
   if (is(DType::kFloat16, DType::kFloat32) || is(DType::kBFloat16, DType::kFloat32) ||
       is(DType::kFloat16, DType::kBFloat16) || is(DType::kFloat16, DType::kInt8) ||
-      (IsIndexDType(from) && (to == DType::kFloat16 || to == DType::kFloat32))) {
+      (IsIndexDType(from) && (to == DType::kFloat16 || to == DType::kFloat32)) ||
+      ((from == DType::kInt8 || IsIndexDType(from)) && IsIndexDType(to))) {  // a bool or an index into an index
     return Status::Ok();
   }
   if (IsIndexDType(to)) {
@@ -583,11 +599,15 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   s.family = info->family;
   TF_ASSIGN_OR_RETURN(s.dtype, ParseDType(key.inputs[data].dtype));
   s.out_dtype = s.dtype;
-  if (IsIndexDType(s.dtype) && s.op != VectorOp::kCast) {  // a Cast's is said with its dst_type
+  // A Cast's is said with its dst_type.
+  if (IsIndexDType(s.dtype) && s.op != VectorOp::kCast && !ComputesOnIndices(s.op)) {
     return InvalidArgument(op + " input " + N(static_cast<int64_t>(data)) + " dtype " + key.inputs[data].dtype +
                            ": " + kIndexDTypeRule + "; use float16, bfloat16, float32" + (info->int8_ok ? " or int8" : ""));
   }
-  if (!IsFloat(s.dtype) && !info->int8_ok) {
+  if (s.op == VectorOp::kNot && s.dtype != DType::kInt8) {
+    return InvalidArgument("Not input 0 dtype " + key.inputs[0].dtype + ": Not negates a bool; declare it int8");
+  }
+  if (s.dtype == DType::kInt8 && !info->int8_ok) {
     return InvalidArgument(op + " input " + N(static_cast<int64_t>(data)) +
                            " dtype int8 is not supported (use float16, bfloat16 or float32)");
   }
@@ -692,6 +712,7 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
       } else {
         SetCompute(s, info->inputs);
       }
+      if (s.op == VectorOp::kEqual) s.out_dtype = DType::kInt8;  // a bool an element
       return s;
     }
     case VectorFamily::kRowwise: {

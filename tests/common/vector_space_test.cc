@@ -40,7 +40,7 @@ using VectorSpace = VectorSpaceTest;
 TEST_F(VectorSpace, EveryVectorOpIsTunable) {
   std::vector<std::string> tunable = TunableOpTypes();
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "Cast",
-                         "FusedMulAdd", "Rope", "Where", "HardSigmoid", "HardSwish", "Sin", "Cos", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Resize", "Pad", "Softmax", "LayerNorm", "RmsNorm", "InstanceNorm", "ReduceSum", "ReduceMean",
+                         "FusedMulAdd", "Rope", "Where", "HardSigmoid", "HardSwish", "Sin", "Cos", "Concat", "MaxPool", "AveragePool", "Clip", "DepthwiseConv2D", "Gather", "Resize", "Pad", "Softmax", "LayerNorm", "RmsNorm", "InstanceNorm", "ReduceSum", "ReduceMean", "ReduceL2", "CumSum", "Equal", "Not",
                          "Transpose"}) {
     EXPECT_NE(std::find(tunable.begin(), tunable.end(), op), tunable.end()) << op;
     EXPECT_TRUE(IsVectorOpType(op)) << op;
@@ -236,9 +236,10 @@ TEST_F(VectorSpace, GatherPicksTableRowsByIntegerIndicesAndNoOtherOpTakesIndices
             std::string::npos);
   EXPECT_NE(KeyError(test_support::TestKey("Gather", {TensorDesc{{100, 64}}})).find("exactly 2 inputs"),
             std::string::npos);
-  EXPECT_NE(KeyError(Key("Add", {{4, 8}, {4, 8}}, "int64"))
-                .find("Add input 0 dtype int64: int32 and int64 are only read, as a Gather's indices or by a Cast to "
-                      "float16 or float32 (an attention mask); use float16, bfloat16, float32 or int8"),
+  EXPECT_NE(KeyError(Key("Div", {{4, 8}, {4, 8}}, "int64"))
+                .find("Div input 0 dtype int64: int32 and int64 are a Gather's indices, cast, compared by Equal and "
+                      "computed on by Add, Sub, Mul and CumSum (index arithmetic: position ids) only; use float16, "
+                      "bfloat16, float32"),
             std::string::npos);
   // An int64 attention mask is cast to float (BERT's extended mask): int64 has no vconv to
   // float16, so that one goes through float32.
@@ -251,7 +252,7 @@ TEST_F(VectorSpace, GatherPicksTableRowsByIntegerIndicesAndNoOtherOpTakesIndices
   ASSERT_TRUE(mask32.ok()) << mask32.status().ToString();
   EXPECT_EQ(mask32->temps, 0) << "one vconv";
   EXPECT_NE(KeyError(Key("Cast", {{4, 8}}, "float16", {{"dst_type", "int64"}}))
-                .find("cannot cast float16 to int64: int32 and int64 are only read"),
+                .find("cannot cast float16 to int64: int32 and int64 are a Gather's indices"),
             std::string::npos);
   EXPECT_NE(KeyError(Key("Cast", {{4, 8}}, "int32", {{"dst_type", "int8"}})).find("int32 or int64 -> float16 or float32"),
             std::string::npos);
@@ -261,7 +262,7 @@ TEST_F(VectorSpace, GatherPicksTableRowsByIntegerIndicesAndNoOtherOpTakesIndices
   EXPECT_NE(KeyError(Key("Conv2D", {{1, 16, 8, 8}, {16, 16, 3, 3}}, "int64")).find("not int64"), std::string::npos);
   EXPECT_NE(KeyError(test_support::TestKey("FusedElementwise", test_support::Inputs({{4, 8}, {4, 8}}, "int32"),
                                            {{"ops", "Add"}}))
-                .find("FusedElementwise input 0 dtype int32: int32 and int64 are only read"),
+                .find("FusedElementwise input 0 dtype int32: int32 and int64 are a Gather's indices"),
             std::string::npos);
 }
 

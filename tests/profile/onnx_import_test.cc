@@ -815,8 +815,8 @@ TEST(OnnxImport, AGatherOfOneConstantIndexIsAWindowView) {
 // A whole model's export starts at its token ids: torch's nn.Embedding is a Gather of the
 // table's rows by int64 ids, here word embeddings [1000, 64] by ids [4, 16], added to x.
 // It runs as a Gather kernel, the ids are an int64 input copied to the device at 8 bytes
-// each, and one key serves any layout of the ids. An int64 tensor read by anything but a
-// Gather is refused naming the node (position ids computed from the ids).
+// each, and one key serves any layout of the ids. Integer arithmetic other than index
+// arithmetic (a Div of the ids) is refused naming the node.
 TEST(OnnxImport, AnEmbeddingLookupByTokenIdsIsAGatherKernel) {
   testing::ScratchDir dir;
   int file = 0;
@@ -826,8 +826,8 @@ TEST(OnnxImport, AnEmbeddingLookupByTokenIdsIsAGatherKernel) {
                             AddInput(g, "ids", {4, 16}, ids_type);
                             AddWeight(g, "wte", {1000, 64});
                             std::string ids = "ids";
-                            if (arithmetic_on_ids) {  // HF's position ids from a mask: a cumsum, here an Add
-                              AddNode(n, "Add", {"ids", "ids"}, "pos", "position.ids");
+                            if (arithmetic_on_ids) {  // no kernel divides indices
+                              AddNode(n, "Div", {"ids", "ids"}, "pos", "position.ids");
                               ids = "pos";
                             }
                             AddNode(n, "Gather", {"wte", ids}, "tok", "embed");
@@ -858,10 +858,63 @@ TEST(OnnxImport, AnEmbeddingLookupByTokenIdsIsAGatherKernel) {
   ASSERT_TRUE(int32.ok()) << Message(int32);
   EXPECT_EQ(int32->FindTensor("ids")->desc.dtype, "int32");
   const std::string arithmetic = Message(load(onnx::TensorProto::INT64, true));
-  EXPECT_NE(arithmetic.find("node 'position.ids' (Add): its output 'pos' is int64: integer arithmetic tunefleet has no "
+  EXPECT_NE(arithmetic.find("node 'position.ids' (Div): its output 'pos' is int64: integer arithmetic tunefleet has no "
                             "kernel for"),
             std::string::npos)
       << arithmetic;
+}
+
+// RoBERTa's position ids as Hugging Face computes them from the token ids (padding_idx 1):
+// mask = ids.ne(1).int(); (torch.cumsum(mask, dim=1) * mask).long() + 1, then a Gather of the
+// position table by them. Each step is a vector kernel of index arithmetic: Equal into a
+// bool, Not, the Casts between bool, int32 and int64, a CumSum along the sequence, the int32
+// Mul and the int64 Add. A CumSum along another axis, exclusive or reversed, is refused.
+TEST(OnnxImport, RobertasPositionIdsAreIndexArithmeticKernels) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](int64_t axis, const char* flag) {
+    return LoadChainModel(dir.Path("roberta" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "ids", {4, 16}, onnx::TensorProto::INT64);
+                            AddWeight(g, "wpe", {514, 64});
+                            AddInts(g, "pad", {1});
+                            AddInts(g, "axis", {axis});
+                            AddNode(n, "Equal", {"ids", "pad"}, "is_pad", "pos.eq");
+                            AddNode(n, "Not", {"is_pad"}, "not_pad", "pos.not");
+                            WithInt(AddNode(n, "Cast", {"not_pad"}, "mask", "pos.mask"), "to", onnx::TensorProto::INT32);
+                            auto* sum = AddNode(n, "CumSum", {"mask", "axis"}, "running", "pos.cumsum");
+                            if (flag) WithInt(sum, flag, 1);
+                            AddNode(n, "Mul", {"running", "mask"}, "masked", "pos.mul");
+                            WithInt(AddNode(n, "Cast", {"masked"}, "long", "pos.long"), "to", onnx::TensorProto::INT64);
+                            AddNode(n, "Add", {"long", "pad"}, "pos", "pos.add");
+                            AddNode(n, "Gather", {"wpe", "pos"}, "emb", "pos.embed");
+                            AddNode(n, "Add", {"emb", "x"}, "y", "sum");
+                          });
+  };
+  auto g = load(1, nullptr);
+  ASSERT_TRUE(g.ok()) << Message(g);
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
+  EXPECT_EQ(keys["pos.eq"], "Equal[int64:4x16,int64:1]@Ascend910B2");
+  EXPECT_EQ(keys["pos.not"], "Not[int8:4x16]@Ascend910B2");
+  EXPECT_EQ(keys["pos.mask"], "Cast[int8:4x16]{dst_type=int32}@Ascend910B2");
+  EXPECT_EQ(keys["pos.cumsum"], "CumSum[int32:4x16]@Ascend910B2");
+  EXPECT_EQ(keys["pos.mul"], "Mul[int32:4x16,int32:4x16]@Ascend910B2");
+  EXPECT_EQ(keys["pos.long"], "Cast[int32:4x16]{dst_type=int64}@Ascend910B2");
+  EXPECT_EQ(keys["pos.add"], "Add[int64:4x16,int64:1]@Ascend910B2");
+  EXPECT_EQ(keys["pos.embed"], "Gather[514x64,int64:64]@Ascend910B2");
+  const std::string other_axis = Message(load(0, nullptr));
+  EXPECT_NE(other_axis.find("node 'pos.cumsum' (CumSum): it sums along axis 0 of 2; only a running sum along the last "
+                            "axis is supported"),
+            std::string::npos)
+      << other_axis;
+  for (const char* flag : {"exclusive", "reverse"}) {
+    const std::string refused = Message(load(-1, flag));
+    EXPECT_NE(refused.find("node 'pos.cumsum' (CumSum): an exclusive or reverse running sum is not supported"),
+              std::string::npos)
+        << refused;
+  }
 }
 
 // BERT's extended attention mask as a whole model's export computes it from its int64
@@ -1755,7 +1808,8 @@ TEST(OnnxImport, GroupedKeyValueHeadsExpandAsAViewAfterTheirShapeArithmeticFolds
             std::string::npos)
       << Message(computed);
   // Arithmetic that overflows is not folded (INT64_MIN / -1 trapped the process): the node
-  // stays, and is refused by name like any other.
+  // stays, refused by name (Div), or an index arithmetic kernel whose output the Reshape,
+  // then, cannot take as its shape.
   for (const char* op : {"Div", "Mul", "Add", "Sub"}) {
     auto overflow = load([&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
       const bool sub = std::string(op) == "Sub";
@@ -1765,7 +1819,9 @@ TEST(OnnxImport, GroupedKeyValueHeadsExpandAsAViewAfterTheirShapeArithmeticFolds
       AddNode(n, op, {"big", "by"}, "shape", "big.arith");
       AddNode(n, "Reshape", {"x", "shape"}, "y", "view");
     });
-    EXPECT_NE(Message(overflow).find("node 'big.arith'"), std::string::npos) << op << ": " << Message(overflow);
+    EXPECT_NE(Message(overflow).find(std::string(op) == "Div" ? "node 'big.arith'" : "node 'view' (Reshape)"),
+              std::string::npos)
+        << op << ": " << Message(overflow);
   }
 }
 

@@ -142,6 +142,12 @@ TEST_F(VectorModel, NoConfigOfAnyVectorOpBeatsItsRoofline) {
       Key("RmsNorm", {{8, 40000}, {40000}}, "float32"),
       Key("ReduceMean", {{8, 70000}}, "float32"),
       Key("ReduceL2", {{8, 70000}}, "float32"),
+      Key("CumSum", {{8, 70000}}, "float32"),  // a running sum: one pass over the chunks
+      Key("CumSum", {{32, 128}}, "int32"),
+      Key("Equal", {{32, 128}, {1}}, "int64"),
+      Key("Not", {{32, 128}}, "int8"),
+      Key("Add", {{4096}, {4096}}, "int64"),
+      Key("Mul", {{4096}, {4096}}, "int32"),
       Key("Add", {{300, 77}, {77}}),
       Key("Mul", {{1}, {4096, 10}}, "float32"),
       Key("Add", {{1000, 33}, {1000, 33}}, "int8"),
@@ -340,6 +346,12 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
             9)
       << "a sum pool: no vmuls";
   EXPECT_EQ(count(Key("ReduceL2", {{4, 16}})), 2) << "vmul (square), running vadd";
+  EXPECT_EQ(count(Key("Equal", {{16}, {1}}, "int64")), 2) << "vcmp into a mask, vsel";
+  EXPECT_EQ(count(Key("Not", {{16}}, "int8")), 3) << "vnot between the int8 op's two vconvs through fp16";
+  EXPECT_EQ(count(Key("Add", {{16}, {16}}, "int32")), 1) << "the integer vadd, no casts";
+  EXPECT_EQ(count(Key("CumSum", {{4, 16}}, "int32")), 4) << "a scan: shifted by 1, 2, 4, 8";
+  EXPECT_EQ(count(Key("CumSum", {{4, 128}}, "int32")), 7);
+  EXPECT_EQ(count(Key("CumSum", {{4, 100}})), 7) << "ceil(log2(100))";
   EXPECT_EQ(count(Key("MaxPool", {{1, 1, 8, 8}}, "float16", {{"kernel_shape", "2,2"}, {"strides", "2"}})), 4);
   EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}})), 9) << "a vmla per window element";
   EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}, {4}})), 10) << "and a vadd of the bias";

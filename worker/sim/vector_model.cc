@@ -48,6 +48,10 @@ constexpr int64_t kMaxRepeats = 255;
 //     rstd, vmul gamma, vadd beta = 7.
 //   RmsNorm (row fits UB): vmul (square), vadd (sum), vmul rstd, vmul gamma = 4.
 //   ReduceSum/ReduceMean: one running vadd. ReduceL2: vmul (square), running vadd = 2.
+//   Equal: vcmp into a mask, vsel of 1 or 0 = 2. Not: vnot = 1 (and, as any int8 op, a vconv
+//     to fp16 and one back). Add/Sub/Mul of int32 or
+//     int64: one, as of floats (an int64 element is 8 bytes of the 256-byte repeat).
+//   CumSum: a scan of the row, ceil(log2(cols)) vadds of it shifted by 1, 2, 4, ...
 int OpInstructions(const VectorShape& s);
 
 // Ops applied in turn to the running value in UB (a FusedElementwise chain, a depthwise
@@ -119,6 +123,15 @@ int OpInstructions(const VectorShape& s) {
       return 1;
     case VectorOp::kReduceL2:
       return 2;
+    case VectorOp::kEqual:
+      return 2;
+    case VectorOp::kNot:
+      return 1;
+    case VectorOp::kCumSum: {
+      int steps = 0;
+      while ((int64_t{1} << steps) < s.cols) ++steps;
+      return std::max(1, steps);
+    }
     case VectorOp::kTranspose:
     case VectorOp::kConcat:
     case VectorOp::kGather:

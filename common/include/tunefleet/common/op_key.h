@@ -24,9 +24,11 @@ namespace tunefleet {
 // per output's worth.
 inline constexpr uint32_t kSimModelVersion = 7;
 
-// int32 and int64 are index dtypes: a Gather's indices (an embedding's token ids) or an
-// integer attention mask, which no op computes on: a Gather reads them, a Cast turns them
-// into float16 or float32, and every other op refuses them (IsIndexDType).
+// int32 and int64 are index dtypes: a Gather's indices (an embedding's token ids), an
+// integer attention mask, or the position ids computed from them (RoBERTa's): a Gather
+// reads them, a Cast turns them into float16, float32 or the other index dtype, Equal
+// compares them, Add, Sub, Mul and CumSum compute on them (index arithmetic), and every
+// other op refuses them (IsIndexDType).
 enum class DType { kFloat16, kBFloat16, kFloat32, kInt8, kInt32, kInt64 };
 Result<DType> ParseDType(std::string_view name);
 std::string_view DTypeName(DType dtype);
@@ -34,7 +36,8 @@ int DTypeBytes(DType dtype);
 inline bool IsIndexDType(DType dtype) { return dtype == DType::kInt32 || dtype == DType::kInt64; }
 // What the ops that refuse an index dtype say about it.
 inline constexpr const char* kIndexDTypeRule =
-    "int32 and int64 are only read, as a Gather's indices or by a Cast to float16 or float32 (an attention mask)";
+    "int32 and int64 are a Gather's indices, cast, compared by Equal and computed on by Add, Sub, Mul and CumSum "
+    "(index arithmetic: position ids) only";
 
 struct TensorDesc {
   std::vector<int64_t> shape;

@@ -26,8 +26,8 @@ enum class VectorFamily {
 
 enum class VectorOp {
   kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kSilu, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
-  kDepthwiseConv, kGather, kResize, kPad, kHardSigmoid, kHardSwish, kSin, kCos,
-  kSoftmax, kLayerNorm, kRmsNorm, kInstanceNorm, kReduceSum, kReduceMean, kReduceL2,
+  kDepthwiseConv, kGather, kResize, kPad, kHardSigmoid, kHardSwish, kSin, kCos, kEqual, kNot,
+  kSoftmax, kLayerNorm, kRmsNorm, kInstanceNorm, kReduceSum, kReduceMean, kReduceL2, kCumSum,
   kTranspose,
 };
 
