@@ -19,6 +19,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "tunefleet/common/vector_space.h"
+
 #include "onnx_const_fold.h"
 #include "onnx_util.h"
 #include "window_attrs.h"
@@ -714,8 +716,8 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     if (g != 1 && !depthwise) c.attrs["groups"] = std::to_string(g);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Relu" || op == "Sigmoid" ||
              op == "Tanh" || op == "Exp" || op == "Silu" || op == "HardSigmoid" || op == "HardSwish" || op == "Sin" ||
-             op == "Cos" || op == "Equal" || op == "Not") {  // Silu: ai.tunefleet, Folds::Silu's; HardSigmoid's alpha
-                                                            // and beta leave its cost alone
+             op == "Cos" || op == "Equal" || op == "Not") {
+    // Silu is ai.tunefleet's (Folds::Silu's); HardSigmoid's alpha and beta leave its cost alone.
     c.op = op;
     c.inputs = first(n.input_size());
   } else if (op == "CumSum") {
@@ -1929,14 +1931,14 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     }
     node.attrs = std::move(c.attrs);
     TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
-    static const std::set<std::string> kIndexArithmetic = {kReshapeOp, "Add", "Sub", "Mul", "CumSum", "Cast"};
-    if (!kIndexArithmetic.count(node.op_type) && (desc.dtype == "int32" || desc.dtype == "int64")) {
-      // Views of ids or of a mask pass them on; index arithmetic computes on them.
+    // Views of ids or of a mask pass them on, a Cast converts them, and index arithmetic
+    // (vector_space.h) computes on them; any other integer result has no kernel.
+    const bool yields_indices = node.op_type == kReshapeOp || node.op_type == "Cast" || ComputesOnIndices(node.op_type);
+    if (!yields_indices && (desc.dtype == "int32" || desc.dtype == "int64")) {
       return InvalidArgument(where + ": its output '" + n.output(0) + "' is " + desc.dtype +
-                             ": integer arithmetic tunefleet has no kernel for (int32 and int64 tensors are read by a "
-                             "Gather as its indices, cast, compared by Equal, and computed on by Add, Sub, Mul and "
-                             "CumSum, as RoBERTa's position ids are; shape arithmetic on a tensor's shape: export with "
-                             "fixed shapes and constant folding on)");
+                             ": integer arithmetic tunefleet has no kernel for (" + kIndexDTypeRule +
+                             "; shape arithmetic on a tensor's shape: export with fixed "
+                             "shapes and constant folding on)");
     }
     node.outputs.push_back({n.output(0), std::move(desc)});
     out.nodes.push_back(std::move(node));

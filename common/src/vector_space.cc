@@ -515,6 +515,11 @@ const std::vector<std::string>& VectorOpTypes() {
 
 bool IsVectorOpType(std::string_view op_type) { return FindOp(op_type) != nullptr; }
 
+bool ComputesOnIndices(std::string_view op_type) {
+  const OpInfo* info = FindOp(op_type);
+  return info != nullptr && ComputesOnIndices(info->op);
+}
+
 bool IsUnaryEpilogueOp(std::string_view op_type) {
   for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "HardSigmoid", "HardSwish"}) {
     if (op_type == op) return true;

@@ -241,6 +241,11 @@ TEST_F(VectorSpace, GatherPicksTableRowsByIntegerIndicesAndNoOtherOpTakesIndices
                       "computed on by Add, Sub, Mul and CumSum (index arithmetic: position ids) only; use float16, "
                       "bfloat16, float32"),
             std::string::npos);
+  // The one list of the ops that compute on indices, which the ONNX import also asks.
+  for (const char* op : {"Add", "Sub", "Mul", "Equal", "CumSum"}) EXPECT_TRUE(ComputesOnIndices(op)) << op;
+  for (const char* op : {"Div", "Not", "Cast", "Softmax", "MatMul", "NoSuchOp"}) {
+    EXPECT_FALSE(ComputesOnIndices(op)) << op;
+  }
   // An int64 attention mask is cast to float (BERT's extended mask): int64 has no vconv to
   // float16, so that one goes through float32.
   auto mask = VectorShapeFromOpKey(Key("Cast", {{4, 16}}, "int64", {{"dst_type", "float16"}}));

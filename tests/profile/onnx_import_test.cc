@@ -862,6 +862,7 @@ TEST(OnnxImport, AnEmbeddingLookupByTokenIdsIsAGatherKernel) {
                             "kernel for"),
             std::string::npos)
       << arithmetic;
+  EXPECT_NE(arithmetic.find(kIndexDTypeRule), std::string::npos) << "the vector ops' one rule: " << arithmetic;
 }
 
 // RoBERTa's position ids as Hugging Face computes them from the token ids (padding_idx 1):

@@ -34,6 +34,9 @@ enum class VectorOp {
 // The op types handled here, in a stable order ("Add", ..., "Transpose").
 const std::vector<std::string>& VectorOpTypes();
 bool IsVectorOpType(std::string_view op_type);
+// The vector ops that also compute on int32 and int64 (index arithmetic: Add, Sub, Mul,
+// Equal, CumSum); every other op refuses them with kIndexDTypeRule, and Cast converts them.
+bool ComputesOnIndices(std::string_view op_type);
 // The unary element-wise ops a fused op may apply to its value in UB: Relu, Clip, Gelu,
 // Sigmoid, Silu, Tanh, Exp, HardSigmoid, HardSwish (a DepthwiseConv2D's whole epilogue, a
 // chain's unary steps).
