@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,9 @@
 
 namespace tunefleet::cli {
 namespace {
+
+// Candidates timed at once: one a hardware thread (the report is the same for any count).
+int FuseThreads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 void PrintText(const profile::FusionReport& r, const std::string& written, const FuseCommand& f, bool model_training) {
   fmt::print("model {} on {}{}: {} of {} fusion chains fused, {} of {} transposes folded, {} -> {} kernels\n", r.model,
@@ -150,7 +154,7 @@ Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, co
   TF_RETURN_IF_ERROR(FusedOutput(model, out, "--fused-out", ExistingDefault::kCheckLater).status());
   auto report = [&] {
     TerminationWatcher stop(ExitInterrupted);  // nothing is submitted yet
-    return profile::ChooseFusions(m.graph, *m.soc);
+    return profile::ChooseFusions(m.graph, *m.soc, FuseThreads());
   }();
   if (!report.ok()) return report.status().WithContext(model);
   const std::string text = GraphText(report->fused);
@@ -174,7 +178,7 @@ int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
   // --training measures training steps; the written graph keeps the file's own setting.
   Graph graph = model->graph;
   if (f.training) graph.training = true;
-  auto report = profile::ChooseFusions(graph, *model->soc);
+  auto report = profile::ChooseFusions(graph, *model->soc, FuseThreads());
   if (!report.ok()) return Fail(report.status().WithContext(f.model));
   Graph fused = report->fused;
   fused.training = model->graph.training;

@@ -529,13 +529,27 @@ Status CheckSliceView(const GraphNode& node, const NamedTensor& in, const std::s
 
 }  // namespace
 
-Status ValidateGraphOps(const Graph& graph, const SocSpec& soc) { return ValidateGraphOps(GraphIndex(graph), soc); }
+const OpChecks::Facts& OpChecks::Of(const OpKey& key, const SocSpec& soc) {
+  auto [it, fresh] = facts_.try_emplace(soc.name + '\n' + key.Canonical());
+  if (fresh) {
+    Facts& f = it->second;
+    f.problem = MakeTuningProblem(key, soc).status();
+    if (auto written = WrittenDType(key); written.ok()) f.written = *written;
+    f.elements = OutputElements(key);
+  }
+  return it->second;
+}
 
-Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc) {
+Status ValidateGraphOps(const Graph& graph, const SocSpec& soc, OpChecks* checks) {
+  return ValidateGraphOps(GraphIndex(graph), soc, checks);
+}
+
+Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc, OpChecks* checks) {
   const Graph& graph = index.graph();
-  // Each op key's tuning problem built once: a model repeats its layers, and building
-  // one searches the op's default tiling.
-  std::unordered_map<std::string, Status> checked;
+  // Each op key checked once: a model repeats its layers, and building a tuning problem
+  // searches the op's default tiling.
+  OpChecks own;
+  OpChecks& known = checks ? *checks : own;
   for (const auto& node : graph.nodes) {
     if (node.IsView()) {
       const NamedTensor* in = node.inputs.empty() ? nullptr : index.FindTensor(node.inputs[0]);
@@ -576,23 +590,22 @@ Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc) {
             node.name, node.op_type, out.name, node.op_type));
       }
     }
-    auto [known, fresh] = checked.try_emplace(key.Canonical());
-    if (fresh) known->second = MakeTuningProblem(key, soc).status();
-    if (!known->second.ok()) return known->second.WithContext("node '" + node.name + "' (" + node.op_type + ")");
+    const OpChecks::Facts& facts = known.Of(key, soc);
+    if (!facts.problem.ok()) return facts.problem.WithContext("node '" + node.name + "' (" + node.op_type + ")");
     // The declared output sizes the D2H copies, the consumers' reads and peak memory: one
     // that is not what the op writes would make every one of them silently wrong.
     // So does its dtype: a declaration that is not what the op writes would size them too.
-    if (auto written = WrittenDType(key); written.ok() && written->has_value()) {
+    if (facts.written) {
       auto declared = ParseDType(out.desc.dtype);
-      if (declared.ok() && *declared != **written) {
+      if (declared.ok() && *declared != *facts.written) {
         return InvalidArgument(fmt::format(
             "node '{}' ({}): output '{}' is declared {}, but the op writes {}{}", node.name, node.op_type, out.name,
-            out.desc.dtype, DTypeName(**written),
+            out.desc.dtype, DTypeName(*facts.written),
             node.attrs.contains("out_dtype") ? "; make attrs.out_dtype and the declaration agree, or leave the attr out"
                                              : "; fix the declaration"));
       }
     }
-    const std::optional<int64_t> writes = OutputElements(key);
+    const std::optional<int64_t>& writes = facts.elements;
     if (writes && Elements(node.outputs[0].desc) != *writes) {
       return InvalidArgument(fmt::format("node '{}' ({}): output '{}' has {} elements, but the op writes {}; fix its shape",
                                          node.name, node.op_type, node.outputs[0].name, Elements(node.outputs[0].desc),

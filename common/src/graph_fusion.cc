@@ -331,7 +331,8 @@ std::string FusedEpilogue(const Graph& graph, const Fusion& fusion) {
   return ops;
 }
 
-Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusions, const SocSpec& soc) {
+Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusions, const SocSpec& soc,
+                           OpChecks* checks) {
   std::vector<bool> removed(graph.nodes.size(), false);
   std::vector<std::vector<GraphNode>> replacement(graph.nodes.size());  // views of operands, then the fused node
   for (const Fusion& f : fusions) {
@@ -428,7 +429,7 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
       out.nodes.push_back(graph.nodes[i]);
     }
   }
-  TF_RETURN_IF_ERROR(ValidateGraphOps(out, soc));
+  TF_RETURN_IF_ERROR(ValidateGraphOps(out, soc, checks));
   return out;
 }
 
@@ -578,7 +579,8 @@ std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusio
   return ops;
 }
 
-Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<AttentionFusion>& fusions, const SocSpec& soc) {
+Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<AttentionFusion>& fusions, const SocSpec& soc,
+                                    OpChecks* checks) {
   std::vector<bool> removed(graph.nodes.size(), false);
   std::vector<std::optional<GraphNode>> replacement(graph.nodes.size());
   for (const AttentionFusion& a : fusions) {
@@ -615,7 +617,7 @@ Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<Attent
       out.nodes.push_back(graph.nodes[i]);
     }
   }
-  TF_RETURN_IF_ERROR(ValidateGraphOps(out, soc));
+  TF_RETURN_IF_ERROR(ValidateGraphOps(out, soc, checks));
   return out;
 }
 
@@ -637,7 +639,8 @@ std::vector<TransposeFold> FindTransposeFolds(const Graph& graph) {
 
 std::string TransposeFlag(const GraphNode&, int input) { return kFlagNames[input == 0 ? 0 : 1][0]; }
 
-Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<TransposeFold>& folds, const SocSpec& soc) {
+Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<TransposeFold>& folds, const SocSpec& soc,
+                                  OpChecks* checks) {
   Graph out = graph;
   std::vector<bool> removed(graph.nodes.size(), false);
   for (const TransposeFold& f : folds) {
@@ -664,7 +667,7 @@ Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<Transpos
     if (!removed[i]) kept.push_back(std::move(out.nodes[i]));
   }
   out.nodes = std::move(kept);
-  TF_RETURN_IF_ERROR(ValidateGraphOps(out, soc));
+  TF_RETURN_IF_ERROR(ValidateGraphOps(out, soc, checks));
   return out;
 }
 

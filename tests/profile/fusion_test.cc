@@ -485,6 +485,26 @@ TEST(ChooseFusions, TheBertLayerFusesEveryChainAndRunsAShorterStep) {
   EXPECT_DOUBLE_EQ(j["model_baseline_performance(ms)"].get<double>(), r->baseline_us / 1000);
 }
 
+// Candidates timed on several threads give the report and the fused graph of one thread:
+// each candidate is timed alone and writes only its own result.
+TEST(ChooseFusions, TheReportIsTheSameOnAnyNumberOfThreads) {
+  for (const char* example : {"bert_base_layer.json", "resnet50_block.json"}) {
+    for (bool training : {false, true}) {
+      Graph g = testing::LoadExample(example);
+      g.training = training;
+      auto one = ChooseFusions(g, testing::Soc910B2(), 1);
+      ASSERT_TRUE(one.ok()) << one.status().ToString();
+      EXPECT_GT(one->Applied(), 0u) << example;
+      for (int threads : {2, 5}) {
+        auto many = ChooseFusions(g, testing::Soc910B2(), threads);
+        ASSERT_TRUE(many.ok()) << many.status().ToString();
+        EXPECT_EQ(many->ToJson(), one->ToJson()) << example << " training " << training << " threads " << threads;
+        EXPECT_EQ(GraphToJson(many->fused), GraphToJson(one->fused)) << example << " threads " << threads;
+      }
+    }
+  }
+}
+
 TEST(ChooseFusions, WhereTwoChainsMeetTheOneThatSavesMoreTakesTheSharedNode) {
   const Graph g = testing::LoadExample("resnet50_block.json");
   auto r = ChooseFusions(g, testing::Soc910B2());

@@ -60,6 +60,35 @@ TEST(GraphModel, ACubeNodeWritesTheDtypeItsOutputDeclares) {
       << s.message();
 }
 
+// OpChecks carries what ValidateGraphOps learnt of each op key from one graph to the next
+// (fuse validates hundreds of variants of one graph): a key is learnt once, and a refusal
+// learnt under one node's name is reported under the next node's.
+TEST(GraphModel, OpChecksLearnEachKeyOnceAndReportTheNodeAtHand) {
+  auto j = TwoOpGraph();
+  auto g = GraphFromJson(j);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  OpChecks checks;
+  ASSERT_TRUE(ValidateGraphOps(*g, testing::Soc910B2(), &checks).ok());
+  const size_t learnt = checks.size();
+  EXPECT_EQ(learnt, 2u) << "the MatMul and the op after it";
+  ASSERT_TRUE(ValidateGraphOps(*g, testing::Soc910B2(), &checks).ok());
+  EXPECT_EQ(checks.size(), learnt) << "nothing new to learn";
+  // The declared dtype the key's facts contradict, under two names in turn.
+  j["nodes"][0]["attrs"] = {{"out_dtype", "float16"}};
+  j["nodes"][0]["outputs"][0]["dtype"] = "float32";
+  for (const std::string name : {"mm", "renamed"}) {
+    j["nodes"][0]["name"] = name;
+    auto bad = GraphFromJson(j);
+    ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+    Status s = ValidateGraphOps(*bad, testing::Soc910B2(), &checks);
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_NE(s.message().find("node '" + name + "' (MatMul): output 'h' is declared float32, but the op writes float16"),
+              std::string::npos)
+        << s.message();
+  }
+  EXPECT_EQ(checks.size(), learnt + 1) << "the float16-out MatMul, learnt once";
+}
+
 // A Conv2D whose groups are its channels, one filter each (a framework IR's spelling of
 // MobileNet's depthwise 3x3), runs as the DepthwiseConv2D kernel CANN runs, as an ONNX
 // import writes it; any other grouping, int8, or an fp32 output declared stays the cube's

@@ -4,7 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <map>
+#include <thread>
 
 #include "tunefleet/common/attention_space.h"
 #include "tunefleet/common/graph_fusion.h"
@@ -19,11 +22,17 @@ struct Timed {
   size_t kernels = 0;
 };
 
-// `kernels` carries the simulated kernels from one candidate to the next: they differ
-// in one chain, so all but its fused op are already known.
-Result<Timed> Time(const Graph& graph, const SocSpec& soc, KernelCache& kernels) {
+// What carries from one candidate to the next: they differ in one chain, so all but its
+// fused op are already simulated (kernels) and validated (checks).
+struct Known {
+  KernelCache kernels;
+  OpChecks checks;
+};
+
+Result<Timed> Time(const Graph& graph, const SocSpec& soc, Known& known) {
   RunOptions options;
-  options.kernels = &kernels;
+  options.kernels = &known.kernels;
+  options.checks = &known.checks;
   options.step_time_only = true;
   TF_ASSIGN_OR_RETURN(RunProfile run, RunGraph(graph, soc, options));
   Timed t;
@@ -34,14 +43,31 @@ Result<Timed> Time(const Graph& graph, const SocSpec& soc, KernelCache& kernels)
 }
 
 // The step with one candidate applied (`g`), into `o`; or why the candidate was refused.
-void TimeOption(const Result<Graph>& g, const SocSpec& soc, KernelCache& kernels, FusionOption& o) {
-  auto t = g.ok() ? Time(*g, soc, kernels) : Result<Timed>(g.status());
+void TimeOption(const Result<Graph>& g, const SocSpec& soc, Known& known, FusionOption& o) {
+  auto t = g.ok() ? Time(*g, soc, known) : Result<Timed>(g.status());
   if (t.ok()) {
     o.step_us = t->step_us;
     o.kernel_us = t->kernel_us;
   } else {
     o.refused = t.status().message();
   }
+}
+
+// Runs job(i, known) for each i in [0, n) on up to `threads` threads, each with its own
+// Known (the caller's on its own thread). Each job writes only its own result and Known
+// only memoises, so the outcome does not depend on the threads or their order.
+void ForEach(size_t n, int threads, Known& mine, const std::function<void(size_t, Known&)>& job) {
+  const size_t count = std::min<size_t>(std::max(threads, 1), n);
+  std::atomic<size_t> next{0};
+  auto work = [&](Known& known) {
+    for (size_t i = next++; i < n; i = next++) job(i, known);
+  };
+  std::vector<Known> theirs(count > 1 ? count - 1 : 0);
+  {
+    std::vector<std::jthread> pool;
+    for (Known& k : theirs) pool.emplace_back([&work, &k] { work(k); });
+    work(mine);
+  }  // joined
 }
 
 // a is better than b: a shorter step, or the same step with less kernel time (fewer HBM
@@ -123,9 +149,9 @@ nlohmann::json FusionReport::ToJson() const {
           {"not_fused", unfused}};
 }
 
-Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
-  KernelCache kernels;
-  TF_ASSIGN_OR_RETURN(Timed base, Time(graph, soc, kernels));
+Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc, int threads) {
+  Known known;
+  TF_ASSIGN_OR_RETURN(Timed base, Time(graph, soc, known));
   FusionReport report;
   report.model = graph.name;
   report.soc = soc.name;
@@ -134,16 +160,18 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
   report.kernels_before = base.kernels;
   // Transposes folded into the MatMul reading them, each timed alone; then the chains on
   // the graph with the kept ones (a folded op's chain fusion carries its flag).
-  std::vector<TransposeFold> kept_folds;
-  for (const TransposeFold& fold : FindTransposeFolds(graph)) {
-    FoldDecision d;
+  const std::vector<TransposeFold> folds = FindTransposeFolds(graph);
+  report.folds.resize(folds.size());
+  ForEach(folds.size(), threads, known, [&](size_t i, Known& mine) {
+    const TransposeFold& fold = folds[i];
+    FoldDecision& d = report.folds[i];
     d.transpose = graph.nodes[fold.transpose].name;
     d.consumer = graph.nodes[fold.consumer].name;
     d.flag = TransposeFlag(graph.nodes[fold.consumer], fold.input);
     d.unfused_step_us = base.step_us;
     d.unfused_kernel_us = base.kernel_us;
-    auto g = ApplyTransposeFolds(graph, {fold}, soc);
-    auto t = g.ok() ? Time(*g, soc, kernels) : Result<Timed>(g.status());
+    auto g = ApplyTransposeFolds(graph, {fold}, soc, &mine.checks);
+    auto t = g.ok() ? Time(*g, soc, mine) : Result<Timed>(g.status());
     if (t.ok()) {
       d.step_us = t->step_us;
       d.kernel_us = t->kernel_us;
@@ -151,24 +179,28 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
     } else {
       d.refused = t.status().message();
     }
-    if (d.applied) kept_folds.push_back(fold);
-    report.folds.push_back(std::move(d));
+  });
+  std::vector<TransposeFold> kept_folds;
+  for (size_t i = 0; i < folds.size(); ++i) {
+    if (report.folds[i].applied) kept_folds.push_back(folds[i]);
   }
-  TF_ASSIGN_OR_RETURN(const Graph transposed, ApplyTransposeFolds(graph, kept_folds, soc));
-  TF_ASSIGN_OR_RETURN(base, Time(transposed, soc, kernels));
+  TF_ASSIGN_OR_RETURN(const Graph transposed, ApplyTransposeFolds(graph, kept_folds, soc, &known.checks));
+  TF_ASSIGN_OR_RETURN(base, Time(transposed, soc, known));
   // Each attention as one FlashAttention, timed alone; then the chains of what is left.
   // The bar is the attention as the chain search would leave it: the scores' BatchMatMul
   // with its score chain as the epilogue, when that is faster than unfused.
-  std::vector<AttentionFusion> kept_attention;
   const std::vector<FusionChain> score_chains = FindFusionChains(transposed);
-  for (const AttentionFusion& a : FindAttentionFusions(transposed)) {
-    FusionDecision d;
+  const std::vector<AttentionFusion> attentions = FindAttentionFusions(transposed);
+  report.decisions.resize(attentions.size());
+  ForEach(attentions.size(), threads, known, [&](size_t i, Known& mine) {
+    const AttentionFusion& a = attentions[i];
+    FusionDecision& d = report.decisions[i];
     for (int m : a.Members()) d.nodes.push_back(transposed.nodes[m].name);
     Timed bar = base;
     for (const FusionChain& c : score_chains) {
       if (c.head != a.scores || a.steps.empty() || c.steps.size() < a.steps.size()) continue;
-      auto g = ApplyFusions(transposed, {Fusion{c, a.steps.size()}}, soc);
-      auto t = g.ok() ? Time(*g, soc, kernels) : Result<Timed>(g.status());
+      auto g = ApplyFusions(transposed, {Fusion{c, a.steps.size()}}, soc, &mine.checks);
+      auto t = g.ok() ? Time(*g, soc, mine) : Result<Timed>(g.status());
       if (t.ok() && Better(t->step_us, t->kernel_us, bar.step_us, bar.kernel_us)) bar = *t;
     }
     d.unfused_step_us = bar.step_us;
@@ -178,36 +210,42 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
     o.name = AttentionNodeName(transposed, a);
     o.op_type = kFlashAttentionOp;
     o.epilogue = AttentionScoreChain(transposed, a);
-    TimeOption(ApplyAttentionFusions(transposed, {a}, soc), soc, kernels, o);
+    TimeOption(ApplyAttentionFusions(transposed, {a}, soc, &mine.checks), soc, mine, o);
     const bool faster = o.refused.empty() && Better(o.step_us, o.kernel_us, bar.step_us, bar.kernel_us);
     d.options.push_back(std::move(o));
     d.chosen = faster ? 1 : 0;
-    if (faster) kept_attention.push_back(a);
-    report.decisions.push_back(std::move(d));
+  });
+  std::vector<AttentionFusion> kept_attention;
+  for (size_t i = 0; i < attentions.size(); ++i) {
+    if (report.decisions[i].chosen) kept_attention.push_back(attentions[i]);
   }
-  TF_ASSIGN_OR_RETURN(const Graph folded, ApplyAttentionFusions(transposed, kept_attention, soc));
-  TF_ASSIGN_OR_RETURN(base, Time(folded, soc, kernels));
+  TF_ASSIGN_OR_RETURN(const Graph folded, ApplyAttentionFusions(transposed, kept_attention, soc, &known.checks));
+  TF_ASSIGN_OR_RETURN(base, Time(folded, soc, known));
   const size_t attention_decisions = report.decisions.size();
   // Every fusion of every chain, timed alone.
   const std::vector<FusionChain> chains = FindFusionChains(folded);
-  for (const FusionChain& chain : chains) {
+  std::vector<std::pair<size_t, size_t>> options;  // (chain, length): each timed alone
+  for (size_t i = 0; i < chains.size(); ++i) {
+    const FusionChain& chain = chains[i];
     FusionDecision d;
     d.nodes.push_back(folded.nodes[chain.head].name);
     for (int s : chain.steps) d.nodes.push_back(folded.nodes[s].name);
     d.unfused_step_us = base.step_us;
     d.unfused_kernel_us = base.kernel_us;
-    for (size_t length = 1; length <= chain.steps.size(); ++length) {
-      const Fusion f{chain, length};
-      FusionOption o;
-      o.length = length;
-      o.name = FusedNodeName(folded, f);
-      o.op_type = FusedOpType(folded, f);
-      o.epilogue = FusedEpilogue(folded, f);
-      TimeOption(ApplyFusions(folded, {f}, soc), soc, kernels, o);
-      d.options.push_back(std::move(o));
-    }
+    d.options.resize(chain.steps.size());
+    for (size_t length = 1; length <= chain.steps.size(); ++length) options.emplace_back(i, length);
     report.decisions.push_back(std::move(d));
   }
+  ForEach(options.size(), threads, known, [&](size_t j, Known& mine) {
+    const auto [i, length] = options[j];
+    const Fusion f{chains[i], length};
+    FusionOption& o = report.decisions[attention_decisions + i].options[length - 1];
+    o.length = length;
+    o.name = FusedNodeName(folded, f);
+    o.op_type = FusedOpType(folded, f);
+    o.epilogue = FusedEpilogue(folded, f);
+    TimeOption(ApplyFusions(folded, {f}, soc, &mine.checks), soc, mine, o);
+  });
   // Chains may meet (a residual Add reading two convs' outputs): the one whose best fusion
   // saves most takes the shared node; the other keeps its best fusion short of it.
   auto best_of = [&](const FusionDecision& d, size_t max_length) {
@@ -251,9 +289,9 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc) {
     for (size_t s = 0; s < d.chosen; ++s) claimed[chain.steps[s]] = d.Chosen()->name;
     chosen.push_back(f);
   }
-  TF_ASSIGN_OR_RETURN(report.fused, ApplyFusions(folded, chosen, soc));
+  TF_ASSIGN_OR_RETURN(report.fused, ApplyFusions(folded, chosen, soc, &known.checks));
   report.fused.name = graph.name + "_fused";
-  TF_ASSIGN_OR_RETURN(Timed after, Time(report.fused, soc, kernels));
+  TF_ASSIGN_OR_RETURN(Timed after, Time(report.fused, soc, known));
   report.result_us = after.step_us;
   report.kernels_after = after.kernels;
   return report;

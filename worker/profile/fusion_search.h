@@ -61,6 +61,8 @@ struct FusionReport {
 };
 
 // kInvalidArgument naming the node when the graph itself does not run on `soc`.
-Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc);
+// `threads`: how many candidates are timed at once (each alone, as above); the report is
+// the same for any count.
+Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc, int threads = 1);
 
 }  // namespace tunefleet::profile

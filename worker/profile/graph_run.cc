@@ -273,7 +273,7 @@ Result<RunProfile> RunGraph(const Graph& graph, const SocSpec& soc, const RunOpt
     return InvalidArgument("graph is for SoC '" + graph.soc + "' but the run was given '" + soc.name + "'");
   }
   const GraphIndex index(graph);
-  TF_RETURN_IF_ERROR(ValidateGraphOps(index, soc));
+  TF_RETURN_IF_ERROR(ValidateGraphOps(index, soc, options.checks));
   TF_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(index));
   const int n = static_cast<int>(graph.nodes.size());
   KernelCache own_kernels;

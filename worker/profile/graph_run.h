@@ -120,6 +120,7 @@ struct RunOptions {
   bool concurrent_streams = true;
   // Shared by the caller's runs (fuse); each run keeps its own when null.
   KernelCache* kernels = nullptr;
+  OpChecks* checks = nullptr;  // likewise, for the graph's validation (ValidateGraphOps)
   // Only what times the step: ops without their op_key and shape texts, no memory plan
   // and no edges (RunProfile::memory and edges stay empty). For a caller that compares
   // step and kernel times of many variants of a graph (fuse).

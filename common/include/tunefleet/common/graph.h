@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -141,9 +142,29 @@ struct NamedKernel {
 };
 Result<std::vector<NamedKernel>> TunableKernels(const Graph& graph);
 
+// What ValidateGraphOps learns of one op key on one SoC, whichever node has it: whether
+// it is a valid tunable op (MakeTuningProblem, which searches its default tiling), the
+// dtype and the element count it writes. A caller that validates many variants of one
+// graph (fuse times hundreds) keeps one OpChecks across them, so each key is learnt once.
+// Not thread-safe.
+class OpChecks {
+ public:
+  struct Facts {
+    Status problem;                      // MakeTuningProblem's status
+    std::optional<DType> written;        // WrittenDType, when known
+    std::optional<int64_t> elements;     // OutputElements
+  };
+  const Facts& Of(const OpKey& key, const SocSpec& soc);
+  size_t size() const { return facts_.size(); }
+
+ private:
+  std::unordered_map<std::string, Facts> facts_;  // by SoC name and canonical key
+};
+
 // Checks that every kernel node is a valid instance of a tunable op on `soc`
 // (MakeTuningProblem) and that views keep the element count; errors name the node.
-Status ValidateGraphOps(const Graph& graph, const SocSpec& soc);
-Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc);
+// `checks`: the facts of keys already learnt, and where new ones go (null: this call's own).
+Status ValidateGraphOps(const Graph& graph, const SocSpec& soc, OpChecks* checks = nullptr);
+Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc, OpChecks* checks = nullptr);
 
 }  // namespace tunefleet

@@ -62,8 +62,10 @@ std::string FusedEpilogue(const Graph& graph, const Fusion& fusion);
 // attributes (an element-wise head's x and operand), then each step's operands, the last
 // step's output, `attrs.epilogue` (`attrs.ops`); placed where the last step was. Fusions must not share nodes. kInvalidArgument naming the
 // fused node when its op is not valid on `soc` (ValidateGraphOps), e.g. an epilogue too
-// large for UB or an output dtype the fused op does not write.
-Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusions, const SocSpec& soc);
+// large for UB or an output dtype the fused op does not write. `checks`: as ValidateGraphOps's
+// (a caller applying many candidates to one graph learns each unchanged key once).
+Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusions, const SocSpec& soc,
+                           OpChecks* checks = nullptr);
 
 // Attention as one FlashAttention (common/attention_space.h; CANN's FlashAttentionScore):
 // a BatchMatMul of the scores q x k, the chain ops on them (each reading the value so far:
@@ -95,7 +97,8 @@ std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusio
 // The graph with each attention replaced by one FlashAttention node where its P x v was:
 // inputs q, k (with the first BatchMatMul's transpose_b), v, then the chain's operands;
 // attrs.scores the chain. Validated as ApplyFusions.
-Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<AttentionFusion>& fusions, const SocSpec& soc);
+Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<AttentionFusion>& fusions, const SocSpec& soc,
+                                    OpChecks* checks = nullptr);
 
 // MatMul + Transpose: a Transpose (it swaps its input's last two axes: attrs.perm "0,1,3,2",
 // "[0, 1, 3, 2]" or none) whose output only a MatMul or BatchMatMul reads, as A (input 0)
@@ -110,6 +113,7 @@ std::string TransposeFlag(const GraphNode& consumer, int input);
 // The graph with each fold applied: the consumer reads the Transpose's input with its flag
 // flipped (set when neither spelling, transpose_b or CANN's adj_x2, was; the other spelling
 // erased), and the Transpose is gone. Validated as ApplyFusions.
-Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<TransposeFold>& folds, const SocSpec& soc);
+Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<TransposeFold>& folds, const SocSpec& soc,
+                                  OpChecks* checks = nullptr);
 
 }  // namespace tunefleet
