@@ -19,8 +19,13 @@ same encoder at 6 layers, hidden 384, 12 heads of 32 and FFN 1536, without the p
 followed by sentence-transformers' mean pooling and normalisation:
 sum(x * mask, 1) / clamp(mask.sum(1), min=1e-9) with mask = attention_mask.unsqueeze(-1)
 .expand(x.size()).float(), then F.normalize(p=2, dim=1); output sentence_embedding [batch, 384].
+--roberta writes examples/roberta_base.onnx instead: RoBERTa-base (Hugging Face's RobertaModel;
+XLM-R base is the same with a vocabulary of 250002), BERT-base's encoder and pooler with a
+vocabulary of 50265, 514 positions, one token type, LayerNorm eps 1e-5, and position ids
+computed from the token ids as create_position_ids_from_input_ids does (padding_idx 1):
+mask = input_ids.ne(1).int(); (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + 1.
 Run with Debian's python3-torch and python3-onnx:
-    /usr/bin/python3 scripts/make_bert_model_onnx.py [--batch 32] [--seq 128] [--minilm] [OUT]"""
+    /usr/bin/python3 scripts/make_bert_model_onnx.py [--batch 32] [--seq 128] [--minilm | --roberta] [OUT]"""
 import argparse
 import io
 import math
@@ -31,6 +36,8 @@ from onnx_weights import save_without_weights
 
 HIDDEN, HEADS, FFN, LAYERS, VOCAB, MAX_POSITIONS, TYPES, EPS = 768, 12, 3072, 12, 30522, 512, 2, 1e-12
 MINILM = {"HIDDEN": 384, "HEADS": 12, "FFN": 1536, "LAYERS": 6}  # all-MiniLM-L6-v2's BertModel config
+ROBERTA = {"VOCAB": 50265, "MAX_POSITIONS": 514, "TYPES": 1, "EPS": 1e-5}  # roberta-base's config
+PAD = None  # RoBERTa's padding_idx (1): position ids are computed from the token ids
 
 
 class Embeddings(torch.nn.Module):
@@ -43,7 +50,11 @@ class Embeddings(torch.nn.Module):
         self.register_buffer("position_ids", torch.arange(MAX_POSITIONS).expand((1, -1)), persistent=False)
 
     def forward(self, input_ids, token_type_ids):
-        positions = self.position_ids[:, :input_ids.size(1)]
+        if PAD is None:
+            positions = self.position_ids[:, :input_ids.size(1)]
+        else:  # Hugging Face's create_position_ids_from_input_ids
+            mask = input_ids.ne(PAD).int()
+            positions = (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + PAD
         x = self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
         return self.LayerNorm(x + self.position_embeddings(positions))
 
@@ -99,14 +110,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--minilm", action="store_true", help="all-MiniLM-L6-v2 with mean pooling, normalised")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--minilm", action="store_true", help="all-MiniLM-L6-v2 with mean pooling, normalised")
+    which.add_argument("--roberta", action="store_true", help="RoBERTa-base, position ids from the token ids")
     ap.add_argument("out", nargs="?")
     args = ap.parse_args()
-    if args.minilm:  # the modules read their sizes as module constants: set before they are built
+    # The modules read their sizes as module constants: set before they are built.
+    if args.minilm:
         globals().update(MINILM)
-    out = args.out or ("examples/minilm_l6.onnx" if args.minilm else "examples/bert_base.onnx")
-    if args.seq > MAX_POSITIONS:
-        ap.error(f"--seq {args.seq}: BERT has {MAX_POSITIONS} positions")
+    if args.roberta:
+        globals().update(ROBERTA, PAD=1)
+    name = "minilm_l6" if args.minilm else "roberta_base" if args.roberta else "bert_base"
+    out = args.out or f"examples/{name}.onnx"
+    positions = MAX_POSITIONS - (0 if PAD is None else PAD + 1)  # RoBERTa's start after padding_idx
+    if args.seq > positions:
+        ap.error(f"--seq {args.seq}: the model has {positions} positions")
     torch.nn.Linear.reset_parameters = lambda self: None  # the weights' values are dropped: skip their init
     with torch.no_grad():
         model = BertModel(sentence_embedding=args.minilm).eval()
@@ -115,8 +133,7 @@ def main():
         torch.onnx.export(model, (ids, ids, torch.ones_like(ids)), buf, opset_version=17,
                           input_names=["input_ids", "token_type_ids", "attention_mask"],
                           output_names=["sentence_embedding" if args.minilm else "pooler_output"])
-    save_without_weights(onnx.load_from_string(buf.getvalue()), out, "minilm_l6" if args.minilm else "bert_base",
-                         constants_too=True)
+    save_without_weights(onnx.load_from_string(buf.getvalue()), out, name, constants_too=True)
 
 
 if __name__ == "__main__":

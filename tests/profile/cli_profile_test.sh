@@ -290,6 +290,13 @@ check_onnx_tune bert_model "$SRC/examples/bert_base.onnx" 274 \
   "^/embeddings/word_embeddings/Gather  Gather\[30522x768,int64:4096\]" \
   "^/embeddings/token_type_embeddings/Gather  Gather\[2x768,int64:4096\]" \
   "^/Cast  Cast\[int64:32x128\]{dst_type=float16}" "^/pooler/Gemm  Gemm\[32x768,768x768,768\]"
+# RoBERTa-base (make_bert_model_onnx.py --roberta): its position ids are computed from the
+# token ids (ids.ne(1), a cumsum over the sequence, times the mask, plus 1), each step an
+# index arithmetic kernel, and they index the position table by a Gather kernel.
+check_onnx_tune roberta "$SRC/examples/roberta_base.onnx" 282 \
+  "^/embeddings/Equal  Equal\[int64:32x128,int64:1\]@Ascend910B2  \[done\]" \
+  "^/embeddings/CumSum  CumSum\[int32:32x128\]@Ascend910B2  \[done\]" \
+  "^/embeddings/Add  Add\[int64:32x128,int64:1\]" "^/embeddings/position_embeddings/Gather  Gather\[514x768,int64:4096\]"
 # A sentence embedding model, all-MiniLM-L6-v2 (make_bert_model_onnx.py --minilm): the
 # masked sums over the sequence of sentence-transformers' mean pooling are sum pools (an
 # AveragePool dividing by 1), the int64 mask's Cast feeds them, and F.normalize's norm is a
