@@ -309,6 +309,17 @@ check_onnx_tune minilm "$SRC/examples/minilm_l6.onnx" 149 \
 grep -qF "149 -> 70 kernels" "$OUT/minilm_fuse.txt" || fail "fuse minilm: $(head -3 "$OUT/minilm_fuse.txt")"
 grep -qF "/layer.5/MatMul+/layer.5/Div+/layer.5/Add+/layer.5/Softmax+/layer.5/MatMul_1 (FlashAttention, scores Div,Add)" \
   "$OUT/minilm_fuse.txt" || fail "fuse minilm: no FlashAttention for layer 5: $(grep -m3 Flash "$OUT/minilm_fuse.txt")"
+# all-mpnet-base-v2 (make_bert_model_onnx.py --mpnet): RoBERTa's computed position ids, no
+# token types, and a relative position bias the export computes at compile time, added to
+# every layer's scores as a full [32, 12, 128, 128] operand; fuse takes it into each
+# layer's FlashAttention as a second Add of its score chain.
+check_onnx_tune mpnet "$SRC/examples/mpnet_base.onnx" 299 \
+  "^/embeddings/CumSum  CumSum\[int32:32x128\]@Ascend910B2  \[done\]" \
+  "^/layer.11/Add  Add\[49152x128,49152x128\]@Ascend910B2  \[done\]" "^/ReduceL2  ReduceL2\[32x768\]"
+! grep -q "token_type" "$OUT/mpnet_tune.txt" || fail "MPNet has no token types: $(grep -m1 token_type "$OUT/mpnet_tune.txt")"
+(cd "$OUT" && "$TF" fuse "$SRC/examples/mpnet_base.onnx" > mpnet_fuse.txt) || fail "fuse mpnet exited $?"
+grep -qF "/layer.11/MatMul+/layer.11/Div+/layer.11/Add+/layer.11/Add_1+/layer.11/Softmax+/layer.11/MatMul_1 (FlashAttention, scores Div,Add,Add)" \
+  "$OUT/mpnet_fuse.txt" || fail "fuse mpnet: the biased attention is not one FlashAttention: $(grep -m3 Flash "$OUT/mpnet_fuse.txt")"
 # U-Net with bilinear upsampling (scripts/make_unet_onnx.py): each decoder stage's
 # nn.Upsample is a Resize kernel to twice its input's size, joined to the encoder's
 # features by a Concat on the channels.
