@@ -53,21 +53,20 @@ void TimeOption(const Result<Graph>& g, const SocSpec& soc, Known& known, Fusion
   }
 }
 
-// Runs job(i, known) for each i in [0, n) on up to `threads` threads, each with its own
-// Known (the caller's on its own thread). Each job writes only its own result and Known
-// only memoises, so the outcome does not depend on the threads or their order.
-void ForEach(size_t n, int threads, Known& mine, const std::function<void(size_t, Known&)>& job) {
-  const size_t count = std::min<size_t>(std::max(threads, 1), n);
+// Runs job(i, known) for each i in [0, n) on up to known.size() threads, each with its own
+// Known (known[0] on the caller's thread), kept from one stage to the next. Each job writes
+// only its own result and a Known only memoises, so the outcome does not depend on the
+// threads or their order.
+void ForEach(size_t n, std::vector<Known>& known, const std::function<void(size_t, Known&)>& job) {
+  const size_t count = std::min(known.size(), n);
   std::atomic<size_t> next{0};
-  auto work = [&](Known& known) {
-    for (size_t i = next++; i < n; i = next++) job(i, known);
+  auto work = [&](Known& mine) {
+    for (size_t i = next++; i < n; i = next++) job(i, mine);
   };
-  std::vector<Known> theirs(count > 1 ? count - 1 : 0);
-  {
-    std::vector<std::jthread> pool;
-    for (Known& k : theirs) pool.emplace_back([&work, &k] { work(k); });
-    work(mine);
-  }  // joined
+  std::vector<std::jthread> pool;
+  for (size_t t = 1; t < count; ++t) pool.emplace_back([&work, &k = known[t]] { work(k); });
+  if (count > 0) work(known[0]);
+  pool.clear();  // joins
 }
 
 // a is better than b: a shorter step, or the same step with less kernel time (fewer HBM
@@ -150,7 +149,8 @@ nlohmann::json FusionReport::ToJson() const {
 }
 
 Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc, int threads) {
-  Known known;
+  std::vector<Known> pool(std::max(threads, 1));
+  Known& known = pool[0];  // the caller's thread's
   TF_ASSIGN_OR_RETURN(Timed base, Time(graph, soc, known));
   FusionReport report;
   report.model = graph.name;
@@ -162,7 +162,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc, int t
   // the graph with the kept ones (a folded op's chain fusion carries its flag).
   const std::vector<TransposeFold> folds = FindTransposeFolds(graph);
   report.folds.resize(folds.size());
-  ForEach(folds.size(), threads, known, [&](size_t i, Known& mine) {
+  ForEach(folds.size(), pool, [&](size_t i, Known& mine) {
     const TransposeFold& fold = folds[i];
     FoldDecision& d = report.folds[i];
     d.transpose = graph.nodes[fold.transpose].name;
@@ -192,7 +192,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc, int t
   const std::vector<FusionChain> score_chains = FindFusionChains(transposed);
   const std::vector<AttentionFusion> attentions = FindAttentionFusions(transposed);
   report.decisions.resize(attentions.size());
-  ForEach(attentions.size(), threads, known, [&](size_t i, Known& mine) {
+  ForEach(attentions.size(), pool, [&](size_t i, Known& mine) {
     const AttentionFusion& a = attentions[i];
     FusionDecision& d = report.decisions[i];
     for (int m : a.Members()) d.nodes.push_back(transposed.nodes[m].name);
@@ -236,7 +236,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc, int t
     for (size_t length = 1; length <= chain.steps.size(); ++length) options.emplace_back(i, length);
     report.decisions.push_back(std::move(d));
   }
-  ForEach(options.size(), threads, known, [&](size_t j, Known& mine) {
+  ForEach(options.size(), pool, [&](size_t j, Known& mine) {
     const auto [i, length] = options[j];
     const Fusion f{chains[i], length};
     FusionOption& o = report.decisions[attention_decisions + i].options[length - 1];
