@@ -320,6 +320,19 @@ check_onnx_tune mpnet "$SRC/examples/mpnet_base.onnx" 299 \
 (cd "$OUT" && "$TF" fuse "$SRC/examples/mpnet_base.onnx" > mpnet_fuse.txt) || fail "fuse mpnet exited $?"
 grep -qF "/layer.11/MatMul+/layer.11/Div+/layer.11/Add+/layer.11/Add_1+/layer.11/Softmax+/layer.11/MatMul_1 (FlashAttention, scores Div,Add,Add)" \
   "$OUT/mpnet_fuse.txt" || fail "fuse mpnet: the biased attention is not one FlashAttention: $(grep -m3 Flash "$OUT/mpnet_fuse.txt")"
+# T5 v1.1 base's encoder (scripts/make_t5_encoder_onnx.py): each T5LayerNorm folds into an
+# RmsNorm kernel and each gelu_new into a Gelu; the position bias, computed at compile time,
+# and the padding mask are added once, by one Add broadcasting both, for every layer's
+# scores. fuse makes each attention a FlashAttention (T5 does not scale its scores) and
+# takes the gated GELU (gelu_new(wi_0(x)) * wi_1(x)) into wi_0 as its epilogue.
+check_onnx_tune t5 "$SRC/examples/t5_encoder.onnx" 210 \
+  "^/block.0/attention_norm/Mul_1  RmsNorm\[4096x768,768\]@Ascend910B2  \[done\]" \
+  "^/block.11/Mul_3  Gelu\[4096x2048\]" "^/Add_2  Add\[1x12x128x128,32x1x1x128\]@Ascend910B2  \[done\]"
+(cd "$OUT" && "$TF" fuse "$SRC/examples/t5_encoder.onnx" > t5_fuse.txt) || fail "fuse t5 exited $?"
+for want in "/block.11/MatMul+/block.11/Add+/block.11/Softmax+/block.11/MatMul_1 (FlashAttention, scores Add)" \
+  "/block.11/wi_0/MatMul+/block.11/Mul_3+/block.11/Mul_4 (FusedBatchMatMul, epilogue Gelu,Mul)"; do
+  grep -qF "$want" "$OUT/t5_fuse.txt" || fail "fuse t5: no line has '$want': $(grep -m3 block.11 "$OUT/t5_fuse.txt")"
+done
 # U-Net with bilinear upsampling (scripts/make_unet_onnx.py): each decoder stage's
 # nn.Upsample is a Resize kernel to twice its input's size, joined to the encoder's
 # features by a Concat on the channels.
