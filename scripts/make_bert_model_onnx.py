@@ -41,6 +41,7 @@ import math
 import onnx
 import torch
 from onnx_weights import save_without_weights
+from relative_position import relative_position_bucket
 
 HIDDEN, HEADS, FFN, LAYERS, VOCAB, MAX_POSITIONS, TYPES, EPS = 768, 12, 3072, 12, 30522, 512, 2, 1e-12
 MINILM = {"HIDDEN": 384, "HEADS": 12, "FFN": 1536, "LAYERS": 6}  # all-MiniLM-L6-v2's BertModel config
@@ -110,29 +111,12 @@ class BertModel(torch.nn.Module):
         if BUCKETS:
             self.relative_attention_bias = torch.nn.Embedding(BUCKETS, HEADS)
 
-    @staticmethod
-    def relative_position_bucket(relative_position, num_buckets=32, max_distance=128):
-        # Hugging Face's MPNetEncoder.relative_position_bucket, as written there.
-        ret = 0
-        n = -relative_position
-        num_buckets //= 2
-        ret += (n < 0).to(torch.long) * num_buckets
-        n = torch.abs(n)
-        max_exact = num_buckets // 2
-        is_small = n < max_exact
-        val_if_large = max_exact + (
-            torch.log(n.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
-        ).to(torch.long)
-        val_if_large = torch.min(val_if_large, torch.full_like(val_if_large, num_buckets - 1))
-        ret += torch.where(is_small, n, val_if_large)
-        return ret
-
     def position_bias(self, x):
         # MPNetEncoder.compute_position_bias: [batch, heads, seq, seq].
         bsz, qlen, klen = x.size(0), x.size(1), x.size(1)
         context_position = torch.arange(qlen, dtype=torch.long)[:, None]
         memory_position = torch.arange(klen, dtype=torch.long)[None, :]
-        rp_bucket = self.relative_position_bucket(memory_position - context_position, num_buckets=BUCKETS)
+        rp_bucket = relative_position_bucket(memory_position - context_position, num_buckets=BUCKETS)
         values = self.relative_attention_bias(rp_bucket).permute([2, 0, 1]).unsqueeze(0)
         return values.expand((bsz, -1, qlen, klen)).contiguous()
 

@@ -28,9 +28,10 @@ import math
 import onnx
 import torch
 from onnx_weights import save_without_weights
+from relative_position import relative_position_bucket
 
 D_MODEL, D_KV, D_FF, LAYERS, HEADS, VOCAB, EPS = 768, 64, 2048, 12, 12, 32128, 1e-6
-BUCKETS, MAX_DISTANCE = 32, 128
+BUCKETS = 32  # of distances up to 128
 
 
 class T5LayerNorm(torch.nn.Module):
@@ -45,20 +46,6 @@ class T5LayerNorm(torch.nn.Module):
 
 def gelu_new(x):  # transformers' NewGELUActivation
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
-
-
-def relative_position_bucket(relative_position, num_buckets=BUCKETS, max_distance=MAX_DISTANCE):
-    # T5Attention._relative_position_bucket, bidirectional, as written there.
-    num_buckets //= 2
-    relative_buckets = (relative_position > 0).to(torch.long) * num_buckets
-    relative_position = torch.abs(relative_position)
-    max_exact = num_buckets // 2
-    is_small = relative_position < max_exact
-    if_large = max_exact + (
-        torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
-    ).to(torch.long)
-    if_large = torch.min(if_large, torch.full_like(if_large, num_buckets - 1))
-    return relative_buckets + torch.where(is_small, relative_position, if_large)
 
 
 class Layer(torch.nn.Module):
@@ -100,7 +87,7 @@ class T5Encoder(torch.nn.Module):
     def compute_bias(self, qlen, klen):
         context_position = torch.arange(qlen, dtype=torch.long)[:, None]
         memory_position = torch.arange(klen, dtype=torch.long)[None, :]
-        buckets = relative_position_bucket(memory_position - context_position)
+        buckets = relative_position_bucket(memory_position - context_position, num_buckets=BUCKETS)
         return self.relative_attention_bias(buckets).permute([2, 0, 1]).unsqueeze(0)  # [1, heads, q, k]
 
     def forward(self, input_ids, attention_mask):
