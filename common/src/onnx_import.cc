@@ -1937,8 +1937,8 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     if (!yields_indices && (desc.dtype == "int32" || desc.dtype == "int64")) {
       return InvalidArgument(where + ": its output '" + n.output(0) + "' is " + desc.dtype +
                              ": integer arithmetic tunefleet has no kernel for (" + kIndexDTypeRule +
-                             "; shape arithmetic on a tensor's shape: export with fixed "
-                             "shapes and constant folding on)");
+                             "; shape arithmetic on a tensor's shape: export with fixed shapes and constant folding "
+                             "on)");
     }
     node.outputs.push_back({n.output(0), std::move(desc)});
     out.nodes.push_back(std::move(node));

@@ -20,6 +20,7 @@ struct OpInfo {
   int inputs;     // required inputs; 0: two or more (Concat)
   int temps;      // intermediate compute-dtype buffers of the op itself
   bool int8_ok;   // the op accepts int8 (computed in fp16 after a cast)
+  bool indices_ok = false;  // it also computes on int32 and int64 (index arithmetic, below)
 };
 
 // Rope (rotary position embedding, x * cos + rotate_half(x) * sin over x's last axis,
@@ -103,9 +104,9 @@ struct OpInfo {
 // ReduceL2 (ONNX's ReduceL2 over the last axis, torch's F.normalize's norm; CANN's LpNormV2
 // with p 2): sqrt of a row's sum of squares, [rows, 1]; its temp keeps x^2 for the sum.
 constexpr OpInfo kOps[] = {
-    {"Add", VectorOp::kAdd, VectorFamily::kElementwise, 2, 0, true},
-    {"Sub", VectorOp::kSub, VectorFamily::kElementwise, 2, 0, true},
-    {"Mul", VectorOp::kMul, VectorFamily::kElementwise, 2, 0, true},
+    {"Add", VectorOp::kAdd, VectorFamily::kElementwise, 2, 0, true, true},
+    {"Sub", VectorOp::kSub, VectorFamily::kElementwise, 2, 0, true, true},
+    {"Mul", VectorOp::kMul, VectorFamily::kElementwise, 2, 0, true, true},
     {"Div", VectorOp::kDiv, VectorFamily::kElementwise, 2, 0, false},
     {"Relu", VectorOp::kRelu, VectorFamily::kElementwise, 1, 0, true},
     {"Gelu", VectorOp::kGelu, VectorFamily::kElementwise, 1, 1, false},
@@ -115,7 +116,7 @@ constexpr OpInfo kOps[] = {
     {"HardSwish", VectorOp::kHardSwish, VectorFamily::kElementwise, 1, 1, false},
     {"Sin", VectorOp::kSin, VectorFamily::kElementwise, 1, 1, false},
     {"Cos", VectorOp::kCos, VectorFamily::kElementwise, 1, 1, false},
-    {"Equal", VectorOp::kEqual, VectorFamily::kElementwise, 2, 0, true},
+    {"Equal", VectorOp::kEqual, VectorFamily::kElementwise, 2, 0, true, true},
     {"Not", VectorOp::kNot, VectorFamily::kElementwise, 1, 0, true},
     {"Tanh", VectorOp::kTanh, VectorFamily::kElementwise, 1, 1, false},
     {"Exp", VectorOp::kExp, VectorFamily::kElementwise, 1, 0, false},
@@ -138,15 +139,9 @@ constexpr OpInfo kOps[] = {
     {"ReduceSum", VectorOp::kReduceSum, VectorFamily::kRowwise, 1, 0, false},
     {"ReduceMean", VectorOp::kReduceMean, VectorFamily::kRowwise, 1, 0, false},
     {"ReduceL2", VectorOp::kReduceL2, VectorFamily::kRowwise, 1, 1, false},
-    {"CumSum", VectorOp::kCumSum, VectorFamily::kRowwise, 1, 0, false},
+    {"CumSum", VectorOp::kCumSum, VectorFamily::kRowwise, 1, 0, false, true},
     {"Transpose", VectorOp::kTranspose, VectorFamily::kTranspose, 1, 0, true},
 };
-
-// The ops that also compute on int32 and int64 (index arithmetic; see above).
-bool ComputesOnIndices(VectorOp op) {
-  return op == VectorOp::kAdd || op == VectorOp::kSub || op == VectorOp::kMul || op == VectorOp::kEqual ||
-         op == VectorOp::kCumSum;
-}
 
 const OpInfo* FindOp(std::string_view name) {
   for (const OpInfo& o : kOps) {
@@ -517,7 +512,7 @@ bool IsVectorOpType(std::string_view op_type) { return FindOp(op_type) != nullpt
 
 bool ComputesOnIndices(std::string_view op_type) {
   const OpInfo* info = FindOp(op_type);
-  return info != nullptr && ComputesOnIndices(info->op);
+  return info != nullptr && info->indices_ok;
 }
 
 bool IsUnaryEpilogueOp(std::string_view op_type) {
@@ -605,7 +600,7 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
   TF_ASSIGN_OR_RETURN(s.dtype, ParseDType(key.inputs[data].dtype));
   s.out_dtype = s.dtype;
   // A Cast's is said with its dst_type.
-  if (IsIndexDType(s.dtype) && s.op != VectorOp::kCast && !ComputesOnIndices(s.op)) {
+  if (IsIndexDType(s.dtype) && s.op != VectorOp::kCast && !info->indices_ok) {
     return InvalidArgument(op + " input " + N(static_cast<int64_t>(data)) + " dtype " + key.inputs[data].dtype +
                            ": " + kIndexDTypeRule + "; use float16, bfloat16, float32" + (info->int8_ok ? " or int8" : ""));
   }

@@ -48,9 +48,9 @@ constexpr int64_t kMaxRepeats = 255;
 //     rstd, vmul gamma, vadd beta = 7.
 //   RmsNorm (row fits UB): vmul (square), vadd (sum), vmul rstd, vmul gamma = 4.
 //   ReduceSum/ReduceMean: one running vadd. ReduceL2: vmul (square), running vadd = 2.
-//   Equal: vcmp into a mask, vsel of 1 or 0 = 2. Not: vnot = 1 (and, as any int8 op, a vconv
-//     to fp16 and one back). Add/Sub/Mul of int32 or
-//     int64: one, as of floats (an int64 element is 8 bytes of the 256-byte repeat).
+//   Equal: vcmp into a mask, vsel of 1 or 0 = 2. Not: vnot = 1 (and, as any int8 op, a
+//     vconv to fp16 and one back). Add/Sub/Mul of int32 or int64: one, as of floats (an
+//     int64 element is 8 bytes of the 256-byte repeat).
 //   CumSum: a scan of the row, ceil(log2(cols)) vadds of it shifted by 1, 2, 4, ...
 int OpInstructions(const VectorShape& s);
 
