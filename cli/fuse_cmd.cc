@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -13,15 +12,13 @@
 #include "cli/ops_file.h"
 #include "cli/profile_cmd.h"
 #include "cli/report.h"
+#include "tunefleet/common/cpu_count.h"
 #include "tunefleet/common/graph.h"
 #include "tunefleet/common/signals.h"
 #include "worker/profile/fusion_search.h"
 
 namespace tunefleet::cli {
 namespace {
-
-// Candidates timed at once: one a hardware thread (the report is the same for any count).
-int FuseThreads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 void PrintText(const profile::FusionReport& r, const std::string& written, const FuseCommand& f, bool model_training) {
   fmt::print("model {} on {}{}: {} of {} fusion chains fused, {} of {} transposes folded, {} -> {} kernels\n", r.model,
@@ -145,6 +142,13 @@ void AddFuseCommand(CLI::App& app, FuseCommand& f) {
   f.cmd->add_flag("--json", f.json, "print JSON under AOE's report keys");
   f.cmd->add_flag("--training", f.training, "measure training steps (with the backward pass); the written graph keeps "
                                            "the model's own 'training'");
+  // The report and the fused graph are the same for any count; only the time differs.
+  f.threads = UsableCpus();
+  f.cmd->add_option("--threads", f.threads, "candidate fusions timed at once (default: the CPUs this process may use, "
+                                            "its affinity lowered to its cgroup's CPU quota; the result is the same "
+                                            "for any count)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
 }
 
 
@@ -154,7 +158,7 @@ Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, co
   TF_RETURN_IF_ERROR(FusedOutput(model, out, "--fused-out", ExistingDefault::kCheckLater).status());
   auto report = [&] {
     TerminationWatcher stop(ExitInterrupted);  // nothing is submitted yet
-    return profile::ChooseFusions(m.graph, *m.soc, FuseThreads());
+    return profile::ChooseFusions(m.graph, *m.soc, UsableCpus());
   }();
   if (!report.ok()) return report.status().WithContext(model);
   const std::string text = GraphText(report->fused);
@@ -178,7 +182,7 @@ int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
   // --training measures training steps; the written graph keeps the file's own setting.
   Graph graph = model->graph;
   if (f.training) graph.training = true;
-  auto report = profile::ChooseFusions(graph, *model->soc, FuseThreads());
+  auto report = profile::ChooseFusions(graph, *model->soc, f.threads);
   if (!report.ok()) return Fail(report.status().WithContext(f.model));
   Graph fused = report->fused;
   fused.training = model->graph.training;

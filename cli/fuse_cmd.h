@@ -22,6 +22,7 @@ struct FuseCommand {
   bool json = false;
   bool training = false;  // overrides the graph's "training" when set
   ModelFlags model_flags;  // --dim, --resident
+  int threads = 1;         // --threads: candidates timed at once (AddFuseCommand sets UsableCpus())
 };
 
 // Adds `fuse` to `app`; `f` receives the parsed options and must outlive parsing.
@@ -37,6 +38,7 @@ int RunFuse(const FuseCommand& f, const SocCatalog& catalog);
 // that exists is replaced only when it already holds this fused graph), a line on stderr
 // with the kernels and the step before and after; the fused graph, whose kernels are then
 // tuned (subgraph first, then operators: their shapes depend on it). Errors say what to fix.
+// Candidates are timed on UsableCpus() threads.
 Result<Graph> FuseForTuning(const std::string& model, const std::string& soc, const ModelFlags& flags,
                             const std::string& out, const SocCatalog& catalog);
 

@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "tunefleet/common/cpu_count.h"
 #include "tunefleet/common/curve.h"
 #include "tunefleet/common/flag_checks.h"
 #include "tunefleet/common/kt_cache.h"
@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tunefleet-worker: evaluates tiling configs on the simulated NPU for a coordinator"};
   worker::WorkerOptions options;
   options.coordinator_endpoint = fmt::format("tcp://127.0.0.1:{}", protocol::kDefaultWorkerPort);
-  options.slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.slots = UsableCpus();  // the CPUs it may use: affinity, and a container's CPU limit
   std::string evaluator_name = "sim";
   double fixed_us = 10;
   std::string soc_dir;
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   gethostname(host, sizeof host - 1);
   options.worker_id = fmt::format("{}-{}", host, getpid());
   app.add_option("--coordinator", options.coordinator_endpoint, "the coordinator's worker endpoint")->capture_default_str();
-  app.add_option("--slots", options.slots, "evaluation slots (threads)")->capture_default_str()->check(CLI::Range(1, 1024));
+  app.add_option("--slots", options.slots, "evaluation slots (threads); default: the CPUs this process may use (its affinity, lowered to its cgroup's CPU quota)")->capture_default_str()->check(CLI::Range(1, 1024));
   app.add_option("--id", options.worker_id, "name in the coordinator's worker table")->capture_default_str();
   auto* evaluator_flag = app.add_option("--evaluator", evaluator_name, "sim (simulated NPU), fixed (constant latency, for load tests) or replay (measured times from --replay-cache; the default when that is given)")->capture_default_str()->check(CLI::IsMember({"sim", "fixed", "replay"}));
   std::string replay_cache;

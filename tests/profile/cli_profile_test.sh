@@ -120,6 +120,18 @@ expect_2 "report --baseline on another SoC" "$TF" report "$OUT/bert_base_layer_f
   --baseline "$OUT/bert_910.json"
 grep -q "give the same SoC" "$OUT/bad.err" || fail "report --baseline on another SoC: $(cat "$OUT/bad.err")"
 expect_2 "fuse of an ops file" "$TF" fuse "$SRC/examples/matmul_small.json" -o "$OUT/x.json"
+# --threads: the same report and graph on 1 and 3 threads; 0 refused; the default is the
+# CPUs the process may use (pinned to one CPU: 1), not the machine's.
+"$TF" fuse "$SRC/examples/resnet50_block.json" -o "$OUT/rn_t3.json" --json --threads 3 > "$OUT/rn_t3.out" || fail "fuse --threads 3 exited $?"
+"$TF" fuse "$SRC/examples/resnet50_block.json" -o "$OUT/rn_t1.json" --json --threads 1 > "$OUT/rn_t1.out" || fail "fuse --threads 1 exited $?"
+cmp -s "$OUT/rn_t1.json" "$OUT/rn_t3.json" && diff <(grep -v fused_graph "$OUT/rn_t1.out") <(grep -v fused_graph "$OUT/rn_t3.out") > /dev/null \
+  || fail "fuse on 1 and 3 threads differ"
+expect_2 "fuse --threads 0" "$TF" fuse "$SRC/examples/resnet50_block.json" -o "$OUT/x.json" --threads 0
+cpu=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p' /proc/self/status)
+taskset -c "$cpu" "$TF" fuse --help | grep -qE -- "--threads INT:INT in \[1 - 1024\]=1( |$)" \
+  || fail "fuse's default --threads pinned to one CPU: $(taskset -c "$cpu" "$TF" fuse --help | grep -- --threads)"
+taskset -c "$cpu" "$BUILD/worker/tunefleet-worker" --help | grep -qE -- "--slots INT:INT in \[1 - 1024\]=1( |$)" \
+  || fail "the worker's default --slots pinned to one CPU: $(taskset -c "$cpu" "$BUILD/worker/tunefleet-worker" --help | grep -- --slots)"
 # The default output is never replaced by another graph (a hand-fused file may sit there);
 # the same fused graph again is fine (a rerun), and an -o given replaces.
 (cd "$OUT" && "$TF" fuse "$SRC/examples/bert_base_layer.json" > again.out 2> again.err) \
