@@ -33,7 +33,8 @@ void PrintText(const profile::FusionReport& r, const std::string& written, const
     for (const auto& o : j["fused_operators"]) {
       // A FlashAttention's chain is on its scores; it may have none.
       const std::string op = o["op_type"].get<std::string>(), chain = o["epilogue"].get<std::string>();
-      const std::string what = op == "FlashAttention" ? (chain.empty() ? op : op + ", scores " + chain) : op + ", epilogue " + chain;
+      std::string what = op == "FlashAttention" ? (chain.empty() ? op : op + ", scores " + chain) : op + ", epilogue " + chain;
+      if (o.value("causal", false)) what += ", causal";
       fmt::print("  {:9.3f}  {} ({})\n", o["step_saved_us"].get<double>(), o["name"].get<std::string>(), what);
     }
   }

@@ -120,6 +120,10 @@ Result<client::SubmitSpec> MakeSpec(const SubmitFlags& f, std::vector<NamedOp>& 
                            "--scheduler out (each op then has its own --budget)");
   }
   if (!f.fused_out.empty() && !f.fuse) return InvalidArgument("--fused-out names where --fuse writes: give --fuse too");
+  if (!f.model_flags.causal_masks.empty() && !f.fuse) {
+    return InvalidArgument("--causal-mask tells fusion which masks are causal: tuning a model's kernels fuses none, so "
+                           "give --fuse, or leave --causal-mask out");
+  }
   if (!f.model_flags.resident.empty() && !f.fuse) {
     return InvalidArgument("--resident keeps tensors on the device when a model's graph runs: tuning its kernels runs "
                            "none, so give --fuse (whose graph runs and is written with them), or leave --resident out");

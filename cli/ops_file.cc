@@ -64,6 +64,9 @@ Result<Graph> LoadModelGraph(const std::string& path, const std::string& soc, co
 Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const ModelFlags& flags) {
   TF_ASSIGN_OR_RETURN(Graph graph, LoadModelGraph(path, soc, flags.dims));
   for (const std::string& name : flags.resident) TF_RETURN_IF_ERROR(MarkResident(graph, name).WithContext(path));
+  for (const std::string& name : flags.causal_masks) {
+    TF_RETURN_IF_ERROR(MarkCausalMask(graph, name).WithContext("--causal-mask").WithContext(path));
+  }
   return graph;
 }
 
@@ -77,6 +80,10 @@ void AddModelFlags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--resident", flags.resident,
                  "a graph input or output kept on the device between steps, not copied over PCIe (a KV cache; repeat "
                  "for each; an ONNX model's past* inputs and present* outputs already are)");
+  cmd.add_option("--causal-mask", flags.causal_masks,
+                 "a graph input or weight that holds a causal mask (true, or 0 when added to the scores, where key <= "
+                 "query; masked above): the FlashAttention `fuse` makes of an attention that applies it skips the key "
+                 "blocks it masks whole (repeat for each; an ONNX model's constant masks are found from their values)");
 }
 
 void AddTrainingFlag(CLI::App& cmd, bool& training) {

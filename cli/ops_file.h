@@ -43,17 +43,20 @@ Result<std::vector<NamedOp>> OpsOfModel(const Graph& graph, const std::string& p
 struct ModelFlags {
   std::vector<std::string> dims;      // --dim NAME=SIZE of an ONNX model
   std::vector<std::string> resident;  // --resident NAME: a graph input or output kept on the device
+  std::vector<std::string> causal_masks;  // --causal-mask NAME: a weight or input that is one (graph.h)
 };
 
 // A model file as a graph: JSON (LoadGraphFile) or ONNX (.onnx: its SoC `soc`, by default
 // Ascend910B2, and flags.dims for its symbolic dimensions), with flags.resident kept on
-// the device (MarkResident: beside what the file or the ONNX names already keep). soc,
+// the device (MarkResident: beside what the file or the ONNX names already keep) and
+// flags.causal_masks declared causal (MarkCausalMask: beside those it finds). soc,
 // when non-empty, overrides.
 Result<Graph> LoadModelFile(const std::string& path, const std::string& soc, const ModelFlags& flags);
 
 // Adds the repeatable --dim NAME=SIZE option to a command that reads models.
 void AddDimOption(CLI::App& cmd, std::vector<std::string>& dims);
-// Adds --dim and the repeatable --resident NAME to a command that runs a model's graph.
+// Adds --dim and the repeatable --resident NAME and --causal-mask NAME to a command that
+// runs a model's graph.
 void AddModelFlags(CLI::App& cmd, ModelFlags& flags);
 
 }  // namespace tunefleet::cli

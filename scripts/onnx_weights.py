@@ -2,11 +2,32 @@
 saved without its weights' data. Each weight (an initializer of more than 64 bytes)
 points at an external file that is not shipped, so the model stays a few kilobytes:
 tunefleet reads only the weights' shapes. Small constants (shapes, axes, scalars) keep
-their values, which the importer reads."""
+their values, which the importer reads. A dropped tensor that held a causal mask (GPT-2's
+tril buffer) is named in the model's metadata_props under `tunefleet.causal_masks`, as the
+importer would have found it from the values (docs/profiling.md)."""
 import onnx
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 
 MAX_KEPT_BYTES = 64
+CAUSAL_MASKS_KEY = "tunefleet.causal_masks"
+
+
+def is_causal_mask(t):
+    """Whether initializer `t` holds a causal mask as tunefleet's importer reads one: over its
+    last two axes [R, C], C >= R, kept (true, or 0 for a float) where column j <= row i + C - R
+    and masked (false, or at most -1e4) above, alike for every leading index."""
+    import numpy as np
+
+    if len(t.dims) < 2 or t.data_type not in (TensorProto.BOOL, TensorProto.FLOAT, TensorProto.FLOAT16):
+        return False
+    rows, cols = t.dims[-2], t.dims[-1]
+    if rows < 1 or cols < rows:
+        return False
+    a = numpy_helper.to_array(t).reshape(-1, rows, cols)
+    kept = np.tril(np.ones((rows, cols), dtype=bool), k=cols - rows)
+    if t.data_type == TensorProto.BOOL:
+        return bool((a == kept).all())
+    return bool(((a == 0) == kept).all() and (a[:, ~kept] <= -1e4).all())
 
 
 def save_without_weights(model, out, name, constants_too=False):
@@ -22,6 +43,11 @@ def save_without_weights(model, out, name, constants_too=False):
                 t.name = n.output[0]
                 model.graph.node.remove(n)
     location = out.rsplit("/", 1)[-1].replace(".onnx", ".weights.bin")
+    causal = [t.name for t in model.graph.initializer
+              if t.raw_data and len(t.raw_data) > MAX_KEPT_BYTES and is_causal_mask(t)]
+    if causal:
+        entry = model.metadata_props.add()
+        entry.key, entry.value = CAUSAL_MASKS_KEY, ",".join(causal)
     for t in model.graph.initializer:
         # Data held here, or already external (a model over 2 GB, loaded without its data).
         if (t.raw_data and len(t.raw_data) > MAX_KEPT_BYTES) or t.data_location == TensorProto.EXTERNAL:

@@ -95,6 +95,14 @@ Result<AttentionShape> AttentionShapeFromOpKey(const OpKey& key) {
   s.k_rows = gemm.transpose_b;
   s.kv_group = group;
   s.dtype = gemm.in_dtype;
+  TF_ASSIGN_OR_RETURN(s.causal, AttrFlag(key, {"causal"}));
+  if (s.causal && s.skv < s.sq) {
+    return InvalidArgument("a causal FlashAttention needs Skv >= Sq (each query sees the keys up to its own, the last Sq "
+                           "of them); got Sq=" + N(s.sq) + ", Skv=" + N(s.skv));
+  }
+  if (s.causal && !has_chain) {
+    return InvalidArgument("a causal FlashAttention applies its mask in the score chain: attrs.scores names none");
+  }
   const TensorDesc& v = key.inputs[2];
   if (v.dtype != q.dtype) return InvalidArgument("FlashAttention input 2 (v) dtype " + v.dtype + " differs from q's " + q.dtype);
   if (v.format != "ND") return InvalidArgument("FlashAttention input 2 (v) format " + v.format + ": v is ND");
@@ -110,6 +118,12 @@ Result<AttentionShape> AttentionShapeFromOpKey(const OpKey& key) {
   s.out_shape.push_back(s.sq);
   s.out_shape.push_back(s.dv);
   return s;
+}
+
+int64_t AttentionUnitKeys(const AttentionShape& shape, const AttentionTiling& tiling, int64_t block) {
+  if (!shape.causal) return shape.skv;
+  const int64_t last_row = std::min(shape.sq, (block + 1) * tiling.s1);  // one past it
+  return std::clamp<int64_t>(last_row + shape.skv - shape.sq, 1, shape.skv);
 }
 
 AttentionBlocking ComputeAttentionBlocking(const AttentionShape& shape, const AttentionTiling& t, const SocSpec& soc) {

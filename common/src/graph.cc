@@ -131,6 +131,29 @@ Status MarkResident(Graph& graph, const std::string& tensor) {
   return Status::Ok();
 }
 
+bool Graph::IsCausalMask(const std::string& tensor) const {
+  return std::find(causal_masks.begin(), causal_masks.end(), tensor) != causal_masks.end();
+}
+
+Status MarkCausalMask(Graph& graph, const std::string& tensor) {
+  const NamedTensor* t = nullptr;
+  for (const auto* list : {&graph.weights, &graph.inputs}) {
+    for (const auto& w : *list) {
+      if (w.name == tensor) t = &w;
+    }
+  }
+  if (t == nullptr) {
+    return InvalidArgument("causal_masks: '" + tensor + "' is not a weight or graph input (a causal mask is a tensor "
+                           "of the graph's, added to or selecting the attention scores)");
+  }
+  if (t->desc.shape.size() < 2) {
+    return InvalidArgument("causal_masks: '" + tensor + "' has rank " + std::to_string(t->desc.shape.size()) +
+                           "; a causal mask is [..., Sq, Skv]");
+  }
+  if (!graph.IsCausalMask(tensor)) graph.causal_masks.push_back(tensor);
+  return Status::Ok();
+}
+
 bool GraphIndex::IsWeight(const std::string& tensor) const {
   const Entry* e = Find(tensor);
   return e && e->weight;
@@ -182,7 +205,8 @@ void UseDepthwiseKernels(Graph& g) {
 Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_override) {
   if (!j.is_object()) return InvalidArgument("graph: expected a JSON object with 'nodes'");
   TF_RETURN_IF_ERROR(CheckKnownFields(
-      j, {"name", "soc", "host_preprocess_us", "devices", "training", "inputs", "weights", "nodes", "outputs", "resident"},
+      j, {"name", "soc", "host_preprocess_us", "devices", "training", "inputs", "weights", "nodes", "outputs", "resident",
+          "causal_masks"},
       "graph"));
   Graph g;
   if (j.contains("name") && !j["name"].is_string()) return InvalidArgument("graph: 'name' must be a string");
@@ -290,6 +314,13 @@ Result<Graph> GraphFromJson(const nlohmann::json& j, const std::string& soc_over
     for (const auto& r : j["resident"]) {
       if (!r.is_string()) return InvalidArgument("graph: resident: " + r.dump() + " is not a tensor name (a string)");
       TF_RETURN_IF_ERROR(MarkResident(g, r.get<std::string>()).WithContext("graph"));
+    }
+  }
+  if (j.contains("causal_masks")) {
+    if (!j["causal_masks"].is_array()) return InvalidArgument("graph: 'causal_masks' must be an array of tensor names");
+    for (const auto& m : j["causal_masks"]) {
+      if (!m.is_string()) return InvalidArgument("graph: causal_masks: " + m.dump() + " is not a tensor name (a string)");
+      TF_RETURN_IF_ERROR(MarkCausalMask(g, m.get<std::string>()).WithContext("graph"));
     }
   }
   TF_RETURN_IF_ERROR(TopologicalOrder(g).status());
@@ -419,6 +450,7 @@ nlohmann::json GraphToJson(const Graph& graph) {
                    {"outputs", graph.outputs},
                    {"nodes", nlohmann::json::array()}};
   if (!graph.resident.empty()) j["resident"] = graph.resident;
+  if (!graph.causal_masks.empty()) j["causal_masks"] = graph.causal_masks;
   for (const GraphNode& node : graph.nodes) {
     nlohmann::json n{{"name", node.name}, {"op", node.op_type}, {"inputs", node.inputs}, {"outputs", tensors(node.outputs)}};
     if (!node.attrs.empty()) n["attrs"] = node.attrs;

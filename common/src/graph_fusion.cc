@@ -571,6 +571,22 @@ std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion)
   return name;
 }
 
+bool AttentionIsCausal(const Graph& graph, const AttentionFusion& fusion) {
+  const std::vector<int64_t>& scores = graph.nodes[fusion.scores].outputs[0].desc.shape;
+  auto causal = [&](const std::string& mask) {
+    const NamedTensor* t = graph.FindTensor(mask);
+    return graph.IsCausalMask(mask) && t != nullptr && t->desc.shape.size() >= 2 && scores.size() >= 2 &&
+           std::equal(t->desc.shape.end() - 2, t->desc.shape.end(), scores.end() - 2);
+  };
+  for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {
+    const GraphNode& node = graph.nodes[fusion.steps[i]];
+    const Step step = ScoreStep(graph, node, fusion.step_x[i]);
+    // where(mask, scores, y) keeps the scores where the mask holds; scores + mask adds 0 there.
+    if ((step.op == "Where" || step.op == "Add") && !step.operands.empty() && causal(step.operands[0])) return true;
+  }
+  return false;
+}
+
 std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusion) {
   std::string ops;
   for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {
@@ -601,6 +617,7 @@ Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<Attent
       fused.inputs.insert(fused.inputs.end(), step.operands.begin(), step.operands.end());
     }
     if (const std::string chain = AttentionScoreChain(graph, a); !chain.empty()) fused.attrs["scores"] = chain;
+    if (AttentionIsCausal(graph, a)) fused.attrs["causal"] = "1";
     fused.outputs = graph.nodes[a.output].outputs;
     for (int m : a.Members()) {
       if (removed[m]) return InvalidArgument("attention '" + fused.name + "' shares node '" + graph.nodes[m].name + "' with another");

@@ -14,23 +14,6 @@ namespace {
 
 using namespace space_util;
 
-// Whether any of the named flag attrs is set. A flag is "1"/"true" or "0"/"false"; any
-// other spelling ("True", "yes", "2") is refused rather than silently read as false,
-// which would tune the untransposed product.
-Result<bool> AttrFlag(const OpKey& key, std::initializer_list<const char*> names) {
-  bool set = false;
-  for (const char* n : names) {
-    auto it = key.attrs.find(n);
-    if (it == key.attrs.end()) continue;
-    if (it->second == "1" || it->second == "true") set = true;
-    else if (it->second != "0" && it->second != "false") {
-      return InvalidArgument(key.op_type + " attrs." + n + "='" + it->second +
-                             "' is not a flag: use true/false or 1/0");
-    }
-  }
-  return set;
-}
-
 std::string Dims(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);

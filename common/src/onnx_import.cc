@@ -23,6 +23,7 @@
 
 #include "onnx_const_fold.h"
 #include "onnx_util.h"
+#include "space_util.h"
 #include "window_attrs.h"
 
 namespace tunefleet {
@@ -104,6 +105,64 @@ bool IsGraphDType(const std::string& dtype) {
          dtype == "int64";
 }
 
+// Whether constant `t` holds a causal mask (Graph::causal_masks): over its last two axes
+// [R, C], C >= R, kept where column j <= row i + C - R and masked above, alike for every
+// leading index. A bool's kept is true; a float's (a mask added to the scores) is 0 and
+// its masked at most -1e4 (-inf, or the dtype's lowest, as exporters write it). A
+// weight's random values fail at the first row.
+bool HoldsCausalMask(const onnx::TensorProto& t) {
+  if (t.dims_size() < 2) return false;
+  int64_t n = 1;
+  for (int64_t d : t.dims()) n *= d;
+  const int64_t rows = t.dims(t.dims_size() - 2), cols = t.dims(t.dims_size() - 1);
+  if (n <= 0 || rows < 1 || cols < rows) return false;
+  const std::string& raw = t.raw_data();
+  const auto count = static_cast<size_t>(n);
+  std::function<double(size_t)> at;  // element i as a number; a bool's kept is 1
+  bool is_bool = false;
+  switch (t.data_type()) {
+    case onnx::TensorProto::BOOL:
+      is_bool = true;
+      if (raw.size() == count) {
+        at = [&](size_t i) { return raw[i] != 0 ? 1.0 : 0.0; };
+      } else if (static_cast<size_t>(t.int32_data_size()) == count) {
+        at = [&](size_t i) { return t.int32_data(static_cast<int>(i)) != 0 ? 1.0 : 0.0; };
+      }
+      break;
+    case onnx::TensorProto::FLOAT:
+      if (raw.size() == 4 * count) {
+        at = [&](size_t i) {
+          float f = 0;
+          std::memcpy(&f, raw.data() + 4 * i, 4);
+          return static_cast<double>(f);
+        };
+      } else if (static_cast<size_t>(t.float_data_size()) == count) {
+        at = [&](size_t i) { return static_cast<double>(t.float_data(static_cast<int>(i))); };
+      }
+      break;
+    case onnx::TensorProto::FLOAT16:
+      if (raw.size() == 2 * count) {
+        at = [&](size_t i) {
+          uint16_t bits = 0;
+          std::memcpy(&bits, raw.data() + 2 * i, 2);
+          return onnx_util::HalfToDouble(bits);
+        };
+      } else if (static_cast<size_t>(t.int32_data_size()) == count) {
+        at = [&](size_t i) { return onnx_util::HalfToDouble(static_cast<uint32_t>(t.int32_data(static_cast<int>(i)))); };
+      }
+      break;
+    default: break;
+  }
+  if (!at) return false;
+  const double kept = is_bool ? 1.0 : 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t j = static_cast<int64_t>(i) % cols, row = static_cast<int64_t>(i) / cols % rows;
+    const double v = at(i);
+    const bool ok = j <= row + cols - rows ? v == kept : (is_bool ? v == 0.0 : v <= -1e4);
+    if (!ok) return false;
+  }
+  return true;
+}
 
 // The domain of the ops a fold writes that ONNX has no op for (Rope); a model may hold
 // them too.
@@ -1963,6 +2022,19 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     if (!referenced.count(name)) continue;  // a Reshape's shape, a Squeeze's axes: data, not weights
     TF_ASSIGN_OR_RETURN(NamedTensor t, tensor(name, c));
     out.weights.push_back(std::move(t));
+  }
+  // Causal masks: the constants whose values are one, and those the file's metadata
+  // names (an example exporter's, which drops the weights' data after checking them).
+  for (const auto& w : out.weights) {
+    const auto values = constant_values.find(w.name);
+    if (values != constant_values.end() && HoldsCausalMask(*values->second)) out.causal_masks.push_back(w.name);
+  }
+  for (const auto& entry : model.metadata_props()) {
+    if (entry.key() != kCausalMasksMetadataKey) continue;
+    for (const std::string& name : space_util::SplitCommas(entry.value())) {
+      Status marked = MarkCausalMask(out, name);
+      if (!marked.ok()) return marked.WithContext(fmt::format("{}: metadata_props '{}'", path, kCausalMasksMetadataKey));
+    }
   }
   for (const auto& o : g.output()) out.outputs.push_back(o.name());
   // A decoding step's KV cache stays on the device: HF's and optimum's `past_key_values.*`

@@ -1,17 +1,19 @@
 // Small helpers the op spaces (matmul/conv2d/vector/fused_space.cc) share: integer
 // rounding, the texts constraint reasons print, element counts and shapes, integer and
-// comma-separated lists, the names of an op table. Private to common/src/.
+// comma-separated lists, flag attributes, the names of an op table. Private to common/src/.
 #pragma once
 
 #include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <numeric>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tunefleet/common/op_key.h"
 #include "tunefleet/common/status.h"
 
 namespace tunefleet::space_util {
@@ -85,6 +87,23 @@ inline Result<std::vector<int64_t>> ParseIntList(const std::string& text, const 
   TF_RETURN_IF_ERROR(flush());
   if (out.empty()) return InvalidArgument(what + " is empty; give integers like \"" + example + "\"");
   return out;
+}
+
+// Whether any of the named flag attrs is set. A flag is "1"/"true" or "0"/"false"; any
+// other spelling ("True", "yes", "2") is refused rather than silently read as false,
+// which would tune the untransposed product.
+inline Result<bool> AttrFlag(const OpKey& key, std::initializer_list<const char*> names) {
+  bool set = false;
+  for (const char* n : names) {
+    auto it = key.attrs.find(n);
+    if (it == key.attrs.end()) continue;
+    if (it->second == "1" || it->second == "true") set = true;
+    else if (it->second != "0" && it->second != "false") {
+      return InvalidArgument(key.op_type + " attrs." + n + "='" + it->second +
+                             "' is not a flag: use true/false or 1/0");
+    }
+  }
+  return set;
 }
 
 // "Relu,Clip" -> {"Relu", "Clip"}: the op names of a chain or epilogue attribute (and a

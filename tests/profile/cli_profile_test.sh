@@ -253,6 +253,21 @@ grep -qF "/mlp/gate_proj/MatMul+/mlp/Mul+/mlp/Mul_1 (FusedBatchMatMul, epilogue 
 # and the attention, its probabilities cast back from float32 (a view), one FlashAttention.
 grep -qF "/self_attn/MatMul+/self_attn/Div+/self_attn/Add_2+/self_attn/Softmax+/self_attn/MatMul_1 (FlashAttention, scores Div,Add)" \
   "$OUT/llama_fuse.txt" || fail "fuse llama: the attention is not one FlashAttention: $(cat "$OUT/llama_fuse.txt")"
+# Its mask is an input, so only the user knows it is causal: declared (--causal-mask), the
+# FlashAttention skips the key blocks it masks whole, and the fused step is faster.
+(cd "$OUT" && "$TF" fuse "$SRC/examples/llama_layer.onnx" --causal-mask mask -o llama_causal.json > llama_causal.txt) \
+  || fail "fuse llama --causal-mask exited $?"
+grep -qF "/self_attn/MatMul+/self_attn/Div+/self_attn/Add_2+/self_attn/Softmax+/self_attn/MatMul_1 (FlashAttention, scores Div,Add, causal)" \
+  "$OUT/llama_causal.txt" || fail "fuse llama --causal-mask: the attention is not causal: $(cat "$OUT/llama_causal.txt")"
+/usr/bin/python3 - "$OUT/llama_fuse.txt" "$OUT/llama_causal.txt" "$OUT/llama_causal.json" <<'PY' || fail "fuse llama --causal-mask is not faster"
+import json, re, sys
+full, causal = (float(re.search(r"model_result_performance\(ms\) +([0-9.]+)", open(p).read()).group(1)) for p in sys.argv[1:3])
+assert causal < full - 0.3, (causal, full)
+assert json.load(open(sys.argv[3]))["causal_masks"] == ["mask"]
+PY
+expect_2 "--causal-mask of no input or weight" "$TF" fuse "$SRC/examples/llama_layer.onnx" --causal-mask nope -o "$OUT/x.json"
+grep -q "'nope' is not a weight or graph input" "$OUT/bad.err" || fail "--causal-mask nope: $(cat "$OUT/bad.err")"
+expect_2 "tune --causal-mask without --fuse" "$TF" tune "$SRC/examples/llama_layer.onnx" --causal-mask mask --data-dir "$OUT/kb-causal"
 # The same layer exported with dynamic axes (make_llama_onnx.py --dynamic): its views'
 # shapes and rotate_half's bounds come from Shape ops, which fold once --dim sizes batch
 # and seq; it then profiles as the fixed-shape export does.
@@ -280,11 +295,13 @@ check_onnx_tune gpt2 "$SRC/examples/gpt2_layer.onnx" 14 "^/attn/c_attn/Gemm  Gem
   "^/attn/Where  Where\[int8:1024x1024,96x1024x1024,1\]"
 # Its Conv1D projections are addmm then a view: fuse reads through the view, so c_fc takes
 # its bias and Gelu and both c_proj their bias and residual Add; the attention, its causal
-# mask a Where of an int8 condition, is one FlashAttention.
+# mask a Where of an int8 condition, is one FlashAttention; the mask is causal (the
+# exporter names it in the file's metadata, as its dropped values would have shown), so the
+# FlashAttention skips the key blocks it masks whole.
 (cd "$OUT" && "$TF" fuse "$SRC/examples/gpt2_layer.onnx" > gpt2_fuse.txt) || fail "fuse gpt2 exited $?"
 for want in "4 of 4 fusion chains fused, 0 of 0 transposes folded, 14 -> 7 kernels" \
   "/mlp/c_fc/Gemm+/mlp/Mul_3 (FusedMatMul, epilogue BiasAdd,Gelu)" "/attn/c_proj/Gemm+/Add (FusedMatMul, epilogue BiasAdd,Add)" \
-  "/attn/MatMul+/attn/Div+/attn/Where+/attn/Softmax+/attn/MatMul_1 (FlashAttention, scores Div,Where)"; do
+  "/attn/MatMul+/attn/Div+/attn/Where+/attn/Softmax+/attn/MatMul_1 (FlashAttention, scores Div,Where, causal)"; do
   grep -qF "$want" "$OUT/gpt2_fuse.txt" || fail "fuse gpt2: no line has '$want': $(cat "$OUT/gpt2_fuse.txt")"
 done
 "$TF" profile "$OUT/gpt2_layer_fused.json" > /dev/null || fail "profile of the fused GPT-2 layer exited $?"

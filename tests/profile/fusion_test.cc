@@ -729,6 +729,32 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
   ASSERT_TRUE(gpt2_fused.ok()) << gpt2_fused.status().ToString();
   ASSERT_EQ(gpt2_fused->nodes.size(), 1u);
   EXPECT_EQ(gpt2_fused->nodes[0].inputs, (std::vector<std::string>{"q", "k", "v", "c", "causal", "fill"}));
+  EXPECT_FALSE(AttentionIsCausal(*gpt2, masked[0])) << "nothing says the mask is causal";
+  EXPECT_FALSE(gpt2_fused->nodes[0].attrs.count("causal"));
+  // Said to be (Graph::causal_masks, as the ONNX import finds GPT-2's), the FlashAttention
+  // skips the key blocks it masks whole; through the graph's JSON too.
+  causal["causal_masks"] = {"causal"};
+  auto declared = GraphFromJson(causal);
+  ASSERT_TRUE(declared.ok()) << declared.status().ToString();
+  EXPECT_EQ(GraphFromJson(GraphToJson(*declared))->causal_masks, (std::vector<std::string>{"causal"}));
+  EXPECT_TRUE(AttentionIsCausal(*declared, masked[0]));
+  auto causal_fused = ApplyAttentionFusions(*declared, masked, testing::Soc910B2());
+  ASSERT_TRUE(causal_fused.ok()) << causal_fused.status().ToString();
+  EXPECT_EQ(causal_fused->nodes[0].attrs.at("causal"), "1");
+  auto time = [](const Graph& graph) {
+    auto run = profile::RunGraph(graph, testing::Soc910B2());
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    return run.ok() ? run->compute_end_us - run->compute_start_us : 0.0;
+  };
+  EXPECT_LT(time(*causal_fused), 0.8 * time(*gpt2_fused));
+  // Only a weight or input of rank 2 or more is a mask.
+  for (const char* bad : {"masked", "fill", "nope"}) {
+    causal["causal_masks"] = {bad};
+    auto refused = GraphFromJson(causal);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find(std::string("causal_masks: '") + bad + "'"), std::string::npos)
+        << refused.status().message();
+  }
 
   // Grouped-query attention: k and v repeated from 2 heads to 8 by repeat_kv's three views
   // (unsqueeze, expand, view); the FlashAttention reads the 2 heads.

@@ -1826,6 +1826,90 @@ TEST(OnnxImport, GroupedKeyValueHeadsExpandAsAViewAfterTheirShapeArithmeticFolds
   }
 }
 
+// A constant whose values are a causal mask (GPT-2's tril buffer applied by Where, a float
+// mask of 0 and -inf added to the scores) is listed in Graph::causal_masks; one that is
+// almost one is not. An example exporter that drops the values names its masks in the
+// file's metadata instead; a name there that is no weight or input is an error.
+TEST(OnnxImport, ACausalMaskIsFoundFromItsValuesOrNamedInTheFilesMetadata) {
+  testing::ScratchDir dir;
+  int file = 0;
+  // [1, 16, 16] with kept(i, j) = j <= i + shift.
+  auto mask = [](onnx::GraphProto& g, int type, int shift, float masked) {
+    auto* t = g.add_initializer();
+    t->set_name("mask");
+    t->set_data_type(type);
+    for (int64_t d : {1, 16, 16}) t->add_dims(d);
+    for (int i = 0; i < 16; ++i) {
+      for (int j = 0; j < 16; ++j) {
+        const bool kept = j <= i + shift;
+        if (type == onnx::TensorProto::BOOL) {
+          t->mutable_raw_data()->push_back(kept ? '\1' : '\0');
+        } else {
+          t->add_float_data(kept ? 0.0f : masked);
+        }
+      }
+    }
+    return t;
+  };
+  auto load = [&](int type, int shift, float masked) {
+    return LoadChainModel(dir.Path("causal_" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            auto* t = g.add_initializer();
+                            t->set_name("wt");
+                            t->set_data_type(onnx::TensorProto::FLOAT16);
+                            for (int64_t d : {4, 64, 16}) t->add_dims(d);
+                            AddNode(n, "MatMul", {"x", "wt"}, "scores", "scores");  // [4, 16, 16]
+                            mask(g, type, shift, masked);
+                            if (type == onnx::TensorProto::BOOL) {
+                              auto* fill = g.add_initializer();
+                              fill->set_name("fill");
+                              fill->set_data_type(onnx::TensorProto::FLOAT16);
+                              fill->add_int32_data(0xfbff);
+                              AddNode(n, "Where", {"mask", "scores", "fill"}, "y", "mask.where");
+                            } else {
+                              AddNode(n, "Add", {"scores", "mask"}, "y", "mask.add");
+                            }
+                          },
+                          false, onnx::TensorProto::FLOAT16, {});
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(load(onnx::TensorProto::BOOL, 0, 0).value().causal_masks, (std::vector<std::string>{"mask"}));
+  EXPECT_EQ(load(onnx::TensorProto::FLOAT, 0, -inf).value().causal_masks, (std::vector<std::string>{"mask"}));
+  EXPECT_EQ(load(onnx::TensorProto::FLOAT, 0, -3.4e38f).value().causal_masks, (std::vector<std::string>{"mask"}));
+  EXPECT_TRUE(load(onnx::TensorProto::BOOL, 1, 0).value().causal_masks.empty()) << "one key too many";
+  EXPECT_TRUE(load(onnx::TensorProto::BOOL, -1, 0).value().causal_masks.empty()) << "its own key masked";
+  EXPECT_TRUE(load(onnx::TensorProto::FLOAT, 0, -1).value().causal_masks.empty()) << "-1 only lowers the score";
+
+  // The bool mask's file with its values dropped, as the example exporters save it, and
+  // the metadata they write.
+  auto with_metadata = [&](const std::string& names) {
+    const std::string path = dir.Path("causal_0.onnx");  // the first: the bool mask
+    onnx::ModelProto m;
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(m.ParseFromIstream(&in));
+    in.close();
+    for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+      if (t.name() == "mask") t.clear_raw_data();
+    }
+    if (!names.empty()) {
+      auto* entry = m.add_metadata_props();
+      entry->set_key(kCausalMasksMetadataKey);
+      entry->set_value(names);
+    }
+    const std::string out = dir.Path("dropped.onnx");
+    std::ofstream f(out, std::ios::binary);
+    EXPECT_TRUE(m.SerializeToOstream(&f));
+    f.close();
+    return GraphFromOnnxFile(out, {});
+  };
+  EXPECT_TRUE(with_metadata("").value().causal_masks.empty()) << "no values, no metadata";
+  EXPECT_EQ(with_metadata("mask").value().causal_masks, (std::vector<std::string>{"mask"}));
+  const std::string bad = Message(with_metadata("mask,scores"));
+  EXPECT_NE(bad.find("metadata_props 'tunefleet.causal_masks': causal_masks: 'scores' is not a weight or graph input"),
+            std::string::npos)
+      << bad;
+}
+
 // GPT-2's attention as torch 1.13 exports it at fixed shapes: one c_attn MatMul, a Split
 // into q, k and v, the causal mask a Slice of a bool buffer, applied by Where with a
 // fill value. Split and Slice are window views of their input (nothing is copied: PyTorch's
@@ -1902,6 +1986,8 @@ TEST(OnnxImport, SplitAndSliceAreWindowViewsAndWhereSelects) {
   // key, the scores, masked, p and y. The split and the slice copy nothing.
   EXPECT_EQ(run->memory.no_reuse_bytes,
             64 * 192 * 2 + 32 * 32 + 2 + (4 * 16 * 64 + 4 * 16 * 192 + 4 * 64 * 16 + 3 * 4 * 16 * 16 + 4 * 16 * 64) * 2);
+
+  EXPECT_TRUE(r->causal_masks.empty()) << "a buffer of ones is not causal";
 
   // What is not a window is refused saying what to export instead.
   auto strided = load([](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {

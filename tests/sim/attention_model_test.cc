@@ -48,6 +48,17 @@ class AttentionModel : public ::testing::Test {
   }
 };
 
+// GPT-2's attention at 1024 tokens: 8 x 12 heads, divided by the scale, then the Where of
+// its int8 [1, 1, 1024, 1024] mask; causal when the mask is one (attrs.causal).
+OpKey Gpt2Attention(bool causal, int64_t sq = 1024, int64_t skv = 1024) {
+  std::vector<TensorDesc> in = Inputs({{8, 12, sq, 64}, {8, 12, 64, skv}, {8, 12, skv, 64}, {1}});
+  in.push_back(TensorDesc{{1, 1, sq, skv}, "int8", "ND"});
+  in.push_back(TensorDesc{{1}, "float16", "ND"});
+  std::map<std::string, std::string> attrs{{"scores", "Div,Where"}};
+  if (causal) attrs["causal"] = "1";
+  return Key("FlashAttention", std::move(in), std::move(attrs));
+}
+
 OpKey BertAttention(const std::string& dtype = "float16") {
   return Key("FlashAttention",
              Inputs({{32, 12, 128, 64}, {32, 12, 64, 128}, {32, 12, 128, 64}, {1}, {32, 1, 1, 128}}, dtype),
@@ -77,7 +88,7 @@ TEST_F(AttentionModel, OneKernelBeatsTheThreeItReplacesWhenTheScoresAreLarge) {
 
 TEST_F(AttentionModel, NoConfigBeatsTheRoofline) {
   const OpKey whisper = Key("FlashAttention", Inputs({{8, 8, 1500, 64}, {8, 8, 64, 1500}, {8, 8, 1500, 64}}));
-  for (const OpKey& key : {SdAttention(), BertAttention(), whisper, BertAttention("bfloat16")}) {
+  for (const OpKey& key : {SdAttention(), BertAttention(), whisper, BertAttention("bfloat16"), Gpt2Attention(true)}) {
     TuningProblem p = test_support::ProblemOrFail(key, soc());
     size_t valid = 0;
     for (ConfigIndex i : p.space.EnumerateValid()) {
@@ -157,7 +168,9 @@ TEST_F(AttentionModel, TheEventSimulationAgreesWithTheFastPathWithinTwoPercentOn
   const OpKey odd = Key("FlashAttention", Inputs({{3, 5, 77, 24}, {3, 5, 77, 24}, {3, 5, 77, 40}}), {{"transpose_b", "1"}});
   double worst = 0;
   size_t configs = 0;
-  for (const OpKey& key : {SdAttention(), BertAttention(), whisper, odd}) {
+  const OpKey odd_causal = Key("FlashAttention", Inputs({{3, 5, 77, 24}, {3, 5, 77, 24}, {3, 5, 77, 40}, {1, 1, 77, 77}}),
+                                {{"transpose_b", "1"}, {"scores", "Add"}, {"causal", "1"}});
+  for (const OpKey& key : {SdAttention(), BertAttention(), whisper, odd, Gpt2Attention(true), odd_causal}) {
     TuningProblem p = test_support::ProblemOrFail(key, soc());
     auto prepared = Prepare(p, soc());
     ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
@@ -184,6 +197,73 @@ TEST_F(AttentionModel, TheEventSimulationAgreesWithTheFastPathWithinTwoPercentOn
   }
   EXPECT_GT(configs, 40u);
   std::printf("FlashAttention: %zu configs, event simulation within %.2f%% of the fast path\n", configs, 100 * worst);
+}
+
+// CANN's sparse_mode 3: a query block walks only the keys up to its last row's own. At
+// 1024 tokens in blocks of 128 that is 36 of the 64 blocks of each head, and the units,
+// now of 1 to 8 blocks, are spread over the cores so that each does a fair share.
+TEST_F(AttentionModel, ACausalMaskSkipsTheKeyBlocksItMasksWhole) {
+  const KernelEstimate full = Run(Gpt2Attention(false)), causal = Run(Gpt2Attention(true));
+  const double share = 36.0 / 64;
+  EXPECT_DOUBLE_EQ(causal.flops, share * full.flops);
+  const double tensors = 4.0 * 96 * 1024 * 64 * 2, operands = 2 + 1024 * 1024 + 2;
+  EXPECT_DOUBLE_EQ(full.hbm_bytes, tensors + operands);
+  EXPECT_DOUBLE_EQ(causal.hbm_bytes, tensors + share * operands) << "k and v are all read; the mask's blocks computed";
+  EXPECT_LT(causal.l2_bytes, 0.6 * full.l2_bytes) << "the workspace of the blocks skipped";
+  // The busiest core does a fair share: 36 blocks of each of 96 heads over 24 cores, 144
+  // blocks, against 256 without the mask.
+  const double cube = causal.BusyUs(Pipe::kCube) / full.BusyUs(Pipe::kCube);
+  EXPECT_GT(cube, share - 0.005);
+  EXPECT_LT(cube, share + 0.02);
+  EXPECT_LT(causal.latency_us, 0.62 * full.latency_us) << causal.latency_us << " us against " << full.latency_us;
+  EXPECT_GE(causal.latency_us, RooflineUs(causal, soc()));
+  // Each head's units all assigned once, and no core over a fair share by more than the longest unit.
+  auto shape = AttentionShapeFromOpKey(Gpt2Attention(true));
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  AttentionPlan plan;
+  TuningProblem p = test_support::ProblemOrFail(Gpt2Attention(true), soc());
+  EstimateAttention(*shape, AttentionTilingFromConfig(p.default_config), soc(), &plan);
+  ASSERT_EQ(plan.kinds.size(), 8u);
+  std::vector<int64_t> assigned(plan.kinds.size(), 0);
+  double most = 0, least = 1e300, total = 0;
+  for (const std::vector<int>& units : AssignAttentionUnits(plan)) {
+    double load = 0;
+    for (int k : units) {
+      ++assigned[static_cast<size_t>(k)];
+      load += plan.kinds[static_cast<size_t>(k)].cycles;
+    }
+    most = std::max(most, load);
+    least = std::min(least, load);
+    total += load;
+  }
+  const AttentionTiling tiling = AttentionTilingFromConfig(p.default_config);
+  ASSERT_EQ(tiling.s1, 128);  // the 8 query blocks, of 128 to 1024 keys
+  for (size_t k = 0; k < plan.kinds.size(); ++k) {
+    EXPECT_EQ(assigned[k], 96) << "query block " << k;
+    EXPECT_EQ(plan.kinds[k].keys, 128 * static_cast<int64_t>(k + 1));
+    EXPECT_EQ(plan.kinds[k].steps, 128 * static_cast<int64_t>(k + 1) / tiling.s2);
+  }
+  EXPECT_LE(most - least, plan.kinds.back().cycles);
+  EXPECT_DOUBLE_EQ(causal.duration_us * soc().CyclesPerUs(), most);
+  EXPECT_LT(most, 1.05 * total / 24);
+}
+
+// A chunk of 128 queries after 896 cached keys: every query sees every key up to its own,
+// which for a single block of 128 is all of them.
+TEST_F(AttentionModel, ACausalChunkAfterCachedKeysSeesTheKeysUpToItsOwn) {
+  EXPECT_DOUBLE_EQ(Run(Gpt2Attention(true, 128, 1024)).latency_us, Run(Gpt2Attention(false, 128, 1024)).latency_us);
+  const Config c = AttentionConfigFromTiling({64, 128, 2});  // two query blocks: 960 and 1024 keys
+  EXPECT_LT(Run(Gpt2Attention(true, 128, 1024), &c).flops, Run(Gpt2Attention(false, 128, 1024), &c).flops);
+  auto error = [&](const OpKey& key) {
+    auto p = MakeTuningProblem(key, soc());
+    return p.ok() ? std::string() : p.status().message();
+  };
+  EXPECT_NE(error(Gpt2Attention(true, 1024, 128)).find("needs Skv >= Sq"), std::string::npos) << error(Gpt2Attention(true, 1024, 128));
+  OpKey yes = Gpt2Attention(true);
+  yes.attrs["causal"] = "yes";
+  EXPECT_NE(error(yes).find("attrs.causal='yes' is not a flag"), std::string::npos) << error(yes);
+  const OpKey no_chain = Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}}), {{"causal", "1"}});
+  EXPECT_NE(error(no_chain).find("attrs.scores names none"), std::string::npos) << error(no_chain);
 }
 
 // Llama-3-8B's grouped-query attention: 32 query heads, 8 key/value heads.

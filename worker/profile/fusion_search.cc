@@ -120,6 +120,7 @@ nlohmann::json FusionReport::ToJson() const {
                            {"nodes", std::vector<std::string>(d.nodes.begin(), d.nodes.begin() + 1 + o->length)},
                            {"step_saved_us", d.unfused_step_us - o->step_us},
                            {"kernel_saved_us", d.unfused_kernel_us - o->kernel_us}});
+      if (o->causal) fused_ops.back()["causal"] = true;
     }
     // What was left out of each chain, and why: refused by the op, or not faster.
     const size_t from = d.chosen;  // options after the chosen length
@@ -210,6 +211,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc, int t
     o.name = AttentionNodeName(transposed, a);
     o.op_type = kFlashAttentionOp;
     o.epilogue = AttentionScoreChain(transposed, a);
+    o.causal = AttentionIsCausal(transposed, a);
     TimeOption(ApplyAttentionFusions(transposed, {a}, soc, &mine.checks), soc, mine, o);
     const bool faster = o.refused.empty() && Better(o.step_us, o.kernel_us, bar.step_us, bar.kernel_us);
     d.options.push_back(std::move(o));

@@ -22,6 +22,7 @@ namespace tunefleet::profile {
 struct FusionOption {
   size_t length = 0;  // steps fused into the head
   std::string name, op_type, epilogue;
+  bool causal = false;                // a FlashAttention that skips the blocks a causal mask masks
   double step_us = 0, kernel_us = 0;  // the step and its summed kernel time, with it
   std::string refused;                // why the fused op is not valid (then not timed)
 };

@@ -1,6 +1,10 @@
 #include "worker/sim/attention_model.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
+#include <vector>
 
 #include "worker/sim/pipe_costs.h"
 
@@ -83,7 +87,8 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
   const bool ping_pong = t.buffers > 1;
   const int chain = pipe_costs::ChainInstructions(s.scores);
   const int64_t rows = blk.rows_per_vector;
-  plan.units = s.batch * CeilDiv(s.sq, t.s1);
+  const int64_t q_blocks_n = CeilDiv(s.sq, t.s1);
+  plan.units = s.batch * q_blocks_n;
   plan.cores = std::min<int64_t>(soc.ai_core_cnt, plan.units);
   plan.units_per_core = CeilDiv(plan.units, plan.cores);
   plan.kv_steps = CeilDiv(s.skv, t.s2);
@@ -95,7 +100,6 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
   auto step_cycles = [&](const StepCost& c) {
     return ping_pong ? std::max(c.CubeSide(), c.VectorSide(true)) : c.CubeSide() + c.VectorSide(false);
   };
-  const double steps = static_cast<double>(plan.kv_steps - 1) * step_cycles(full) + step_cycles(last);
   // Pipeline fill: with ping-pong the first block's scores (or the last block's softmax)
   // run alone.
   const double fill = ping_pong ? std::min(full.CubeSide(), full.VectorSide(true)) : 0;
@@ -106,7 +110,11 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
       VectorCycles(rows * RoundUp(s.dv, 16), static_cast<int64_t>(kScoreBytes), kRescaleInstructions, soc);
   const double o_write =
       lat + TransferEq(static_cast<double>(rows * s.dv) * in, static_cast<double>(rows), soc) / soc.mte3_bytes_per_cycle;
-  plan.unit = soc.scalar_cycles_per_tile + q_load + steps + fill + norm_cycles + o_write;
+  auto unit_cycles = [&](int64_t steps, const StepCost& last_step, double unit_fill) {
+    const double walk = static_cast<double>(steps - 1) * step_cycles(full) + step_cycles(last_step);
+    return soc.scalar_cycles_per_tile + q_load + walk + unit_fill + norm_cycles + o_write;
+  };
+  plan.unit = unit_cycles(plan.kv_steps, last, fill);
   plan.ping_pong = ping_pong;
   plan.full = full;
   plan.last = last;
@@ -114,72 +122,156 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
   plan.q_load = q_load;
   plan.normalise = norm_cycles;
   plan.o_write = o_write;
-  const double per_core = static_cast<double>(plan.units_per_core);
-  const double n_full = static_cast<double>(plan.kv_steps - 1);
+  plan.kinds.clear();
+  if (!s.causal) {
+    plan.kinds.push_back({s.skv, plan.kv_steps, plan.units, last, plan.unit});
+  } else {
+    std::vector<std::pair<int64_t, StepCost>> lasts;  // by width: few distinct ones
+    for (int64_t b = 0; b < q_blocks_n; ++b) {
+      AttentionUnitKind k;
+      k.keys = AttentionUnitKeys(s, t, b);
+      k.steps = CeilDiv(k.keys, t.s2);
+      k.count = s.batch;
+      const int64_t w = k.keys - (k.steps - 1) * t.s2;
+      auto it = std::find_if(lasts.begin(), lasts.end(), [&](const auto& l) { return l.first == w; });
+      if (it == lasts.end()) it = lasts.insert(lasts.end(), {w, Step(s, t, w, rows, chain, soc)});
+      k.last = it->second;
+      // A unit of one (narrower) step fills the pipeline with that step.
+      const double unit_fill = !ping_pong ? 0 : k.steps > 1 ? fill : std::min(k.last.CubeSide(), k.last.VectorSide(true));
+      k.cycles = unit_cycles(k.steps, k.last, unit_fill);
+      plan.kinds.push_back(k);
+    }
+  }
+  // The busiest core's units of each kind.
+  std::vector<int64_t> critical(plan.kinds.size(), 0);
+  if (!s.causal) {
+    critical[0] = plan.units_per_core;
+  } else {
+    double most = -1;
+    for (const std::vector<int>& units : AssignAttentionUnits(plan)) {
+      double load = 0;
+      for (int k : units) load += plan.kinds[static_cast<size_t>(k)].cycles;
+      if (load <= most) continue;
+      most = load;
+      std::fill(critical.begin(), critical.end(), 0);
+      for (int k : units) ++critical[static_cast<size_t>(k)];
+    }
+  }
 
-  // Bytes. Compulsory: q, k, v, the output and the operands once.
+  // Bytes. Compulsory: q, k, v, the output and the operands once (under a causal mask, the
+  // operands' share the blocks computed read).
   const double batch = static_cast<double>(s.batch), sq = static_cast<double>(s.sq), skv = static_cast<double>(s.skv);
   const double d = static_cast<double>(s.d), dv = static_cast<double>(s.dv);
+  double computed_scores = sq * skv, unit_keys = static_cast<double>(q_blocks_n) * skv, kv_steps = static_cast<double>(plan.kv_steps);
+  if (s.causal) {
+    computed_scores = unit_keys = kv_steps = 0;
+    for (int64_t b = 0; b < q_blocks_n; ++b) {
+      const AttentionUnitKind& k = plan.kinds[static_cast<size_t>(b)];
+      computed_scores += static_cast<double>(std::min(t.s1, s.sq - b * t.s1) * k.keys);
+      unit_keys += static_cast<double>(k.keys);
+      kv_steps += static_cast<double>(k.steps);
+    }
+    kv_steps /= static_cast<double>(q_blocks_n);  // per unit, on average
+  }
   double operands = 0;
   for (const FusedOperand& o : s.scores.operands) operands += static_cast<double>(o.elements) * DTypeBytes(o.dtype);
+  operands *= computed_scores / (sq * skv);
   const double kv_head = skv * (d + dv) * in;
   const double kv_heads = batch / static_cast<double>(s.kv_group);
   const double compulsory = batch * (sq * d + sq * dv) * in + kv_heads * kv_head + operands;
-  // The next units of a head, and the other heads of its group, re-read its k and v: L2
-  // hits while a wave's heads fit.
-  const double q_blocks = static_cast<double>(CeilDiv(s.sq, t.s1));
-  const double rereads = (batch * q_blocks - kv_heads) * kv_head;
+  // The next units of a head, and the other heads of its group, re-read its k and v (the
+  // keys each walks): L2 hits while a wave's heads fit.
+  const double q_blocks = static_cast<double>(q_blocks_n);
+  const double rereads = s.causal ? batch * unit_keys * (d + dv) * in - kv_heads * kv_head
+                                  : (batch * q_blocks - kv_heads) * kv_head;
   const bool resident = static_cast<double>(plan.cores) * kv_head <= static_cast<double>(soc.l2_size);
   // The workspace: scores written and read (fp32), P written and read, P x v (fp32)
   // written and read, each step of each unit.
   const double padded_rows = batch * q_blocks * static_cast<double>(t.s1);
-  const double workspace = padded_rows * (2 * skv * kScoreBytes + 2 * skv * in) +
-                           padded_rows * static_cast<double>(plan.kv_steps) * 2 * dv * kScoreBytes;
+  const double keys = unit_keys / q_blocks;  // per unit, on average
+  const double workspace = padded_rows * (2 * keys * kScoreBytes + 2 * keys * in) + padded_rows * kv_steps * 2 * dv * kScoreBytes;
   KernelEstimate est;
   est.block_dim = plan.cores;
   est.compulsory_bytes = compulsory;
   est.hbm_bytes = compulsory + (resident ? 0 : rereads);
   est.l2_bytes = (resident ? rereads : 0) + workspace;
-  est.flops = 2 * batch * sq * skv * (d + dv);
+  est.flops = 2 * batch * computed_scores * (d + dv);
   est.compute_roof_flops = soc.CubePeakFlops();
   const double cycles_per_us = soc.CyclesPerUs();
+  double units_on_critical = 0, critical_cycles = 0;
+  for (size_t k = 0; k < plan.kinds.size(); ++k) {
+    units_on_critical += static_cast<double>(critical[k]);
+    critical_cycles += static_cast<double>(critical[k]) * plan.kinds[k].cycles;
+  }
   auto busy = [&](double StepCost::*stage) {
-    return per_core * (n_full * full.*stage + last.*stage) / cycles_per_us;
+    double cycles = 0;
+    for (size_t k = 0; k < plan.kinds.size(); ++k) {
+      const AttentionUnitKind& kind = plan.kinds[k];
+      cycles += static_cast<double>(critical[k]) * (static_cast<double>(kind.steps - 1) * full.*stage + kind.last.*stage);
+    }
+    return cycles / cycles_per_us;
   };
   est.BusyUs(Pipe::kCube) = busy(&StepCost::cube);
   est.BusyUs(Pipe::kMte1) = busy(&StepCost::mte1);
-  est.BusyUs(Pipe::kMte2) = busy(&StepCost::mte2) + per_core * q_load / cycles_per_us;
+  est.BusyUs(Pipe::kMte2) = busy(&StepCost::mte2) + units_on_critical * q_load / cycles_per_us;
   est.BusyUs(Pipe::kFixpipe) = busy(&StepCost::fixpipe);
-  est.BusyUs(Pipe::kScalar) = busy(&StepCost::scalar) + per_core * soc.scalar_cycles_per_tile / cycles_per_us;
-  est.BusyUs(Pipe::kVector) = busy(&StepCost::vec) + per_core * norm_cycles / cycles_per_us;
-  est.BusyUs(Pipe::kMte3) = busy(&StepCost::v_mte3) + per_core * o_write / cycles_per_us;
+  est.BusyUs(Pipe::kScalar) = busy(&StepCost::scalar) + units_on_critical * soc.scalar_cycles_per_tile / cycles_per_us;
+  est.BusyUs(Pipe::kVector) = busy(&StepCost::vec) + units_on_critical * norm_cycles / cycles_per_us;
+  est.BusyUs(Pipe::kMte3) = busy(&StepCost::v_mte3) + units_on_critical * o_write / cycles_per_us;
   plan.hbm_floor_us = est.hbm_bytes / (soc.hbm_bandwidth_gbps * 1e3);
   // Every byte crosses L2: HBM's on their way in and out, the hits and the workspace.
   plan.l2_floor_us = (est.hbm_bytes + est.l2_bytes) / (soc.l2_bandwidth_gbps * 1e3);
-  est.duration_us = std::max({per_core * plan.unit / cycles_per_us, plan.hbm_floor_us, plan.l2_floor_us});
+  est.duration_us = std::max({critical_cycles / cycles_per_us, plan.hbm_floor_us, plan.l2_floor_us});
   est.launch_us = soc.kernel_launch_us;
   est.latency_us = est.launch_us + est.duration_us;
   return est;
 }
 
+std::vector<std::vector<int>> AssignAttentionUnits(const AttentionPlan& plan) {
+  std::vector<std::vector<int>> cores(static_cast<size_t>(std::max<int64_t>(plan.cores, 1)));
+  if (plan.kinds.size() == 1) {
+    for (int64_t u = 0; u < plan.kinds[0].count; ++u) cores[static_cast<size_t>(u) % cores.size()].push_back(0);
+    return cores;
+  }
+  std::vector<int> order(plan.kinds.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int>(k);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return plan.kinds[static_cast<size_t>(a)].cycles > plan.kinds[static_cast<size_t>(b)].cycles; });
+  // (load, core): the least loaded first, the lower core on a tie.
+  using Load = std::pair<double, size_t>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> loads;
+  for (size_t c = 0; c < cores.size(); ++c) loads.push({0.0, c});
+  for (int k : order) {
+    const AttentionUnitKind& kind = plan.kinds[static_cast<size_t>(k)];
+    for (int64_t u = 0; u < kind.count; ++u) {
+      auto [load, c] = loads.top();
+      loads.pop();
+      cores[c].push_back(k);
+      loads.push({load + kind.cycles, c});
+    }
+  }
+  return cores;
+}
+
 namespace {
 
-// One core's units: its cube core's pipes into `aic`, one of its vector cores' into `aiv`
-// (cycles); returns when the last unit's output is written.
-double WalkAttentionCore(const AttentionPlan& p, int64_t units, CoreTimeline& aic, CoreTimeline& aiv) {
+// One core's units (indices into p.kinds): its cube core's pipes into `aic`, one of its
+// vector cores' into `aiv` (cycles); returns when the last unit's output is written.
+double WalkAttentionCore(const AttentionPlan& p, const std::vector<int>& units, CoreTimeline& aic, CoreTimeline& aiv) {
   auto add = [](CoreTimeline& core, Pipe pipe, double start, double length, int64_t tile, std::string_view label) {
     if (length > 0) core.pipes[static_cast<size_t>(pipe)].push_back({start, start + length, tile, label});
   };
   double t = 0;
   int64_t tile = 0;
-  for (int64_t u = 0; u < units; ++u) {
+  for (int k : units) {
+    const AttentionUnitKind& kind = p.kinds[static_cast<size_t>(k)];
     add(aic, Pipe::kScalar, t, p.unit_setup, tile, "unit setup");
     t += p.unit_setup;
     add(aic, Pipe::kMte2, t, p.q_load, tile, "MTE2 q block");
     t += p.q_load;
     double cube_free = t, vector_done = t, vector_done_before = t;
-    for (int64_t s = 0; s < p.kv_steps; ++s, ++tile) {
-      const AttentionStep& st = s + 1 == p.kv_steps ? p.last : p.full;
+    for (int64_t s = 0; s < kind.steps; ++s, ++tile) {
+      const AttentionStep& st = s + 1 == kind.steps ? kind.last : p.full;
       // The scores wait for the cube and for their workspace buffer.
       const double c0 = std::max(cube_free, p.ping_pong ? vector_done_before : vector_done);
       add(aic, Pipe::kMte2, c0, st.mte2, tile, "MTE2 k, v, P blocks");
@@ -227,16 +319,23 @@ Result<EventSimResult> SimulateAttentionEvents(const AttentionShape& s, const Se
   result.estimate = EstimateAttention(s, AttentionTilingFromConfig(config), soc, &plan);
   const int64_t vpc = ComputeAttentionBlocking(s, AttentionTilingFromConfig(config), soc).vector_per_cube;
   const double us_per_cycle = 1.0 / soc.CyclesPerUs();
-  // The first `full` cores run units_per_core units, the rest one fewer.
-  const int64_t full = plan.units - plan.cores * (plan.units_per_core - 1);
+  // Cores that run the same units are simulated once: without a causal mask, the first
+  // cores run units_per_core units and the rest one fewer.
+  std::vector<std::pair<std::vector<int>, std::vector<int64_t>>> groups;  // units, cores
+  const std::vector<std::vector<int>> assigned = AssignAttentionUnits(plan);
+  for (size_t c = 0; c < assigned.size(); ++c) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& e) { return e.first == assigned[c]; });
+    if (g == groups.end()) g = groups.insert(groups.end(), {assigned[c], {}});
+    g->second.push_back(static_cast<int64_t>(c));
+  }
   double crit_end = -1;
-  for (int64_t g = 0; g < (full < plan.cores ? 2 : 1); ++g) {
+  for (const auto& [units, cores] : groups) {
     CoreTimeline aic, aiv;
-    for (int64_t c = g == 0 ? 0 : full; c < (g == 0 ? full : plan.cores); ++c) {
+    for (int64_t c : cores) {
       aic.core_ids.push_back(c);
       for (int64_t j = 0; j < vpc; ++j) aiv.core_ids.push_back(soc.ai_core_cnt + c * vpc + j);
     }
-    const double end = WalkAttentionCore(plan, plan.units_per_core - g, aic, aiv);
+    const double end = WalkAttentionCore(plan, units, aic, aiv);
     aic.ScaleTimes(us_per_cycle);
     aiv.ScaleTimes(us_per_cycle);
     if (end > crit_end) {

@@ -10,10 +10,16 @@
 // reach HBM: it moves q, k, v and the output once (k's and v's re-reads by the next units
 // of a head are L2 hits while a wave's heads fit l2_size), and the workspace's traffic is
 // L2's. Latency = one launch + max(the busiest core's units, the HBM floor, the L2 floor).
+// Under a causal mask (AttentionShape::causal) a unit walks only the keys its rows see
+// (AttentionUnitKeys): the units of a head differ in length, and they are handed to the
+// cores longest first, each to the core with the least work so far (CANN's load balance
+// of sparse_mode 3); k's and v's re-reads, the mask's reads, the workspace and the FLOPs
+// are those of the blocks computed.
 // Pure functions; any thread.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tunefleet/common/attention_space.h"
 #include "tunefleet/common/search_space.h"
@@ -32,6 +38,14 @@ struct AttentionStep {
   double VectorSide(bool ping_pong) const;
 };
 
+// The units of one query block (one per head): the keys they walk, in `steps` s2 blocks
+// of which the last is `last`, and their cycles. Without a causal mask every unit is one kind.
+struct AttentionUnitKind {
+  int64_t keys = 0, steps = 0, count = 0;
+  AttentionStep last;
+  double cycles = 0;
+};
+
 struct AttentionPlan {
   int64_t cores = 0;          // cube cores used (vector cores: vector_per_cube each)
   int64_t units = 0;          // (head, s1 block) pairs of the launch
@@ -44,7 +58,13 @@ struct AttentionPlan {
   double unit_setup = 0, q_load = 0;  // a unit's scalar setup and q block load
   double normalise = 0, o_write = 0;  // its final 1/sum and output write
   double hbm_floor_us = 0, l2_floor_us = 0;
+  std::vector<AttentionUnitKind> kinds;  // by query block under a causal mask, else one
 };
+
+// Each core's units as indices into plan.kinds, in the order it runs them: round-robin
+// when every unit is one kind, else longest first to the least loaded core (ties: the
+// lower core).
+std::vector<std::vector<int>> AssignAttentionUnits(const AttentionPlan& plan);
 
 // Requires a tiling of AttentionTilingSpace(shape, soc) (capacity is not checked here).
 KernelEstimate EstimateAttention(const AttentionShape& shape, const AttentionTiling& tiling, const SocSpec& soc,

@@ -11,7 +11,10 @@
 // [..., Sq, Skv]); k is the first BatchMatMul's B as the graph gives it, [..., D, Skv],
 // or [..., Skv, D] with attrs.transpose_b = 1. Grouped-query attention: k and v may have
 // fewer heads (axis -3) than q, a divisor of q's; each serves q's heads in groups. attrs.scores: the chain ("Div,Add"; none
-// when the scores go straight to the softmax). float16 or bfloat16; the output
+// when the scores go straight to the softmax). attrs.causal = 1 (CANN's sparse_mode 3):
+// the chain applies a causal mask (Graph::causal_masks), key j seen by query i only when
+// j <= i + Skv - Sq, so a block of keys wholly above that line is skipped; its mask is
+// still an operand, read by the blocks computed. float16 or bfloat16; the output
 // [..., Sq, Dv] is in the inputs' dtype.
 #pragma once
 
@@ -35,6 +38,7 @@ struct AttentionShape {
   bool k_rows = false;      // k is [..., Skv, D] (rows of D contiguous); else [..., D, Skv]
   int64_t kv_group = 1;     // q's heads per k and v head (grouped-query attention)
   DType dtype = DType::kFloat16;
+  bool causal = false;      // keys after a query's own (offset Skv - Sq) are masked: skipped
   FusedChain scores;                  // the score chain before the softmax (may be empty)
   std::vector<int64_t> scores_shape;  // [..., Sq, Skv]
   std::vector<int64_t> out_shape;     // [..., Sq, Dv]
@@ -52,6 +56,10 @@ Result<AttentionShape> AttentionShapeFromOpKey(const OpKey& key);
 struct AttentionTiling {
   int64_t s1 = 128, s2 = 128, buffers = 2;
 };
+
+// The keys a unit of query block `block` (rows block*s1 ..) attends to: Skv, or under a
+// causal mask those up to its last row's own (at least 1).
+int64_t AttentionUnitKeys(const AttentionShape& shape, const AttentionTiling& tiling, int64_t block);
 
 // What one block needs of each buffer, as the capacity constraints check it.
 struct AttentionBlocking {

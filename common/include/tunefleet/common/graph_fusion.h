@@ -94,9 +94,13 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph);
 // "" for none).
 std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion);
 std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusion);
+// Whether the score chain applies one of Graph::causal_masks over the scores' own last two
+// axes: a Where keeping the scores where it holds, or an Add of it. The FlashAttention
+// then skips the key blocks it masks whole (attrs.causal).
+bool AttentionIsCausal(const Graph& graph, const AttentionFusion& fusion);
 // The graph with each attention replaced by one FlashAttention node where its P x v was:
 // inputs q, k (with the first BatchMatMul's transpose_b), v, then the chain's operands;
-// attrs.scores the chain. Validated as ApplyFusions.
+// attrs.scores the chain, attrs.causal when AttentionIsCausal. Validated as ApplyFusions.
 Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<AttentionFusion>& fusions, const SocSpec& soc,
                                     OpChecks* checks = nullptr);
 

@@ -3,7 +3,9 @@
 // tensor's shape (onnx::shape_inference) and converts it to a Graph, node by node
 // (docs/profiling.md "ONNX models"), after folding GELU and LayerNorm written out as
 // primitive nodes back into one op each. Initializers become weights, Constant nodes too;
-// weights' data is never read (it may live in external files that are not there). Ops
+// weights' data is read only to find causal masks (Graph::causal_masks: a bool or float
+// constant lower-triangular over its last two axes) and may live in external files that
+// are not there. Ops
 // with no tunefleet equivalent are refused naming the node. Pure function of the file.
 #pragma once
 
@@ -25,6 +27,11 @@ struct OnnxImportOptions {
 };
 
 bool IsOnnxPath(const std::string& path);  // ends with ".onnx"
+
+// The model's metadata_props key naming, comma-separated, weights or inputs that hold a
+// causal mask, beside those found from their values: what scripts/onnx_weights.py writes
+// for the masks whose data it drops. A name that is not a weight or input is an error.
+inline constexpr const char* kCausalMasksMetadataKey = "tunefleet.causal_masks";
 
 // A decoding step's KV cache, inputs named past* and outputs named present* (HF's
 // past_key_values.N.key and present.N.key), is resident (Graph::resident): not copied
