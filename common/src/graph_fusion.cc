@@ -571,12 +571,48 @@ std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion)
   return name;
 }
 
+namespace {
+
+// How far past its own row each row of `tensor` keeps its keys (C - R over its last two
+// axes [R, C]) when it is one of the graph's causal masks, or a view of one that keeps its
+// last two axes or takes a window of them (GPT-2's bias[:, :, k - q : k, :k], left unfolded
+// by the export): a window from row r0, column c0 keeps j <= i + offset + r0 - c0.
+std::optional<int64_t> CausalOffset(const Graph& graph, const std::string& tensor) {
+  const NamedTensor* t = graph.FindTensor(tensor);
+  if (t == nullptr || t->desc.shape.size() < 2) return std::nullopt;
+  const std::vector<int64_t>& shape = t->desc.shape;
+  const size_t rank = shape.size();
+  if (graph.IsCausalMask(tensor)) return shape[rank - 1] - shape[rank - 2];
+  const int p = graph.ProducerOf(tensor);
+  if (p < 0 || !graph.nodes[p].IsView() || graph.nodes[p].inputs.size() != 1) return std::nullopt;
+  const GraphNode& view = graph.nodes[p];
+  const NamedTensor* in = graph.FindTensor(view.inputs[0]);
+  const std::optional<int64_t> offset = CausalOffset(graph, view.inputs[0]);
+  if (!offset || in == nullptr) return std::nullopt;
+  const std::vector<int64_t>& from = in->desc.shape;
+  const auto starts = view.attrs.find(kSliceStartsAttr);
+  if (starts == view.attrs.end()) {
+    // A reshape or broadcast of the leading axes only.
+    const bool same = from.size() >= 2 && std::equal(from.end() - 2, from.end(), shape.end() - 2);
+    return same ? offset : std::nullopt;
+  }
+  auto at = space_util::ParseIntList(starts->second, "slice_starts", "0,0");
+  if (!at.ok() || at->size() != rank || from.size() != rank) return std::nullopt;
+  return *offset + (*at)[rank - 2] - (*at)[rank - 1];
+}
+
+}  // namespace
+
 bool AttentionIsCausal(const Graph& graph, const AttentionFusion& fusion) {
   const std::vector<int64_t>& scores = graph.nodes[fusion.scores].outputs[0].desc.shape;
+  // Kept where key j <= query i + Skv - Sq, over the scores' own [Sq, Skv].
   auto causal = [&](const std::string& mask) {
     const NamedTensor* t = graph.FindTensor(mask);
-    return graph.IsCausalMask(mask) && t != nullptr && t->desc.shape.size() >= 2 && scores.size() >= 2 &&
-           std::equal(t->desc.shape.end() - 2, t->desc.shape.end(), scores.end() - 2);
+    if (t == nullptr || t->desc.shape.size() < 2 || scores.size() < 2 ||
+        !std::equal(t->desc.shape.end() - 2, t->desc.shape.end(), scores.end() - 2)) {
+      return false;
+    }
+    return CausalOffset(graph, mask) == scores[scores.size() - 1] - scores[scores.size() - 2];
   };
   for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {
     const GraphNode& node = graph.nodes[fusion.steps[i]];

@@ -747,6 +747,26 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
     return run.ok() ? run->compute_end_us - run->compute_start_us : 0.0;
   };
   EXPECT_LT(time(*causal_fused), 0.8 * time(*gpt2_fused));
+  // GPT-2's mask as an export that does not fold it writes it: a window of the [512, 512]
+  // tril buffer, bias[:, :, k - q : k, :k]. Rows 0.. keep each row's own key and those
+  // before; rows 256.. of the first 256 columns keep every key, and are no causal mask.
+  for (const auto& [starts, is_causal] : std::vector<std::pair<std::string, bool>>{{"0,0,0,0", true}, {"0,0,256,0", false}}) {
+    nlohmann::json window = causal;
+    window["causal_masks"] = {"bias"};
+    nlohmann::json buffer = Tensor("bias", {1, 1, 512, 512});
+    buffer["dtype"] = "int8";
+    window["weights"].push_back(buffer);
+    window["inputs"].erase(window["inputs"].size() - 1);  // "causal" is now the window
+    nlohmann::json view = Node("mask.slice", "Reshape", {"bias"}, Tensor("causal", {1, 1, 256, 256}));
+    view["outputs"][0]["dtype"] = "int8";
+    view["attrs"] = {{"slice_starts", starts}};
+    window["nodes"].insert(window["nodes"].begin(), view);
+    auto windowed = GraphFromJson(window);
+    ASSERT_TRUE(windowed.ok()) << windowed.status().ToString();
+    const auto attention = FindAttentionFusions(*windowed);
+    ASSERT_EQ(attention.size(), 1u) << starts;
+    EXPECT_EQ(AttentionIsCausal(*windowed, attention[0]), is_causal) << starts;
+  }
   // Only a weight or input of rank 2 or more is a mask.
   for (const char* bad : {"masked", "fill", "nope"}) {
     causal["causal_masks"] = {bad};
