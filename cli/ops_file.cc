@@ -81,9 +81,10 @@ void AddModelFlags(CLI::App& cmd, ModelFlags& flags) {
                  "a graph input or output kept on the device between steps, not copied over PCIe (a KV cache; repeat "
                  "for each; an ONNX model's past* inputs and present* outputs already are)");
   cmd.add_option("--causal-mask", flags.causal_masks,
-                 "a graph input or weight that holds a causal mask (true, or 0 when added to the scores, where key <= "
-                 "query; masked above): the FlashAttention `fuse` makes of an attention that applies it skips the key "
-                 "blocks it masks whole (repeat for each; an ONNX model's constant masks are found from their values)");
+                 "a tensor (input, weight or node output) that holds a causal mask: every key after the query's own "
+                 "masked (false, or a large negative when added to the scores). The FlashAttention `fuse` makes of an "
+                 "attention that applies it skips the key blocks it masks whole (repeat for each; an ONNX model's "
+                 "constant masks are found from their values)");
 }
 
 void AddTrainingFlag(CLI::App& cmd, bool& training) {

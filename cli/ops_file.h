@@ -43,7 +43,7 @@ Result<std::vector<NamedOp>> OpsOfModel(const Graph& graph, const std::string& p
 struct ModelFlags {
   std::vector<std::string> dims;      // --dim NAME=SIZE of an ONNX model
   std::vector<std::string> resident;  // --resident NAME: a graph input or output kept on the device
-  std::vector<std::string> causal_masks;  // --causal-mask NAME: a weight or input that is one (graph.h)
+  std::vector<std::string> causal_masks;  // --causal-mask NAME: a tensor that is one (graph.h)
 };
 
 // A model file as a graph: JSON (LoadGraphFile) or ONNX (.onnx: its SoC `soc`, by default

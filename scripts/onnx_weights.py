@@ -14,8 +14,8 @@ CAUSAL_MASKS_KEY = "tunefleet.causal_masks"
 
 def is_causal_mask(t):
     """Whether initializer `t` holds a causal mask as tunefleet's importer reads one: over its
-    last two axes [R, C], C >= R, kept (true, or 0 for a float) where column j <= row i + C - R
-    and masked (false, or at most -1e4) above, alike for every leading index."""
+    last two axes [R, C], C >= R, every column j > row i + C - R masked (false, or at most -1e4
+    for a float), for every leading index; below it may keep or mask as it likes."""
     import numpy as np
 
     if len(t.dims) < 2 or t.data_type not in (TensorProto.BOOL, TensorProto.FLOAT, TensorProto.FLOAT16):
@@ -24,10 +24,10 @@ def is_causal_mask(t):
     if rows < 1 or cols < rows:
         return False
     a = numpy_helper.to_array(t).reshape(-1, rows, cols)
-    kept = np.tril(np.ones((rows, cols), dtype=bool), k=cols - rows)
+    later = ~np.tril(np.ones((rows, cols), dtype=bool), k=cols - rows)
     if t.data_type == TensorProto.BOOL:
-        return bool((a == kept).all())
-    return bool(((a == 0) == kept).all() and (a[:, ~kept] <= -1e4).all())
+        return bool((~a[:, later]).all())
+    return bool((a[:, later] <= -1e4).all())
 
 
 def save_without_weights(model, out, name, constants_too=False):

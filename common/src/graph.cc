@@ -136,15 +136,10 @@ bool Graph::IsCausalMask(const std::string& tensor) const {
 }
 
 Status MarkCausalMask(Graph& graph, const std::string& tensor) {
-  const NamedTensor* t = nullptr;
-  for (const auto* list : {&graph.weights, &graph.inputs}) {
-    for (const auto& w : *list) {
-      if (w.name == tensor) t = &w;
-    }
-  }
+  const NamedTensor* t = graph.FindTensor(tensor);
   if (t == nullptr) {
-    return InvalidArgument("causal_masks: '" + tensor + "' is not a weight or graph input (a causal mask is a tensor "
-                           "of the graph's, added to or selecting the attention scores)");
+    return InvalidArgument("causal_masks: '" + tensor + "' is no tensor of the graph (a causal mask is a graph input, "
+                           "weight or node output, added to or selecting the attention scores)");
   }
   if (t->desc.shape.size() < 2) {
     return InvalidArgument("causal_masks: '" + tensor + "' has rank " + std::to_string(t->desc.shape.size()) +

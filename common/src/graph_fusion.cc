@@ -573,10 +573,10 @@ std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion)
 
 namespace {
 
-// How far past its own row each row of `tensor` keeps its keys (C - R over its last two
-// axes [R, C]) when it is one of the graph's causal masks, or a view of one that keeps its
+// How far past its own row each row of `tensor` may keep keys (C - R over its last two
+// axes [R, C]; every later one masked) when it is one of the graph's causal masks, or a view of one that keeps its
 // last two axes or takes a window of them (GPT-2's bias[:, :, k - q : k, :k], left unfolded
-// by the export): a window from row r0, column c0 keeps j <= i + offset + r0 - c0.
+// by the export): a window from row r0, column c0 masks every j > i + offset + r0 - c0.
 std::optional<int64_t> CausalOffset(const Graph& graph, const std::string& tensor) {
   const NamedTensor* t = graph.FindTensor(tensor);
   if (t == nullptr || t->desc.shape.size() < 2) return std::nullopt;
@@ -605,14 +605,16 @@ std::optional<int64_t> CausalOffset(const Graph& graph, const std::string& tenso
 
 bool AttentionIsCausal(const Graph& graph, const AttentionFusion& fusion) {
   const std::vector<int64_t>& scores = graph.nodes[fusion.scores].outputs[0].desc.shape;
-  // Kept where key j <= query i + Skv - Sq, over the scores' own [Sq, Skv].
+  // Masking every key j > query i + Skv - Sq, over the scores' own [Sq, Skv].
   auto causal = [&](const std::string& mask) {
     const NamedTensor* t = graph.FindTensor(mask);
     if (t == nullptr || t->desc.shape.size() < 2 || scores.size() < 2 ||
         !std::equal(t->desc.shape.end() - 2, t->desc.shape.end(), scores.end() - 2)) {
       return false;
     }
-    return CausalOffset(graph, mask) == scores[scores.size() - 1] - scores[scores.size() - 2];
+    // A mask that masks from an earlier key on masks these too.
+    const std::optional<int64_t> offset = CausalOffset(graph, mask);
+    return offset && *offset <= scores[scores.size() - 1] - scores[scores.size() - 2];
   };
   for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {
     const GraphNode& node = graph.nodes[fusion.steps[i]];

@@ -106,10 +106,10 @@ bool IsGraphDType(const std::string& dtype) {
 }
 
 // Whether constant `t` holds a causal mask (Graph::causal_masks): over its last two axes
-// [R, C], C >= R, kept where column j <= row i + C - R and masked above, alike for every
-// leading index. A bool's kept is true; a float's (a mask added to the scores) is 0 and
-// its masked at most -1e4 (-inf, or the dtype's lowest, as exporters write it). A
-// weight's random values fail at the first row.
+// [R, C], C >= R, every column j > row i + C - R masked, for every leading index: a
+// bool false, a float (added to the scores) at most -1e4 (-inf, or the dtype's lowest,
+// as exporters write it). Below, it may keep or mask as it likes (a padding mask folded
+// in). A weight's random values fail at the first row.
 bool HoldsCausalMask(const onnx::TensorProto& t) {
   if (t.dims_size() < 2) return false;
   int64_t n = 1;
@@ -154,12 +154,11 @@ bool HoldsCausalMask(const onnx::TensorProto& t) {
     default: break;
   }
   if (!at) return false;
-  const double kept = is_bool ? 1.0 : 0.0;
   for (size_t i = 0; i < count; ++i) {
     const int64_t j = static_cast<int64_t>(i) % cols, row = static_cast<int64_t>(i) / cols % rows;
+    if (j <= row + cols - rows) continue;
     const double v = at(i);
-    const bool ok = j <= row + cols - rows ? v == kept : (is_bool ? v == 0.0 : v <= -1e4);
-    if (!ok) return false;
+    if (is_bool ? v != 0.0 : !(v <= -1e4)) return false;
   }
   return true;
 }

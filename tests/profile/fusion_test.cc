@@ -767,8 +767,11 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
     ASSERT_EQ(attention.size(), 1u) << starts;
     EXPECT_EQ(AttentionIsCausal(*windowed, attention[0]), is_causal) << starts;
   }
-  // Only a weight or input of rank 2 or more is a mask.
-  for (const char* bad : {"masked", "fill", "nope"}) {
+  // Any tensor of rank 2 or more may be one (the mask an export computes from its padding
+  // mask, say); a name the graph has no tensor of, or a scalar, may not.
+  causal["causal_masks"] = {"masked"};
+  EXPECT_TRUE(GraphFromJson(causal).ok());
+  for (const char* bad : {"fill", "nope"}) {
     causal["causal_masks"] = {bad};
     auto refused = GraphFromJson(causal);
     ASSERT_FALSE(refused.ok()) << bad;

@@ -1827,21 +1827,21 @@ TEST(OnnxImport, GroupedKeyValueHeadsExpandAsAViewAfterTheirShapeArithmeticFolds
 }
 
 // A constant whose values are a causal mask (GPT-2's tril buffer applied by Where, a float
-// mask of 0 and -inf added to the scores) is listed in Graph::causal_masks; one that is
-// almost one is not. An example exporter that drops the values names its masks in the
+// mask of 0 and -inf added to the scores; one that masks more below, as a padding mask
+// folded in does) is listed in Graph::causal_masks; one that keeps a later key is not. An example exporter that drops the values names its masks in the
 // file's metadata instead; a name there that is no weight or input is an error.
 TEST(OnnxImport, ACausalMaskIsFoundFromItsValuesOrNamedInTheFilesMetadata) {
   testing::ScratchDir dir;
   int file = 0;
-  // [1, 16, 16] with kept(i, j) = j <= i + shift.
-  auto mask = [](onnx::GraphProto& g, int type, int shift, float masked) {
+  // [1, 16, 16] with kept(i, j) = j <= i + shift, and key 3 masked for all with `padding`.
+  auto mask = [](onnx::GraphProto& g, int type, int shift, float masked, bool padding) {
     auto* t = g.add_initializer();
     t->set_name("mask");
     t->set_data_type(type);
     for (int64_t d : {1, 16, 16}) t->add_dims(d);
     for (int i = 0; i < 16; ++i) {
       for (int j = 0; j < 16; ++j) {
-        const bool kept = j <= i + shift;
+        const bool kept = j <= i + shift && !(padding && j == 3);
         if (type == onnx::TensorProto::BOOL) {
           t->mutable_raw_data()->push_back(kept ? '\1' : '\0');
         } else {
@@ -1851,7 +1851,7 @@ TEST(OnnxImport, ACausalMaskIsFoundFromItsValuesOrNamedInTheFilesMetadata) {
     }
     return t;
   };
-  auto load = [&](int type, int shift, float masked) {
+  auto load = [&](int type, int shift, float masked, bool padding = false) {
     return LoadChainModel(dir.Path("causal_" + std::to_string(file++) + ".onnx"), 17,
                           [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
                             auto* t = g.add_initializer();
@@ -1859,7 +1859,7 @@ TEST(OnnxImport, ACausalMaskIsFoundFromItsValuesOrNamedInTheFilesMetadata) {
                             t->set_data_type(onnx::TensorProto::FLOAT16);
                             for (int64_t d : {4, 64, 16}) t->add_dims(d);
                             AddNode(n, "MatMul", {"x", "wt"}, "scores", "scores");  // [4, 16, 16]
-                            mask(g, type, shift, masked);
+                            mask(g, type, shift, masked, padding);
                             if (type == onnx::TensorProto::BOOL) {
                               auto* fill = g.add_initializer();
                               fill->set_name("fill");
@@ -1876,8 +1876,11 @@ TEST(OnnxImport, ACausalMaskIsFoundFromItsValuesOrNamedInTheFilesMetadata) {
   EXPECT_EQ(load(onnx::TensorProto::BOOL, 0, 0).value().causal_masks, (std::vector<std::string>{"mask"}));
   EXPECT_EQ(load(onnx::TensorProto::FLOAT, 0, -inf).value().causal_masks, (std::vector<std::string>{"mask"}));
   EXPECT_EQ(load(onnx::TensorProto::FLOAT, 0, -3.4e38f).value().causal_masks, (std::vector<std::string>{"mask"}));
+  EXPECT_EQ(load(onnx::TensorProto::BOOL, -1, 0).value().causal_masks, (std::vector<std::string>{"mask"}))
+      << "its own key masked too";
+  EXPECT_EQ(load(onnx::TensorProto::FLOAT, 0, -inf, true).value().causal_masks, (std::vector<std::string>{"mask"}))
+      << "a padded key masked too";
   EXPECT_TRUE(load(onnx::TensorProto::BOOL, 1, 0).value().causal_masks.empty()) << "one key too many";
-  EXPECT_TRUE(load(onnx::TensorProto::BOOL, -1, 0).value().causal_masks.empty()) << "its own key masked";
   EXPECT_TRUE(load(onnx::TensorProto::FLOAT, 0, -1).value().causal_masks.empty()) << "-1 only lowers the score";
 
   // The bool mask's file with its values dropped, as the example exporters save it, and
@@ -1904,8 +1907,8 @@ TEST(OnnxImport, ACausalMaskIsFoundFromItsValuesOrNamedInTheFilesMetadata) {
   };
   EXPECT_TRUE(with_metadata("").value().causal_masks.empty()) << "no values, no metadata";
   EXPECT_EQ(with_metadata("mask").value().causal_masks, (std::vector<std::string>{"mask"}));
-  const std::string bad = Message(with_metadata("mask,scores"));
-  EXPECT_NE(bad.find("metadata_props 'tunefleet.causal_masks': causal_masks: 'scores' is not a weight or graph input"),
+  const std::string bad = Message(with_metadata("mask,nope"));
+  EXPECT_NE(bad.find("metadata_props 'tunefleet.causal_masks': causal_masks: 'nope' is no tensor of the graph"),
             std::string::npos)
       << bad;
 }

@@ -58,11 +58,13 @@ struct Graph {
   // past keys and values in, the present ones out): no H2D or D2H copy; a resident
   // input's buffer lives the whole step.
   std::vector<std::string> resident;
-  // Weights or inputs whose values are a causal mask: over the last two axes [Sq, Skv],
-  // kept (true, or 0 when added to the scores) where key j <= query i + Skv - Sq and
-  // masked (false, or a large negative) above, the same for every leading index. The
-  // ONNX import finds them among the constants (GPT-2's tril buffer); a FlashAttention
-  // whose score chain applies one skips the blocks it masks whole (attention_space.h).
+  // Tensors whose values are a causal mask: over the last two axes [Sq, Skv], every key
+  // j > query i + Skv - Sq masked (false, or a large negative when added to the scores),
+  // for every leading index; what it keeps below is its own (a padding mask folded in
+  // masks more). The ONNX import finds constant ones (GPT-2's tril buffer); `--causal-mask`
+  // names others (Llama's mask input, or the mask an export computes from its padding
+  // mask). A FlashAttention whose score chain applies one skips the blocks it masks whole
+  // (attention_space.h).
   std::vector<std::string> causal_masks;
   std::vector<GraphNode> nodes;
   double host_preprocess_us = 0;     // host work per step before the H2D copies
@@ -81,8 +83,8 @@ struct Graph {
 // Keeps graph input or output `tensor` on the device (Graph::resident; once, however often
 // asked). kInvalidArgument listing the graph's inputs and outputs for any other name.
 Status MarkResident(Graph& graph, const std::string& tensor);
-// Lists weight or input `tensor` in Graph::causal_masks (once). kInvalidArgument for any
-// other name, or a tensor of rank below 2.
+// Lists `tensor` (an input, weight or node output) in Graph::causal_masks (once).
+// kInvalidArgument for a name the graph has no tensor of, or a tensor of rank below 2.
 Status MarkCausalMask(Graph& graph, const std::string& tensor);
 
 // A graph's tensors by name, read once: Graph's own lookups scan every node, so a loop

@@ -95,8 +95,8 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph);
 std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion);
 std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusion);
 // Whether the score chain applies one of Graph::causal_masks (or a view of one: a window,
-// a reshape of its leading axes) that keeps key j for query i where j <= i + Skv - Sq over
-// the scores' own [Sq, Skv]: a Where keeping the scores where it holds, or an Add of it.
+// a reshape of its leading axes) that masks every key j > query i + Skv - Sq over the
+// scores' own [Sq, Skv]: a Where keeping the scores where it holds, or an Add of it.
 // The FlashAttention then skips the key blocks it masks whole (attrs.causal).
 bool AttentionIsCausal(const Graph& graph, const AttentionFusion& fusion);
 // The graph with each attention replaced by one FlashAttention node where its P x v was:

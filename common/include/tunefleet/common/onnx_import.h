@@ -4,7 +4,7 @@
 // (docs/profiling.md "ONNX models"), after folding GELU and LayerNorm written out as
 // primitive nodes back into one op each. Initializers become weights, Constant nodes too;
 // weights' data is read only to find causal masks (Graph::causal_masks: a bool or float
-// constant lower-triangular over its last two axes) and may live in external files that
+// constant that masks every key after the query's own) and may live in external files that
 // are not there. Ops
 // with no tunefleet equivalent are refused naming the node. Pure function of the file.
 #pragma once
@@ -28,9 +28,9 @@ struct OnnxImportOptions {
 
 bool IsOnnxPath(const std::string& path);  // ends with ".onnx"
 
-// The model's metadata_props key naming, comma-separated, weights or inputs that hold a
-// causal mask, beside those found from their values: what scripts/onnx_weights.py writes
-// for the masks whose data it drops. A name that is not a weight or input is an error.
+// The model's metadata_props key naming, comma-separated, tensors that hold a causal mask,
+// beside those found from their values: what scripts/onnx_weights.py writes for the masks
+// whose data it drops. A name the graph has no tensor of is an error.
 inline constexpr const char* kCausalMasksMetadataKey = "tunefleet.causal_masks";
 
 // A decoding step's KV cache, inputs named past* and outputs named present* (HF's
