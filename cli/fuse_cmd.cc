@@ -14,13 +14,15 @@
 #include "cli/report.h"
 #include "tunefleet/common/cpu_count.h"
 #include "tunefleet/common/graph.h"
+#include "tunefleet/common/graph_fusion.h"
 #include "tunefleet/common/signals.h"
 #include "worker/profile/fusion_search.h"
 
 namespace tunefleet::cli {
 namespace {
 
-void PrintText(const profile::FusionReport& r, const std::string& written, const FuseCommand& f, bool model_training) {
+void PrintText(const profile::FusionReport& r, const std::string& written, const FuseCommand& f, bool model_training,
+               const Graph& graph) {
   fmt::print("model {} on {}{}: {} of {} fusion chains fused, {} of {} transposes folded, {} -> {} kernels\n", r.model,
              r.soc, r.training ? " (training)" : "", r.Applied(), r.decisions.size(), r.FoldsApplied(), r.folds.size(),
              r.kernels_before, r.kernels_after);
@@ -46,6 +48,15 @@ void PrintText(const profile::FusionReport& r, const std::string& written, const
     std::string nodes;
     for (const auto& name : n["nodes"]) nodes += (nodes.empty() ? "" : ", ") + name.get<std::string>();
     fmt::print("  not fused: {}: {}\n", nodes, n["reason"].get<std::string>());
+  }
+  // A mask the import cannot see the values of may be causal: say how to tell.
+  for (const AttentionFusion& a : FindAttentionFusions(graph)) {
+    for (const std::string& mask : UndeclaredMasks(graph, a)) {
+      fmt::print("  note: {} applies the mask '{}', a tensor whose values are not in the file: if it masks every key "
+                 "after the query's own (a causal mask), --causal-mask {} lets its FlashAttention skip the key blocks "
+                 "it masks whole\n",
+                 AttentionNodeName(graph, a), mask, mask);
+    }
   }
   // The next steps as they must be typed: the same SoC, and the model's --dim and
   // --resident for --baseline (the fused graph keeps its resident tensors itself).
@@ -197,7 +208,7 @@ int RunFuse(const FuseCommand& f, const SocCatalog& catalog) {
     j["fused_graph"] = *out;
     fmt::print("{}\n", j.dump(2));
   } else {
-    PrintText(*report, *out, f, model->graph.training);
+    PrintText(*report, *out, f, model->graph.training, graph);
   }
   return kExitOk;
 }

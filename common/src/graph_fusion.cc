@@ -625,6 +625,30 @@ bool AttentionIsCausal(const Graph& graph, const AttentionFusion& fusion) {
   return false;
 }
 
+std::vector<std::string> UndeclaredMasks(const Graph& graph, const AttentionFusion& fusion) {
+  std::vector<std::string> masks;
+  const std::vector<int64_t>& scores = graph.nodes[fusion.scores].outputs[0].desc.shape;
+  // One query (a decoding step) sees every key: a causal mask would skip nothing.
+  if (AttentionIsCausal(graph, fusion) || scores.size() < 2 || scores[scores.size() - 2] < 2) return masks;
+  for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {
+    const Step step = ScoreStep(graph, graph.nodes[fusion.steps[i]], fusion.step_x[i]);
+    if ((step.op != "Where" && step.op != "Add") || step.operands.empty()) continue;
+    const std::string& mask = step.operands[0];
+    const NamedTensor* t = graph.FindTensor(mask);
+    if (t == nullptr || t->desc.shape.size() < 2 || scores.size() < 2 ||
+        !std::equal(t->desc.shape.end() - 2, t->desc.shape.end(), scores.end() - 2)) {
+      continue;
+    }
+    std::string root = mask;
+    for (int p = graph.ProducerOf(root); p >= 0 && graph.nodes[p].IsView() && graph.nodes[p].inputs.size() == 1;
+         p = graph.ProducerOf(root)) {
+      root = graph.nodes[p].inputs[0];
+    }
+    if (graph.ProducerOf(root) < 0 && !graph.IsWeight(root)) masks.push_back(mask);
+  }
+  return masks;
+}
+
 std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusion) {
   std::string ops;
   for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {

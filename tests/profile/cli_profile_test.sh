@@ -253,12 +253,16 @@ grep -qF "/mlp/gate_proj/MatMul+/mlp/Mul+/mlp/Mul_1 (FusedBatchMatMul, epilogue 
 # and the attention, its probabilities cast back from float32 (a view), one FlashAttention.
 grep -qF "/self_attn/MatMul+/self_attn/Div+/self_attn/Add_2+/self_attn/Softmax+/self_attn/MatMul_1 (FlashAttention, scores Div,Add)" \
   "$OUT/llama_fuse.txt" || fail "fuse llama: the attention is not one FlashAttention: $(cat "$OUT/llama_fuse.txt")"
-# Its mask is an input, so only the user knows it is causal: declared (--causal-mask), the
-# FlashAttention skips the key blocks it masks whole, and the fused step is faster.
+# Its mask is an input, so only the user knows it is causal (fuse says how to tell it):
+# declared (--causal-mask), the FlashAttention skips the key blocks it masks whole, and the
+# fused step is faster.
+grep -qF "note: /self_attn/MatMul+/self_attn/Div+/self_attn/Add_2+/self_attn/Softmax+/self_attn/MatMul_1 applies the mask 'mask'" \
+  "$OUT/llama_fuse.txt" || fail "fuse llama does not suggest --causal-mask: $(cat "$OUT/llama_fuse.txt")"
 (cd "$OUT" && "$TF" fuse "$SRC/examples/llama_layer.onnx" --causal-mask mask -o llama_causal.json > llama_causal.txt) \
   || fail "fuse llama --causal-mask exited $?"
 grep -qF "/self_attn/MatMul+/self_attn/Div+/self_attn/Add_2+/self_attn/Softmax+/self_attn/MatMul_1 (FlashAttention, scores Div,Add, causal)" \
   "$OUT/llama_causal.txt" || fail "fuse llama --causal-mask: the attention is not causal: $(cat "$OUT/llama_causal.txt")"
+! grep -q "note: .* applies the mask" "$OUT/llama_causal.txt" || fail "fuse llama --causal-mask still suggests it"
 /usr/bin/python3 - "$OUT/llama_fuse.txt" "$OUT/llama_causal.txt" "$OUT/llama_causal.json" <<'PY' || fail "fuse llama --causal-mask is not faster"
 import json, re, sys
 full, causal = (float(re.search(r"model_result_performance\(ms\) +([0-9.]+)", open(p).read()).group(1)) for p in sys.argv[1:3])

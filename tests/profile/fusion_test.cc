@@ -730,6 +730,7 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
   ASSERT_EQ(gpt2_fused->nodes.size(), 1u);
   EXPECT_EQ(gpt2_fused->nodes[0].inputs, (std::vector<std::string>{"q", "k", "v", "c", "causal", "fill"}));
   EXPECT_FALSE(AttentionIsCausal(*gpt2, masked[0])) << "nothing says the mask is causal";
+  EXPECT_EQ(UndeclaredMasks(*gpt2, masked[0]), (std::vector<std::string>{"causal"})) << "an input: fuse says to tell";
   EXPECT_FALSE(gpt2_fused->nodes[0].attrs.count("causal"));
   // Said to be (Graph::causal_masks, as the ONNX import finds GPT-2's), the FlashAttention
   // skips the key blocks it masks whole; through the graph's JSON too.
@@ -738,6 +739,7 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
   ASSERT_TRUE(declared.ok()) << declared.status().ToString();
   EXPECT_EQ(GraphFromJson(GraphToJson(*declared))->causal_masks, (std::vector<std::string>{"causal"}));
   EXPECT_TRUE(AttentionIsCausal(*declared, masked[0]));
+  EXPECT_TRUE(UndeclaredMasks(*declared, masked[0]).empty());
   auto causal_fused = ApplyAttentionFusions(*declared, masked, testing::Soc910B2());
   ASSERT_TRUE(causal_fused.ok()) << causal_fused.status().ToString();
   EXPECT_EQ(causal_fused->nodes[0].attrs.at("causal"), "1");
@@ -766,6 +768,7 @@ TEST(AttentionFusions, TheScoresTheirChainTheSoftmaxAndPxVAreOneFlashAttention) 
     const auto attention = FindAttentionFusions(*windowed);
     ASSERT_EQ(attention.size(), 1u) << starts;
     EXPECT_EQ(AttentionIsCausal(*windowed, attention[0]), is_causal) << starts;
+    EXPECT_TRUE(UndeclaredMasks(*windowed, attention[0]).empty()) << "a window of a weight, whose values the import saw";
   }
   // Any tensor of rank 2 or more may be one (the mask an export computes from its padding
   // mask, say); a name the graph has no tensor of, or a scalar, may not.

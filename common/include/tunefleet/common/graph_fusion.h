@@ -99,6 +99,12 @@ std::string AttentionScoreChain(const Graph& graph, const AttentionFusion& fusio
 // scores' own [Sq, Skv]: a Where keeping the scores where it holds, or an Add of it.
 // The FlashAttention then skips the key blocks it masks whole (attrs.causal).
 bool AttentionIsCausal(const Graph& graph, const AttentionFusion& fusion);
+// The masks the score chain applies (a Where's condition, an Add's operand, over the
+// scores' own [Sq, Skv]) that may be causal but are not said to be: graph inputs (or views
+// of one), whose values the import cannot see (a constant's it reads; a mask computed in
+// the graph is more often a bias or a padding mask than causal, and is not listed). Empty
+// when the attention is causal already, or has one query (a decoding step sees every key). What `fuse` suggests `--causal-mask` for.
+std::vector<std::string> UndeclaredMasks(const Graph& graph, const AttentionFusion& fusion);
 // The graph with each attention replaced by one FlashAttention node where its P x v was:
 // inputs q, k (with the first BatchMatMul's transpose_b), v, then the chain's operands;
 // attrs.scores the chain, attrs.causal when AttentionIsCausal. Validated as ApplyFusions.
