@@ -574,9 +574,10 @@ std::string AttentionNodeName(const Graph& graph, const AttentionFusion& fusion)
 namespace {
 
 // How far past its own row each row of `tensor` may keep keys (C - R over its last two
-// axes [R, C]; every later one masked) when it is one of the graph's causal masks, or a view of one that keeps its
-// last two axes or takes a window of them (GPT-2's bias[:, :, k - q : k, :k], left unfolded
-// by the export): a window from row r0, column c0 masks every j > i + offset + r0 - c0.
+// axes [R, C]; every later key masked) when it is one of the graph's causal masks, or a
+// view of one that keeps its last two axes or takes a window of them (GPT-2's
+// bias[:, :, k - q : k, :k], left unfolded by the export): a window from row r0, column
+// c0 masks every j > i + offset + r0 - c0.
 std::optional<int64_t> CausalOffset(const Graph& graph, const std::string& tensor) {
   const NamedTensor* t = graph.FindTensor(tensor);
   if (t == nullptr || t->desc.shape.size() < 2) return std::nullopt;
