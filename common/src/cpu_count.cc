@@ -8,7 +8,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace tunefleet {
 namespace {

@@ -602,26 +602,32 @@ std::optional<int64_t> CausalOffset(const Graph& graph, const std::string& tenso
   return *offset + (*at)[rank - 2] - (*at)[rank - 1];
 }
 
+// The masks the score chain applies over the scores' own [Sq, Skv]: a Where's condition
+// (it keeps the scores where the mask holds), an Add's operand (it adds 0 there).
+std::vector<std::string> ScoreMasks(const Graph& graph, const AttentionFusion& fusion) {
+  const std::vector<int64_t>& scores = graph.nodes[fusion.scores].outputs[0].desc.shape;
+  std::vector<std::string> masks;
+  for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {
+    const Step step = ScoreStep(graph, graph.nodes[fusion.steps[i]], fusion.step_x[i]);
+    if ((step.op != "Where" && step.op != "Add") || step.operands.empty()) continue;
+    const NamedTensor* t = graph.FindTensor(step.operands[0]);
+    if (t != nullptr && t->desc.shape.size() >= 2 && scores.size() >= 2 &&
+        std::equal(t->desc.shape.end() - 2, t->desc.shape.end(), scores.end() - 2)) {
+      masks.push_back(step.operands[0]);
+    }
+  }
+  return masks;
+}
+
 }  // namespace
 
 bool AttentionIsCausal(const Graph& graph, const AttentionFusion& fusion) {
   const std::vector<int64_t>& scores = graph.nodes[fusion.scores].outputs[0].desc.shape;
-  // Masking every key j > query i + Skv - Sq, over the scores' own [Sq, Skv].
-  auto causal = [&](const std::string& mask) {
-    const NamedTensor* t = graph.FindTensor(mask);
-    if (t == nullptr || t->desc.shape.size() < 2 || scores.size() < 2 ||
-        !std::equal(t->desc.shape.end() - 2, t->desc.shape.end(), scores.end() - 2)) {
-      return false;
-    }
-    // A mask that masks from an earlier key on masks these too.
+  // Masking every key j > query i + Skv - Sq; a mask that masks from an earlier key on
+  // masks these too.
+  for (const std::string& mask : ScoreMasks(graph, fusion)) {
     const std::optional<int64_t> offset = CausalOffset(graph, mask);
-    return offset && *offset <= scores[scores.size() - 1] - scores[scores.size() - 2];
-  };
-  for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {
-    const GraphNode& node = graph.nodes[fusion.steps[i]];
-    const Step step = ScoreStep(graph, node, fusion.step_x[i]);
-    // where(mask, scores, y) keeps the scores where the mask holds; scores + mask adds 0 there.
-    if ((step.op == "Where" || step.op == "Add") && !step.operands.empty() && causal(step.operands[0])) return true;
+    if (offset && *offset <= scores[scores.size() - 1] - scores[scores.size() - 2]) return true;
   }
   return false;
 }
@@ -631,15 +637,7 @@ std::vector<std::string> UndeclaredMasks(const Graph& graph, const AttentionFusi
   const std::vector<int64_t>& scores = graph.nodes[fusion.scores].outputs[0].desc.shape;
   // One query (a decoding step) sees every key: a causal mask would skip nothing.
   if (AttentionIsCausal(graph, fusion) || scores.size() < 2 || scores[scores.size() - 2] < 2) return masks;
-  for (size_t i = 0; i < fusion.steps.size() && i < fusion.step_x.size(); ++i) {
-    const Step step = ScoreStep(graph, graph.nodes[fusion.steps[i]], fusion.step_x[i]);
-    if ((step.op != "Where" && step.op != "Add") || step.operands.empty()) continue;
-    const std::string& mask = step.operands[0];
-    const NamedTensor* t = graph.FindTensor(mask);
-    if (t == nullptr || t->desc.shape.size() < 2 || scores.size() < 2 ||
-        !std::equal(t->desc.shape.end() - 2, t->desc.shape.end(), scores.end() - 2)) {
-      continue;
-    }
+  for (const std::string& mask : ScoreMasks(graph, fusion)) {
     std::string root = mask;
     for (int p = graph.ProducerOf(root); p >= 0 && graph.nodes[p].IsView() && graph.nodes[p].inputs.size() == 1;
          p = graph.ProducerOf(root)) {
