@@ -471,18 +471,21 @@ class Coordinator::Impl {
 // Task lifecycle
 
 Status Coordinator::Impl::Resume() {
-  TF_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> subs, store_.LoadSubmissions());
+  // Only the open index is read: unfinished tasks and the submissions still in memory
+  // when the coordinator stopped. A finished one is read from the store when asked for
+  // (loading every task ever run made a restart hold them all, 4.5 KB each, and reading
+  // them made it as slow as the history was long).
+  TF_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> subs, store_.LoadOpenSubmissions());
   for (auto& s : subs) submissions_[s.submission_id] = std::move(s);
-  // Only unfinished tasks come into memory: a finished one is read from the store when
-  // asked for (loading every task ever run made a restart hold them all, 4.5 KB each).
-  // Records written before submissions kept their priority have 0; the tasks they created
-  // carry it (the lowest of them: a task another submission shared may have been raised).
+  // Records written before submissions kept their priority have 0; the unfinished tasks
+  // they created carry it (the lowest of them: a task another submission shared may have
+  // been raised).
   std::vector<TaskRecord> records;
   std::map<uint64_t, int32_t> created_priority;
-  TF_RETURN_IF_ERROR(store_.ForEachTask([&](TaskRecord rec) {
+  TF_RETURN_IF_ERROR(store_.ForEachOpenTask([&](TaskRecord rec) {
     auto [it, fresh] = created_priority.emplace(rec.submission_id, rec.priority);
     if (!fresh) it->second = std::min(it->second, rec.priority);
-    if (!IsFinished(rec.state)) records.push_back(std::move(rec));
+    records.push_back(std::move(rec));
   }));
   // A cancel writes its submission first and its tasks unsynced after (HandleCancel): an
   // unfinished task that only cancelled submissions wait on was being cancelled.
@@ -634,6 +637,7 @@ void Coordinator::Impl::EvictFinishedTasks(TimePoint now) {
 }
 
 void Coordinator::Impl::EvictFinishedSubmissions() {
+  std::vector<uint64_t> closed;
   std::erase_if(submissions_, [&](const auto& entry) {
     const auto& [id, sub] = entry;
     if (watched_.contains(id) || schedules_.contains(id)) return false;
@@ -641,8 +645,14 @@ void Coordinator::Impl::EvictFinishedSubmissions() {
       return false;
     }
     progress_floor_.erase(id);
+    closed.push_back(id);
     return true;
   });
+  // A restart resumes what is still open; these need nothing from it.
+  if (Status s = store_.CloseSubmissions(closed); !s.ok()) {
+    fmt::print(stderr, "coordinator: could not close {} finished submissions in the store ({}); "
+               "the next restart loads them and closes them then\n", closed.size(), s.ToString());
+  }
   metrics_.submissions_in_memory.Set(static_cast<double>(submissions_.size()));
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "tunefleet/common/tuning_problem.h"
 #include "tunefleet/common/wire.h"
@@ -100,6 +101,15 @@ std::string PlanKey(uint64_t task, uint64_t number) {
   PutBe64(k, number);
   return k;
 }
+// The open index (Store::ForEachOpenTask), beside the records in the tasks family: an
+// empty value under the record's own key behind "o/", so "o/t/" + id for a task, "o/s/" +
+// id for a submission.
+constexpr const char* kOpenPrefix = "o/";
+constexpr const char* kOpenTasks = "o/t/";
+constexpr const char* kOpenSubmissions = "o/s/";
+std::string OpenKey(const std::string& record_key) { return kOpenPrefix + record_key; }
+uint64_t IdOf(const rocksdb::Slice& key) { return GetBe64(key.data() + key.size() - 8); }
+
 std::string ResultKey(uint64_t task, ConfigIndex index) {
   std::string k;
   PutBe64(k, task);
@@ -296,6 +306,29 @@ struct Store::Impl {
   }
 
   static constexpr const char* kKbVersionKey = "kb-key-version";
+  // Present once the open index holds every unfinished task (Store::BuildOpenIndex).
+  static constexpr const char* kOpenIndexKey = "open-index";
+
+  // A task record and its place in the open index, in one batch.
+  void PutTask(rocksdb::WriteBatch& batch, const TaskRecord& task) {
+    const std::string key = TaskKey(task.task_id);
+    batch.Put(tasks, key, EncodeTask(task));
+    if (IsFinished(task.state)) {
+      batch.Delete(tasks, OpenKey(key));
+    } else {
+      batch.Put(tasks, OpenKey(key), "");
+    }
+  }
+
+  // Calls fn with the id of every key under prefix, in order.
+  Status ForEachId(const char* prefix, const std::function<Status(uint64_t)>& fn) const {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), tasks));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      if (it->key().size() != std::strlen(prefix) + 8) return FailedPrecondition("stored index key has the wrong size");
+      TF_RETURN_IF_ERROR(fn(IdOf(it->key())));
+    }
+    return FromRocks(it->status(), std::string("scan ") + prefix);
+  }
 
   // Whether the knowledge base's keys are in this build's canonical form.
   Result<bool> KbKeysCurrent() const {
@@ -420,7 +453,33 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& dir, bool sync_wri
   impl->results_write.sync = false;
   std::unique_ptr<Store> store(new Store(std::move(impl)));
   TF_RETURN_IF_ERROR(store->RekeyKb());
+  TF_RETURN_IF_ERROR(store->BuildOpenIndex());
   return store;
+}
+
+// A database written before the open index: one scan of every record builds it, once.
+// Its submissions are open when a task of theirs is (the restart that follows closes
+// those it lets go); one whose tasks all finished is read from its record when asked for.
+Status Store::BuildOpenIndex() {
+  std::string marker;
+  rocksdb::Status s = impl_->db->Get(rocksdb::ReadOptions(), impl_->meta, Impl::kOpenIndexKey, &marker);
+  if (s.ok()) return Status::Ok();
+  if (!s.IsNotFound()) TF_RETURN_IF_ERROR(FromRocks(s, "read the open index's marker"));
+  rocksdb::WriteBatch batch;
+  std::unordered_set<uint64_t> open_tasks;
+  TF_RETURN_IF_ERROR(ForEachTask([&](TaskRecord t) {
+    if (IsFinished(t.state)) return;
+    open_tasks.insert(t.task_id);
+    batch.Put(impl_->tasks, OpenKey(TaskKey(t.task_id)), "");
+  }));
+  TF_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> subs, LoadSubmissions());
+  for (const SubmissionRecord& sub : subs) {
+    if (std::any_of(sub.task_ids.begin(), sub.task_ids.end(), [&](uint64_t id) { return open_tasks.contains(id); })) {
+      batch.Put(impl_->tasks, OpenKey(SubmissionKey(sub.submission_id)), "");
+    }
+  }
+  batch.Put(impl_->meta, Impl::kOpenIndexKey, "1");
+  return impl_->Write(batch, "build the index of unfinished tasks");
 }
 
 Status Store::RekeyKb() {
@@ -529,13 +588,14 @@ Result<uint64_t> Store::NextId(const std::string& counter) {
 Status Store::PutSubmission(const SubmissionRecord& sub, const std::vector<TaskRecord>& new_tasks) {
   rocksdb::WriteBatch batch;
   batch.Put(impl_->tasks, SubmissionKey(sub.submission_id), EncodeSubmission(sub));
+  batch.Put(impl_->tasks, OpenKey(SubmissionKey(sub.submission_id)), "");
   TF_ASSIGN_OR_RETURN(uint64_t next_submission, PeekId("submission"));
   std::string id;
   PutBe64(id, std::max(next_submission, sub.submission_id + 1));
   batch.Put(impl_->meta, "next/submission", id);
   uint64_t next_task = 0;
   for (const TaskRecord& t : new_tasks) {
-    batch.Put(impl_->tasks, TaskKey(t.task_id), EncodeTask(t));
+    impl_->PutTask(batch, t);
     next_task = std::max(next_task, t.task_id + 1);
   }
   if (next_task) {
@@ -549,7 +609,7 @@ Status Store::PutSubmission(const SubmissionRecord& sub, const std::vector<TaskR
 
 Status Store::PutTask(const TaskRecord& task) {
   rocksdb::WriteBatch batch;
-  batch.Put(impl_->tasks, TaskKey(task.task_id), EncodeTask(task));
+  impl_->PutTask(batch, task);
   return impl_->Write(batch, "write task");
 }
 
@@ -641,7 +701,7 @@ Result<std::optional<StrategyCheckpointRecord>> Store::LoadCheckpoint(uint64_t t
 
 Result<bool> Store::FinishTask(const TaskRecord& task, const std::optional<KbEntry>& entry, bool sync) {
   rocksdb::WriteBatch batch;
-  batch.Put(impl_->tasks, TaskKey(task.task_id), EncodeTask(task));
+  impl_->PutTask(batch, task);
   bool wrote_kb = false;
   if (entry) {
     OpKeyHash hash = HashOpKey(entry->key);
@@ -715,6 +775,33 @@ Result<std::vector<SubmissionRecord>> Store::LoadSubmissions() const {
   }
   TF_RETURN_IF_ERROR(FromRocks(it->status(), "load submissions"));
   return out;
+}
+
+Status Store::ForEachOpenTask(const std::function<void(TaskRecord)>& fn) const {
+  return impl_->ForEachId(kOpenTasks, [&](uint64_t id) -> Status {
+    TF_ASSIGN_OR_RETURN(std::optional<TaskRecord> t, GetTask(id));
+    if (!t) return FailedPrecondition("the open index names task " + std::to_string(id) + ", which has no record");
+    fn(std::move(t).value());
+    return Status::Ok();
+  });
+}
+
+Result<std::vector<SubmissionRecord>> Store::LoadOpenSubmissions() const {
+  std::vector<SubmissionRecord> out;
+  TF_RETURN_IF_ERROR(impl_->ForEachId(kOpenSubmissions, [&](uint64_t id) -> Status {
+    TF_ASSIGN_OR_RETURN(std::optional<SubmissionRecord> sub, GetSubmission(id));
+    if (!sub) return FailedPrecondition("the open index names submission " + std::to_string(id) + ", which has no record");
+    out.push_back(std::move(sub).value());
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Status Store::CloseSubmissions(const std::vector<uint64_t>& submission_ids) {
+  if (submission_ids.empty()) return Status::Ok();
+  rocksdb::WriteBatch batch;
+  for (uint64_t id : submission_ids) batch.Delete(impl_->tasks, OpenKey(SubmissionKey(id)));
+  return impl_->Write(batch, "close submissions", /*sync=*/false);
 }
 
 Result<std::vector<StoredResult>> Store::LoadResults(uint64_t task_id) const {

@@ -1,6 +1,8 @@
 // Store: the coordinator's RocksDB database with the column families of DESIGN.md
 // "Persistence": kb (knowledge base, keyed by op-key hash), tasks (task and submission
-// records, strategy checkpoints), results (every evaluation of unfinished tasks), meta (id counters). The one
+// records, strategy checkpoints, and the open index: the ids of the unfinished tasks and of
+// the submissions still in memory, so a restart reads those and not every record ever
+// written), results (every evaluation of unfinished tasks), meta (id counters). The one
 // place RocksDB errors become Status. Every state change that must survive a crash is
 // one WriteBatch written with sync=true. Not thread-safe for writers: the coordinator's
 // loop thread owns it; reads (Get*) may come from any thread.
@@ -107,10 +109,18 @@ class Store {
   // nullopt when there is none.
   Result<std::optional<TaskRecord>> GetTask(uint64_t task_id) const;
   Result<std::vector<TaskRecord>> LoadTasks() const;
-  // Calls fn with every task record in id order, one at a time (a restart reads them
-  // all but keeps only the unfinished ones).
+  // Calls fn with every task record in id order, one at a time.
   Status ForEachTask(const std::function<void(TaskRecord)>& fn) const;
   Result<std::vector<SubmissionRecord>> LoadSubmissions() const;
+  // The open index, what a restart resumes. A task is open from the write that stores it
+  // unfinished to the one that stores it finished (PutSubmission, PutTask, FinishTask);
+  // a submission from PutSubmission to CloseSubmissions. Both in id order.
+  Status ForEachOpenTask(const std::function<void(TaskRecord)>& fn) const;
+  Result<std::vector<SubmissionRecord>> LoadOpenSubmissions() const;
+  // Takes submissions out of the open index (the coordinator let them go: every task of
+  // theirs has finished). Not synced: one lost in a crash is open again, and the restart
+  // that loads it finds its tasks finished and closes it again.
+  Status CloseSubmissions(const std::vector<uint64_t>& submission_ids);
   // One submission's record (one the coordinator no longer keeps in memory); nullopt when
   // there is none.
   Result<std::optional<SubmissionRecord>> GetSubmission(uint64_t submission_id) const;
@@ -120,6 +130,7 @@ class Store {
   struct Impl;
   explicit Store(std::unique_ptr<Impl> impl);
   Status RekeyKb();
+  Status BuildOpenIndex();
   std::unique_ptr<Impl> impl_;
 };
 

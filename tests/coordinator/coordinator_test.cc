@@ -1202,6 +1202,13 @@ TEST_F(CoordinatorTest, AFinishedTaskLeavesMemoryAfterKeepFinishedAndReadsTheSam
   tick();
   EXPECT_EQ(AwaitGauge(registry2_, "tunefleet_tasks_in_memory", 0), 0);
   EXPECT_EQ(AwaitGauge(registry2_, "tunefleet_submissions_in_memory", 0), 0) << "none of its tasks is left";
+  // Let go, it is closed in the store: a restart reads neither it nor its task.
+  auto open = store_->LoadOpenSubmissions();
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  EXPECT_TRUE(open->empty());
+  std::vector<uint64_t> open_tasks;
+  ASSERT_TRUE(store_->ForEachOpenTask([&](TaskRecord t) { open_tasks.push_back(t.task_id); }).ok());
+  EXPECT_TRUE(open_tasks.empty());
 
   auto after = client.GetStatus(sub->submission_id);
   ASSERT_TRUE(after.ok()) << after.status().ToString();

@@ -2,6 +2,7 @@
 #include "coordinator/store.h"
 
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -105,6 +106,41 @@ void ForgetKbKeyVersion(const std::filesystem::path& dir) {
   std::unique_ptr<rocksdb::DB> db(raw);
   EXPECT_TRUE(db->Delete(rocksdb::WriteOptions(), handles[4], "kb-key-version").ok());
   for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+}
+
+// Writes past Store to the database in dir: fn gets the tasks and meta column families.
+void WriteRaw(const std::filesystem::path& dir,
+              const std::function<void(rocksdb::DB&, rocksdb::ColumnFamilyHandle* tasks,
+                                       rocksdb::ColumnFamilyHandle* meta)>& fn) {
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.string(), Families(), &handles, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  fn(*db, handles[2], handles[4]);
+  for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+}
+
+std::vector<uint64_t> OpenTaskIds(const Store& store) {
+  std::vector<uint64_t> ids;
+  EXPECT_TRUE(store.ForEachOpenTask([&](TaskRecord t) { ids.push_back(t.task_id); }).ok());
+  return ids;
+}
+
+std::vector<uint64_t> OpenSubmissionIds(const Store& store) {
+  std::vector<uint64_t> ids;
+  Result<std::vector<SubmissionRecord>> subs = store.LoadOpenSubmissions();
+  EXPECT_TRUE(subs.ok()) << subs.status().ToString();
+  if (subs.ok()) {
+    for (const SubmissionRecord& s : *subs) ids.push_back(s.submission_id);
+  }
+  return ids;
+}
+
+SubmissionRecord Submission(uint64_t id, std::vector<uint64_t> task_ids) {
+  SubmissionRecord sub;
+  sub.submission_id = id;
+  sub.task_ids = std::move(task_ids);
+  return sub;
 }
 
 // Entries tuned before an element-wise op's axes were merged (`Gelu [32, 128, 3072]`)
@@ -236,6 +272,71 @@ TEST_F(StoreTest, EverythingSurvivesAReopen) {
   EXPECT_EQ(sub.scheduled_weights, (std::vector<double>{4, 1}));
   EXPECT_TRUE(store->GetKb(HashOpKey(Key(128))).value().has_value());
   EXPECT_EQ(store->NextId("task").value(), 4u) << "id counters must be durable";
+}
+
+// What a restart resumes: a task is open while its record says unfinished, a submission
+// until it is closed; both survive a reopen, and the open ones are all a restart reads
+// (a finished task's record is not touched, even a corrupt one).
+TEST_F(StoreTest, TheOpenIndexHoldsTheUnfinishedTasksAndTheSubmissionsNotClosed) {
+  {
+    auto store = Open();
+    TaskRecord queued = Task(3, 256);
+    queued.state = TaskState::kQueued;
+    ASSERT_TRUE(store->PutSubmission(Submission(1, {1, 2}), {Task(1, 64), Task(2, 128)}).ok());
+    ASSERT_TRUE(store->PutSubmission(Submission(2, {2, 3}), {queued}).ok());
+    EXPECT_EQ(OpenTaskIds(*store), (std::vector<uint64_t>{1, 2, 3}));
+    EXPECT_EQ(OpenSubmissionIds(*store), (std::vector<uint64_t>{1, 2}));
+    TaskRecord done = Task(2, 128);
+    done.state = TaskState::kDone;
+    ASSERT_TRUE(store->FinishTask(done, Entry(128, 3.0)).ok());
+    TaskRecord cancelled = Task(1, 64);
+    cancelled.state = TaskState::kCancelled;
+    ASSERT_TRUE(store->PutTask(cancelled).ok());
+    EXPECT_EQ(OpenTaskIds(*store), (std::vector<uint64_t>{3}));
+    ASSERT_TRUE(store->CloseSubmissions({1}).ok());
+    ASSERT_TRUE(store->CloseSubmissions({}).ok());
+  }
+  WriteRaw(dir_, [](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* tasks, rocksdb::ColumnFamilyHandle*) {
+    std::string key = "t/";
+    for (int i = 7; i >= 0; --i) key.push_back(static_cast<char>(i == 0 ? 2 : 0));
+    EXPECT_TRUE(db.Put(rocksdb::WriteOptions(), tasks, key, "not a record").ok());
+  });
+  auto store = Open();
+  EXPECT_FALSE(store->LoadTasks().ok()) << "task 2's record is corrupt";
+  EXPECT_EQ(OpenTaskIds(*store), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(OpenSubmissionIds(*store), (std::vector<uint64_t>{2}));
+  EXPECT_EQ(store->GetSubmission(1).value()->task_ids, (std::vector<uint64_t>{1, 2})) << "closed is not deleted";
+  TaskRecord running = Task(3, 256);
+  ASSERT_TRUE(store->PutTask(running).ok());
+  EXPECT_EQ(OpenTaskIds(*store), (std::vector<uint64_t>{3})) << "still open, once";
+}
+
+// A database an older build wrote has no open index: the first open builds it from every
+// record (a submission is open when a task of its is), and only the first.
+TEST_F(StoreTest, ADatabaseWrittenBeforeTheOpenIndexGetsItAtItsFirstOpen) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store->PutSubmission(Submission(1, {1}), {Task(1, 64)}).ok());
+    ASSERT_TRUE(store->PutSubmission(Submission(2, {1, 2}), {Task(2, 128)}).ok());
+    ASSERT_TRUE(store->PutSubmission(Submission(3, {3}), {Task(3, 256)}).ok());
+    TaskRecord done = Task(1, 64);
+    done.state = TaskState::kDone;
+    ASSERT_TRUE(store->FinishTask(done, std::nullopt).ok());
+    done = Task(3, 256);
+    done.state = TaskState::kFailed;
+    ASSERT_TRUE(store->FinishTask(done, std::nullopt).ok());
+  }
+  WriteRaw(dir_, [](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* tasks, rocksdb::ColumnFamilyHandle* meta) {
+    EXPECT_TRUE(db.DeleteRange(rocksdb::WriteOptions(), tasks, "o/", "o0").ok());
+    EXPECT_TRUE(db.Delete(rocksdb::WriteOptions(), meta, "open-index").ok());
+  });
+  {
+    auto store = Open();
+    EXPECT_EQ(OpenTaskIds(*store), (std::vector<uint64_t>{2}));
+    EXPECT_EQ(OpenSubmissionIds(*store), (std::vector<uint64_t>{2})) << "1 and 3 have no unfinished task";
+    ASSERT_TRUE(store->CloseSubmissions({2}).ok());
+  }
+  EXPECT_TRUE(OpenSubmissionIds(*Open()).empty()) << "the index is built once, not at every open";
 }
 
 // A finished task's results are deleted: why its configs failed lives on in its record,
