@@ -297,8 +297,9 @@ struct Store::Impl {
     rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf, key, &value);
     if (s.IsNotFound()) return std::optional<Record>();
     TF_RETURN_IF_ERROR(FromRocks(s, what));
-    TF_ASSIGN_OR_RETURN(Record r, decode(value));
-    return std::optional<Record>(std::move(r));
+    Result<Record> r = decode(value);
+    if (!r.ok()) return r.status().WithContext(what);  // which record: "read task 7: ..."
+    return std::optional<Record>(std::move(r).value());
   }
 
   Status Write(rocksdb::WriteBatch& batch, const char* what, bool sync = true) {

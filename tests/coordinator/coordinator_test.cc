@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
+#include <rocksdb/db.h>
 #include <unistd.h>
 
 #include "cli/client.h"
@@ -1166,6 +1167,67 @@ TEST_F(CoordinatorTest, AFinishedTasksStatusNamesItsBestConfigAlsoAfterARestart)
   st = older.GetStatus(sub->submission_id);
   ASSERT_TRUE(st.ok());
   expect_named(*st);
+}
+
+// A restart reads the open index, not every record ever written (a long history made it
+// as slow as it was long): a finished task's record, even a corrupt one, is not read
+// until someone asks for it, and the unfinished task beside it resumes and ends.
+TEST_F(CoordinatorTest, ARestartReadsOnlyTheOpenTasksSoAnOldCorruptRecordDoesNotStopIt) {
+  client::Client client(ctx_, options_.client_endpoint);
+  auto finished = client.Submit(RandomSearch(2, 1));
+  ASSERT_TRUE(finished.ok()) << finished.status().ToString();
+  {
+    ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+    ASSERT_EQ(w.ServeInOrder(2, 100, 10).size(), 2u);
+  }
+  std::optional<client::StatusView> st;
+  for (int i = 0; i < 50 && !(st && st->done); ++i) {
+    std::this_thread::sleep_for(50ms);
+    auto s = client.GetStatus(finished->submission_id);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    st = *s;
+  }
+  ASSERT_TRUE(st && st->done);
+  client::SubmitSpec open_spec = RandomSearch(3, 1);
+  open_spec.ops = {SmallMatmul(48)};
+  auto open = client.Submit(open_spec);
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  StopCoordinator();
+  store_.reset();
+  {
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const char* name : {rocksdb::kDefaultColumnFamilyName.c_str(), "kb", "tasks", "results", "meta"}) {
+      families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+    }
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir_.string(), families, &handles, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::string key = "t/";
+    for (int i = 7; i >= 0; --i) key.push_back(static_cast<char>(finished->task_ids.at(0) >> (8 * i)));
+    EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), handles[2], key, "not a record").ok());
+    for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+  }
+  store_ = std::move(Store::Open(dir_.string()).value());
+  Restart();
+  EXPECT_EQ(GaugeValue(registry2_, "tunefleet_tasks_in_memory"), 1);
+  EXPECT_EQ(GaugeValue(registry2_, "tunefleet_submissions_in_memory"), 1);
+  client::Client after(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w2");
+  EXPECT_EQ(w.ServeInOrder(3, 100, 10).size(), 3u);
+  std::optional<client::StatusView> done;
+  for (int i = 0; i < 50 && !(done && done->done); ++i) {
+    std::this_thread::sleep_for(50ms);
+    auto s = after.GetStatus(open->submission_id);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    done = *s;
+  }
+  EXPECT_TRUE(done && done->done) << "the unfinished task resumed and ended";
+  auto corrupt = after.GetStatus(finished->submission_id);
+  ASSERT_FALSE(corrupt.ok()) << "its record is read when asked for, and is corrupt";
+  EXPECT_NE(corrupt.status().ToString().find("read task " + std::to_string(finished->task_ids.at(0)) + ": stored record"),
+            std::string::npos)
+      << corrupt.status().ToString();
 }
 
 // Found by an audit: the coordinator kept every task it ever ran in memory, about 4.5 KB
