@@ -268,6 +268,24 @@ double LabeledHistogramCount(prometheus::Registry& registry, const std::string& 
   return m ? static_cast<double>(m->histogram.sample_count) : -1;
 }
 
+// The submission's status once it is done, polled for up to 5 s (its last results may
+// still be on their way); else the last one read, nullopt when none could be.
+std::optional<client::StatusView> AwaitDoneStatus(client::Client& client, uint64_t submission_id) {
+  std::optional<client::StatusView> last;
+  for (int i = 0; i < 250 && !(last && last->done); ++i) {
+    if (i > 0) std::this_thread::sleep_for(20ms);
+    auto st = client.GetStatus(submission_id);
+    if (st.ok()) last = *st;
+  }
+  return last;
+}
+
+// Whether the submission is done within 5 s.
+bool AwaitDone(client::Client& client, uint64_t submission_id) {
+  std::optional<client::StatusView> st = AwaitDoneStatus(client, submission_id);
+  return st && st->done;
+}
+
 class CoordinatorTest : public ::testing::Test {
  protected:
   // One small MatMul, random search: the submission most tests script workers against.
@@ -1180,13 +1198,7 @@ TEST_F(CoordinatorTest, ARestartReadsOnlyTheOpenTasksSoAnOldCorruptRecordDoesNot
     ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
     ASSERT_EQ(w.ServeInOrder(2, 100, 10).size(), 2u);
   }
-  std::optional<client::StatusView> st;
-  for (int i = 0; i < 50 && !(st && st->done); ++i) {
-    std::this_thread::sleep_for(50ms);
-    auto s = client.GetStatus(finished->submission_id);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    st = *s;
-  }
+  std::optional<client::StatusView> st = AwaitDoneStatus(client, finished->submission_id);
   ASSERT_TRUE(st && st->done);
   client::SubmitSpec open_spec = RandomSearch(3, 1);
   open_spec.ops = {SmallMatmul(48)};
@@ -1215,13 +1227,7 @@ TEST_F(CoordinatorTest, ARestartReadsOnlyTheOpenTasksSoAnOldCorruptRecordDoesNot
   client::Client after(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w2");
   EXPECT_EQ(w.ServeInOrder(3, 100, 10).size(), 3u);
-  std::optional<client::StatusView> done;
-  for (int i = 0; i < 50 && !(done && done->done); ++i) {
-    std::this_thread::sleep_for(50ms);
-    auto s = after.GetStatus(open->submission_id);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    done = *s;
-  }
+  std::optional<client::StatusView> done = AwaitDoneStatus(after, open->submission_id);
   EXPECT_TRUE(done && done->done) << "the unfinished task resumed and ended";
   auto corrupt = after.GetStatus(finished->submission_id);
   ASSERT_FALSE(corrupt.ok()) << "its record is read when asked for, and is corrupt";
@@ -1242,13 +1248,7 @@ TEST_F(CoordinatorTest, AFinishedTaskLeavesMemoryAfterKeepFinishedAndReadsTheSam
   ASSERT_TRUE(sub.ok());
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
   ASSERT_EQ(w.ServeInOrder(4, 100, 10).size(), 4u);
-  std::optional<client::StatusView> before;
-  for (int i = 0; i < 50 && !(before && before->done); ++i) {
-    std::this_thread::sleep_for(50ms);
-    auto st = client.GetStatus(sub->submission_id);
-    ASSERT_TRUE(st.ok());
-    before = *st;
-  }
+  std::optional<client::StatusView> before = AwaitDoneStatus(client, sub->submission_id);
   ASSERT_TRUE(before && before->done);
   // One heartbeat tick per second of the test's clock, each awaited at the worker (which
   // answers, to stay registered).
@@ -2244,16 +2244,6 @@ std::vector<ConfigIndex> ServeTwoAtATime(ScriptedWorker& w, size_t stop_after, s
     out->pop_front();
   }
   return order;
-}
-
-// Whether the submission is done within 5 s (its last results may still be on their way).
-bool AwaitDone(client::Client& client, uint64_t submission_id) {
-  for (int i = 0; i < 250; ++i) {
-    auto st = client.GetStatus(submission_id);
-    if (st.ok() && st->done) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
 }
 
 // A restart in the middle of an adaptive search -- after its checkpoint, with a job whose
