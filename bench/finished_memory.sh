@@ -18,7 +18,6 @@ source bench/lib.sh
 bench_scratch
 for ((r = 1; r <= rounds; r++)); do write_matmul_ops "$n" $((32 * r)) > "$work/round$r.json"; done
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
-done_tasks() { grep -c "^coordinator: task [0-9]* done:" "$1/coordinator.err" || true; }
 seconds() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.3f", e - s }'; }
 
 # run KEEP_SECONDS: one line of figures.

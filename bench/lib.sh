@@ -1,6 +1,6 @@
 # Sourced by the benchmark scripts that run real processes (from the project's root):
-# a scratch folder and process list cleaned up on exit, starting a coordinator, and an
-# ops file of many distinct ops.
+# a scratch folder and process list cleaned up on exit, starting a coordinator and
+# counting its finished tasks, and an ops file of many distinct ops.
 
 # bench_scratch: $work, a scratch folder, and $pids, killed with it on exit.
 bench_scratch() {
@@ -24,6 +24,10 @@ start_coordinator() {
   worker=$(sed -n 's/.*worker=\([^ ]*\).*/\1/p' "$dir/coordinator.log")
   [[ -n $client ]] || { cat "$dir/coordinator.log" "$dir/coordinator.err" >&2; return 1; }
 }
+
+# done_tasks DIR: how many tasks the coordinator started by start_coordinator DIR ... -v
+# has logged as done.
+done_tasks() { grep -c "^coordinator: task [0-9]* done:" "$1/coordinator.err" || true; }
 
 # write_matmul_ops N [K]: prints an ops file of N distinct MatMul shapes on Ascend910B2,
 # [16*(1+i%400), K] x [K, 16*(1+i/400)], K 128 unless given.

@@ -21,7 +21,6 @@ source bench/lib.sh
 bench_scratch
 for ((r = 1; r <= rounds; r++)); do write_matmul_ops "$n" $((32 * r)) > "$work/round$r.json"; done
 write_matmul_ops 200 16 > "$work/open.json"
-done_tasks() { grep -c "^coordinator: task [0-9]* done:" "$1/coordinator.err" || true; }
 
 dir="$work/data"
 mkdir -p "$dir"
