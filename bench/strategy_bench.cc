@@ -199,9 +199,15 @@ int Main(int argc, char** argv) {
     }
     const std::string name = path.filename().string().substr(0, path.filename().string().find(".json"));
     const ReplayObjective objective = ReplayObjective::FromCache(*cache);
-    fmt::print("\n{}: product {}, {} measured, {} failed, {} absent; optimum {:.4f} ms\n", name,
+    const auto beyond = std::count(objective.allowed.begin(), objective.allowed.end(), false);
+    const std::string over_limit =
+        beyond == 0 ? ""
+                    : fmt::format(" ({} of them over the device's {} threads per block: never proposed)", beyond,
+                                  cache->thread_limit());
+    fmt::print("\n{}: product {}, {} measured, {} failed, {} absent{}; optimum {:.4f} ms\n", name,
                cache->space().size(), cache->measured_count(), cache->failed_count(),
-               cache->space().size() - cache->measured_count() - cache->failed_count(), objective.optimum);
+               cache->space().size() - cache->measured_count() - cache->failed_count(), over_limit,
+               objective.optimum);
     fmt::print("  {:<26s} {:<5s}{}\n", "strategy", "mode", budget_header);
     std::fflush(stdout);
     json& jd = out["datasets"][name];
@@ -219,10 +225,15 @@ int Main(int argc, char** argv) {
       results.emplace(s, std::move(r));
     }
     // A check on the scoring: what uniform random sampling scores in expectation.
-    std::vector<double> expected;
-    for (size_t b : budgets) expected.push_back(ExpectedRandomFraction(objective, b));
+    std::vector<double> expected, expected_within;
+    for (size_t b : budgets) {
+      expected.push_back(ExpectedRandomFraction(objective, b));
+      expected_within.push_back(ExpectedRandomFraction(objective, b, true));
+    }
     fmt::print("{}\n", Row("random, expected", "", expected));
+    if (beyond > 0) fmt::print("{}\n", Row("  within thread limit", "", expected_within));
     jd["random_expected"] = expected;
+    jd["random_expected_within_thread_limit"] = expected_within;
     std::optional<std::vector<double>> optuna_best;
     if (!optuna.is_null() && optuna["datasets"].contains(name)) {
       for (const auto& [sampler, v] : optuna["datasets"][name].items()) {

@@ -12,9 +12,11 @@ namespace tunefleet::bench {
 ReplayObjective ReplayObjective::FromCache(const KtCache& cache) {
   ReplayObjective o;
   o.time.assign(cache.space().size(), kPenaltyTime);
+  o.allowed.assign(cache.space().size(), false);
   for (ConfigIndex i = 0; i < o.time.size(); ++i) {
     KtCache::Measurement m = cache.Lookup(i);
     if (m.outcome == KtCache::Outcome::kMeasured) o.time[i] = m.time_ms;
+    o.allowed[i] = cache.space().IsValidIndex(i);
   }
   o.optimum = cache.measured_count() ? cache.best_time_ms() : kPenaltyTime;
   return o;
@@ -64,14 +66,17 @@ double FractionOfOptimum(double optimum, const std::vector<double>& times, size_
   return optimum / best;
 }
 
-double ExpectedRandomFraction(const ReplayObjective& objective, size_t n) {
+double ExpectedRandomFraction(const ReplayObjective& objective, size_t n, bool within_known_constraints) {
   std::vector<double> sorted;
-  for (double t : objective.time) {
-    if (t < kPenaltyTime) sorted.push_back(t);
+  size_t drawable = 0;
+  for (size_t i = 0; i < objective.time.size(); ++i) {
+    if (within_known_constraints && !objective.allowed[i]) continue;
+    ++drawable;
+    if (objective.time[i] < kPenaltyTime) sorted.push_back(objective.time[i]);
   }
   std::sort(sorted.begin(), sorted.end());
-  const double total = static_cast<double>(objective.time.size());
-  n = std::min<size_t>(n, objective.time.size());
+  const double total = static_cast<double>(drawable);
+  n = std::min<size_t>(n, drawable);
   auto log_choose = [](double a, double b) { return std::lgamma(a + 1) - std::lgamma(b + 1) - std::lgamma(a - b + 1); };
   // P(none of the i fastest configs is drawn) = C(N - i, n) / C(N, n).
   auto none_of_fastest = [&](size_t i) {

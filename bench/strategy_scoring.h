@@ -19,6 +19,9 @@ inline constexpr double kPenaltyTime = 1e10;  // Schoonhoven et al. 2022
 // What each config of the full product costs: its measured time, or kPenaltyTime.
 struct ReplayObjective {
   std::vector<double> time;  // indexed by ConfigIndex
+  // Within the space's known constraints (the device's threads per block): what a
+  // strategy may propose. Every config of a cache without such a limit.
+  std::vector<bool> allowed;
   double optimum = 0;        // the fastest measured time
   static ReplayObjective FromCache(const KtCache& cache);
   bool Failed(ConfigIndex i) const { return time[i] >= kPenaltyTime; }
@@ -44,7 +47,9 @@ Trace RunStrategy(coordinator::Strategy& strategy, const ReplayObjective& object
 double FractionOfOptimum(double optimum, const std::vector<double>& times, size_t n);
 
 // The exact expected fraction of optimum of uniform random sampling without replacement
-// from the full product after n draws: a check on the scoring and on `random`'s figures.
-double ExpectedRandomFraction(const ReplayObjective& objective, size_t n);
+// after n draws, from the full product (the published convention's random search) or,
+// with within_known_constraints, from the allowed configs (what `random` draws from): a
+// check on the scoring and on `random`'s figures.
+double ExpectedRandomFraction(const ReplayObjective& objective, size_t n, bool within_known_constraints = false);
 
 }  // namespace tunefleet::bench

@@ -19,10 +19,11 @@ class ReplayProblemEvaluator final : public ProblemEvaluator {
   Evaluation Evaluate(ConfigIndex index) override {
     Evaluation e;
     e.index = index;
-    if (index >= cache_->space().size()) {
+    // Outside the product, or over the device's threads per block: known in advance,
+    // never measured (a coordinator's strategies do not propose these).
+    if (Status valid = cache_->space().ValidateIndex(index); !valid.ok()) {
       e.rejected = true;
-      e.error = fmt::format("config index {} is outside the cache's space of {} configs", index,
-                            cache_->space().size());
+      e.error = "replay cache: " + valid.message();
       return e;
     }
     KtCache::Measurement m = cache_->Lookup(index);

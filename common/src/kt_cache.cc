@@ -127,7 +127,7 @@ Result<KtCache> KtCache::Parse(std::string_view json_text, std::string_view sour
     key_tokens.push_back(std::move(tokens));
     by_position.push_back(!all_int);
   }
-  Result<SearchSpace> space = SearchSpace::Create(std::move(params), {});
+  Result<SearchSpace> space = SearchSpace::Create(params, {});
   if (!space.ok()) return bad("tune_params: " + space.status().message());
 
   KtCache cache(std::move(space).value());
@@ -200,7 +200,37 @@ Result<KtCache> KtCache::Parse(std::string_view json_text, std::string_view sour
       return bad(fmt::format("cache entry '{}' repeats a config listed under another key", key));
     }
   }
+  TF_RETURN_IF_ERROR(cache.ApplyThreadLimit(std::move(params)));
   return cache;
+}
+
+Status KtCache::ApplyThreadLimit(std::vector<Parameter> params) {
+  std::vector<int> dims;
+  for (const char* name : {"block_size_x", "block_size_y", "block_size_z"}) {
+    const int d = space_.IndexOf(name);
+    if (d >= 0 && !by_position_[static_cast<size_t>(d)]) dims.push_back(d);
+  }
+  if (dims.empty()) return Status::Ok();
+  auto threads = [dims](const Config& c) {  // in double: a huge value list must not overflow
+    double n = 1;
+    for (int d : dims) n *= static_cast<double>(c[static_cast<size_t>(d)]);
+    return n;
+  };
+  constexpr auto kLimit = static_cast<double>(kMaxThreadsPerBlock);
+  Config config;
+  for (const auto& [index, m] : entries_) {
+    space_.DecodeInto(index, config);
+    if (threads(config) > kLimit) return Status::Ok();  // the device runs more
+  }
+  auto check = [threads](const SearchSpace&, const Config& c, std::string* why) {
+    const double n = threads(c);
+    if (n <= kLimit) return true;
+    if (why) *why = fmt::format("{:.0f} exceed the device's {}", n, kMaxThreadsPerBlock);
+    return false;
+  };
+  TF_ASSIGN_OR_RETURN(space_, SearchSpace::Create(std::move(params), {{"threads per block", check}}));
+  thread_limit_ = kMaxThreadsPerBlock;
+  return Status::Ok();
 }
 
 KtCache::Measurement KtCache::Lookup(ConfigIndex index) const {

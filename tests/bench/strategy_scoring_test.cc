@@ -98,5 +98,26 @@ TEST(StrategyScoring, ExpectedRandomFractionIsTheExactMeanOverAllDrawOrders) {
   EXPECT_NEAR(ExpectedRandomFraction(o, 3), 1.0, 1e-12);
 }
 
+TEST(StrategyScoring, ExpectedRandomFractionWithinKnownConstraintsDrawsOnlyTheAllowedConfigs) {
+  ReplayObjective o;
+  o.time = {1.0, 2.0, kPenaltyTime, kPenaltyTime};
+  o.allowed = {true, true, true, false};  // the last one over the device's thread limit
+  o.optimum = 1.0;
+  // From the full product, one draw in four scores 1e-10; within the limit, one in three.
+  EXPECT_NEAR(ExpectedRandomFraction(o, 1), (1.0 + 0.5 + 2 / kPenaltyTime) / 4, 1e-12);
+  EXPECT_NEAR(ExpectedRandomFraction(o, 1, true), (1.0 + 0.5 + 1 / kPenaltyTime) / 3, 1e-12);
+  EXPECT_NEAR(ExpectedRandomFraction(o, 2, true), (2 * 1.0 + 0.5) / 3, 1e-12);
+  EXPECT_NEAR(ExpectedRandomFraction(o, 9, true), 1.0, 1e-12);
+
+  // FromCache takes the allowed configs from the cache's space.
+  const KtCache cache = KtCache::Parse(R"({
+    "tune_params_keys": ["block_size_x", "block_size_y"],
+    "tune_params": {"block_size_x": [256, 1024], "block_size_y": [1, 4]},
+    "cache": {"256,1": {"time": 2.0}, "1024,1": {"time": 1.0}}})", "blocks").value();
+  o = ReplayObjective::FromCache(cache);
+  EXPECT_EQ(o.allowed, (std::vector<bool>{true, true, true, false}));  // 1024 x 4 is over
+  EXPECT_NEAR(ExpectedRandomFraction(o, 1, true), (0.5 + 1.0 + 1 / kPenaltyTime) / 3, 1e-12);
+}
+
 }  // namespace
 }  // namespace tunefleet::bench

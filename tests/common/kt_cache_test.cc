@@ -99,6 +99,37 @@ TEST(KtCache, AMalformedCacheIsAnErrorThatNamesWhatIsWrong) {
                     "cache": {}})", "objective");
 }
 
+// Kernel Tuner leaves out of every search space the configs whose block_size_x x
+// block_size_y x block_size_z exceeds the device's threads per block (1024 on every CUDA
+// and HIP GPU): a capacity known in advance, which strategies must never spend on.
+TEST(KtCache, BlocksOfMoreThreadsThanTheDeviceRunsAreAKnownConstraint) {
+  KtCache c = KtCache::Parse(R"({
+    "tune_params_keys": ["block_size_x", "block_size_y", "unroll"],
+    "tune_params": {"block_size_x": [32, 512, 1024], "block_size_y": [1, 2], "unroll": [0, 1]},
+    "cache": {"32,1,0": {"time": 2.0}, "512,2,1": {"time": 1.0}, "1024,1,0": {"time": 1.5}}})",
+                             "blocks").value();
+  EXPECT_EQ(c.thread_limit(), KtCache::kMaxThreadsPerBlock);
+  EXPECT_EQ(c.space().size(), 12u);  // still the full product: indices are the product's
+  EXPECT_EQ(c.space().EnumerateValid().size(), 10u);  // 1024 x 2 is out, with either unroll
+  EXPECT_TRUE(c.space().IsValid({512, 2, 0}));
+  EXPECT_TRUE(c.space().IsValid({1024, 1, 1}));
+  const Status why = c.space().Validate({1024, 2, 0});
+  EXPECT_EQ(why.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(why.message().find("threads per block: 2048 exceed the device's 1024"), std::string::npos)
+      << why.ToString();
+  EXPECT_EQ(c.Lookup(Index(c, {512, 2, 1})).outcome, KtCache::Outcome::kMeasured);
+
+  // A cache that measured a larger block came from a device that runs it: no constraint.
+  c = KtCache::Parse(R"({
+    "tune_params_keys": ["block_size_x", "block_size_y"],
+    "tune_params": {"block_size_x": [512, 1024], "block_size_y": [1, 2]},
+    "cache": {"1024,2": {"time": 2.0}}})", "big device").value();
+  EXPECT_EQ(c.thread_limit(), 0);
+  EXPECT_EQ(c.space().EnumerateValid().size(), 4u);
+  // Without block sizes there is nothing to limit (kSmall's "bx" is not Kernel Tuner's name).
+  EXPECT_EQ(KtCache::Parse(kSmall, "small").value().thread_limit(), 0);
+}
+
 TEST(KtCache, LoadingAMissingFileIsNotFoundNamingThePath) {
   Result<KtCache> c = KtCache::Load("/nonexistent/dir/cache.json.gz");
   ASSERT_FALSE(c.ok());
@@ -115,16 +146,17 @@ TEST(KtCache, TheSharedDatasetsLoadWithTheirDocumentedCounts) {
   struct Expect {
     const char* file;
     uint64_t product;
-    size_t measured, failed;
+    size_t measured, failed, within_thread_limit;
   };
-  for (const Expect& e : {Expect{"convolution_A100.json.gz", 10240, 4201, 161},
-                          Expect{"pnpoly_RTX2080Ti.json.gz", 4092, 3722, 370},
-                          Expect{"dedispersion_MI250X.json.gz", 22272, 11130, 0}}) {
+  for (const Expect& e : {Expect{"convolution_A100.json.gz", 10240, 4201, 161, 7680},
+                          Expect{"pnpoly_RTX2080Ti.json.gz", 4092, 3722, 370, 4092},
+                          Expect{"dedispersion_MI250X.json.gz", 22272, 11130, 0, 13568}}) {
     Result<KtCache> c = KtCache::Load((dir / e.file).string());
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     EXPECT_EQ(c->space().size(), e.product) << e.file;
     EXPECT_EQ(c->measured_count(), e.measured) << e.file;
     EXPECT_EQ(c->failed_count(), e.failed) << e.file;
+    EXPECT_EQ(c->space().EnumerateValid().size(), e.within_thread_limit) << e.file;
     EXPECT_EQ(c->Lookup(c->best_index()).outcome, KtCache::Outcome::kMeasured) << e.file;
   }
 }

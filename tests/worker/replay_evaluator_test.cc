@@ -1,6 +1,7 @@
 // The `replay` evaluator on small Kernel Tuner caches this test writes itself, plain and
 // gzipped: measured times come back in us, absent and failed configs come back failed,
-// a malformed file is an error naming the problem.
+// blocks over the device's thread limit are rejected, a malformed file is an error naming
+// the problem.
 #include <zlib.h>
 
 #include <filesystem>
@@ -85,6 +86,23 @@ TEST(ReplayEvaluator, ServesMeasuredTimesInMicrosecondsFromAPlainJsonCache) {
 TEST(ReplayEvaluator, ServesAGzippedCacheLikeAPlainOne) {
   const testing::ScratchDir dir;
   ExpectServesTheCache(WriteGzip(dir, "replay_gz.json.gz", kCache));
+}
+
+TEST(ReplayEvaluator, ABlockOfMoreThreadsThanTheDeviceRunsIsRejectedNotSpent) {
+  const testing::ScratchDir dir;
+  auto evaluator = MakeReplayEvaluator(WritePlain(dir, "replay_blocks.json", R"({
+    "kernel_name": "toy_kernel", "tune_params_keys": ["block_size_x", "block_size_y"],
+    "tune_params": {"block_size_x": [256, 512], "block_size_y": [1, 4]},
+    "cache": {"256,1": {"time": 1.0}, "256,4": {"time": 0.5}}})")).value();
+  auto job = evaluator->Prepare(Toy(), 1).value();
+  EXPECT_TRUE(job->Evaluate(1).ok);  // 256 x 4 = 1024 threads: measured
+  Evaluation absent = job->Evaluate(2);  // 512 x 1: within the limit, not in the cache
+  EXPECT_FALSE(absent.ok);
+  EXPECT_FALSE(absent.rejected);
+  Evaluation over = job->Evaluate(3);  // 512 x 4 = 2048 threads
+  EXPECT_FALSE(over.ok);
+  EXPECT_TRUE(over.rejected);
+  EXPECT_NE(over.error.find("threads per block: 2048 exceed the device's 1024"), std::string::npos) << over.error;
 }
 
 TEST(ReplayEvaluator, RefusesAnOpKeyOfAnotherKernelNamingBoth) {

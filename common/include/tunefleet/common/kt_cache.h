@@ -1,8 +1,11 @@
 // KtCache: a Kernel Tuner cache file (../shared/datasets/README.md) as a search space
 // plus one measured outcome per config index. The space is the FULL product of
-// `tune_params` in `tune_params_keys` order, with no constraints: restrictions are not
-// known in advance (Schoonhoven et al. 2022), so a config absent from `cache` is simply
-// absent. Config values are int64: a parameter whose values are all JSON integers keeps
+// `tune_params` in `tune_params_keys` order (indices are the product's). The kernel's
+// restrictions are not known in advance (Schoonhoven et al. 2022), so a config absent
+// from `cache` is simply absent. The device's capacity is known: as Kernel Tuner does for
+// every search space, configs whose block_size_x x block_size_y x block_size_z exceeds
+// kMaxThreadsPerBlock (1024 on every CUDA and HIP GPU) are a constraint, unless the cache
+// measured such a block (its device runs them). Config values are int64: a parameter whose values are all JSON integers keeps
 // them; any other parameter (floats, strings, booleans) is encoded by position 0..n-1
 // in its list, and value_labels() keeps the original text. Immutable once loaded.
 #pragma once
@@ -22,6 +25,7 @@ namespace tunefleet {
 
 class KtCache {
  public:
+  static constexpr int64_t kMaxThreadsPerBlock = 1024;  // Kernel Tuner's max_threads
   enum class Outcome { kMeasured, kFailed, kAbsent };
   struct Measurement {
     Outcome outcome = Outcome::kAbsent;
@@ -47,6 +51,8 @@ class KtCache {
   // kAbsent for an index outside the product as well as for one missing from `cache`.
   Measurement Lookup(ConfigIndex index) const;
   size_t measured_count() const { return measured_count_; }
+  // kMaxThreadsPerBlock when the space carries it as a constraint, else 0.
+  int64_t thread_limit() const { return thread_limit_; }
   size_t failed_count() const { return failed_count_; }
   // The fastest measured config and its time; requires measured_count() > 0.
   ConfigIndex best_index() const { return best_index_; }
@@ -54,6 +60,9 @@ class KtCache {
 
  private:
   explicit KtCache(SearchSpace space) : space_(std::move(space)) {}
+  // Rebuilds space_ from `params` with the threads-per-block constraint when the cache
+  // has block sizes and measured no block over kMaxThreadsPerBlock.
+  Status ApplyThreadLimit(std::vector<Parameter> params);
 
   SearchSpace space_;
   std::string kernel_name_;
@@ -63,6 +72,7 @@ class KtCache {
   std::unordered_map<ConfigIndex, Measurement> entries_;
   size_t measured_count_ = 0;
   size_t failed_count_ = 0;
+  int64_t thread_limit_ = 0;
   ConfigIndex best_index_ = 0;
   double best_time_ms_ = 0;
 };
