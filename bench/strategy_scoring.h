@@ -1,6 +1,7 @@
 // Scoring search strategies on a replayed Kernel Tuner cache, with the published
 // convention (Schoonhoven, van Werkhoven & Batenburg, IEEE TEVC 2022): strategies draw
-// from the full product; an absent or failed draw costs one evaluation and counts as
+// from the full product (less what the space knows in advance: the device's threads per
+// block, common/kt_cache.h); an absent or failed draw costs one evaluation and counts as
 // time 1e10; fraction_of_optimum(n) = optimum / best time of the first n evaluations.
 // Drives a Strategy in-process through Ask/Tell; used by bench/strategy_bench.cc and
 // tests/bench. Single-threaded; plain values.
