@@ -5,9 +5,10 @@
 // from `cache` is simply absent. The device's capacity is known: as Kernel Tuner does for
 // every search space, configs whose block_size_x x block_size_y x block_size_z exceeds
 // kMaxThreadsPerBlock (1024 on every CUDA and HIP GPU) are a constraint, unless the cache
-// measured such a block (its device runs them). Config values are int64: a parameter whose values are all JSON integers keeps
-// them; any other parameter (floats, strings, booleans) is encoded by position 0..n-1
-// in its list, and value_labels() keeps the original text. Immutable once loaded.
+// measured such a block (its device runs them). Config values are int64: a parameter
+// whose values are all JSON integers keeps them; any other parameter (floats, strings,
+// booleans) is encoded by position 0..n-1 in its list, and value_labels() keeps the
+// original text. Immutable once loaded.
 #pragma once
 
 #include <cstdint>
@@ -51,9 +52,9 @@ class KtCache {
   // kAbsent for an index outside the product as well as for one missing from `cache`.
   Measurement Lookup(ConfigIndex index) const;
   size_t measured_count() const { return measured_count_; }
+  size_t failed_count() const { return failed_count_; }
   // kMaxThreadsPerBlock when the space carries it as a constraint, else 0.
   int64_t thread_limit() const { return thread_limit_; }
-  size_t failed_count() const { return failed_count_; }
   // The fastest measured config and its time; requires measured_count() > 0.
   ConfigIndex best_index() const { return best_index_; }
   double best_time_ms() const { return best_time_ms_; }
