@@ -16,11 +16,11 @@
 
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
-#include <rocksdb/db.h>
 #include <unistd.h>
 
 #include "cli/client.h"
 #include "cli/report.h"
+#include "tests/support/raw_store.h"
 #include "tunefleet/common/transport.h"
 #include "tunefleet/common/wire.h"
 
@@ -1206,20 +1206,10 @@ TEST_F(CoordinatorTest, ARestartReadsOnlyTheOpenTasksSoAnOldCorruptRecordDoesNot
   ASSERT_TRUE(open.ok()) << open.status().ToString();
   StopCoordinator();
   store_.reset();
-  {
-    std::vector<rocksdb::ColumnFamilyDescriptor> families;
-    for (const char* name : {rocksdb::kDefaultColumnFamilyName.c_str(), "kb", "tasks", "results", "meta"}) {
-      families.emplace_back(name, rocksdb::ColumnFamilyOptions());
-    }
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    rocksdb::DB* raw = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir_.string(), families, &handles, &raw).ok());
-    std::unique_ptr<rocksdb::DB> db(raw);
-    std::string key = "t/";
-    for (int i = 7; i >= 0; --i) key.push_back(static_cast<char>(finished->task_ids.at(0) >> (8 * i)));
-    EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), handles[2], key, "not a record").ok());
-    for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
-  }
+  const uint64_t corrupt_id = finished->task_ids.at(0);
+  testing::WriteRawStore(dir_, [&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* tasks, rocksdb::ColumnFamilyHandle*) {
+    EXPECT_TRUE(db.Put(rocksdb::WriteOptions(), tasks, testing::StoredTaskKey(corrupt_id), "not a record").ok());
+  });
   store_ = std::move(Store::Open(dir_.string()).value());
   Restart();
   EXPECT_EQ(GaugeValue(registry2_, "tunefleet_tasks_in_memory"), 1);

@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <thread>
 
@@ -11,6 +10,7 @@
 #include <rocksdb/db.h>
 #include <unistd.h>
 
+#include "tests/support/raw_store.h"
 #include "tunefleet/common/tuning_problem.h"
 
 namespace tunefleet::coordinator {
@@ -74,20 +74,14 @@ OpKey GeluKey(std::vector<int64_t> shape) {
   return k;
 }
 
-// The column families Store opens, in its order (kb is [1], meta [4]).
-std::vector<rocksdb::ColumnFamilyDescriptor> Families() {
-  std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  for (const char* name : {rocksdb::kDefaultColumnFamilyName.c_str(), "kb", "tasks", "results", "meta"}) {
-    families.emplace_back(name, rocksdb::ColumnFamilyOptions());
-  }
-  return families;
-}
+using testing::StoreFamilies;
+using testing::WriteRawStore;
 
 // How many knowledge-base records the database in dir holds, read past Store.
 size_t StoredKbEntries(const std::filesystem::path& dir) {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  EXPECT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), dir.string(), Families(), &handles, &raw).ok());
+  EXPECT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::DBOptions(), dir.string(), StoreFamilies(), &handles, &raw).ok());
   if (raw == nullptr) return 0;
   std::unique_ptr<rocksdb::DB> db(raw);
   size_t n = 0;
@@ -104,21 +98,9 @@ size_t StoredKbEntries(const std::filesystem::path& dir) {
 void ForgetKbKeyVersion(const std::filesystem::path& dir) {
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.string(), Families(), &handles, &raw).ok());
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.string(), StoreFamilies(), &handles, &raw).ok());
   std::unique_ptr<rocksdb::DB> db(raw);
   EXPECT_TRUE(db->Delete(rocksdb::WriteOptions(), handles[4], "kb-key-version").ok());
-  for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
-}
-
-// Writes past Store to the database in dir: fn gets the tasks and meta column families.
-void WriteRaw(const std::filesystem::path& dir,
-              const std::function<void(rocksdb::DB&, rocksdb::ColumnFamilyHandle* tasks,
-                                       rocksdb::ColumnFamilyHandle* meta)>& fn) {
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.string(), Families(), &handles, &raw).ok());
-  std::unique_ptr<rocksdb::DB> db(raw);
-  fn(*db, handles[2], handles[4]);
   for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
 }
 
@@ -298,10 +280,8 @@ TEST_F(StoreTest, TheOpenIndexHoldsTheUnfinishedTasksAndTheSubmissionsNotClosed)
     ASSERT_TRUE(store->CloseSubmissions({1}).ok());
     ASSERT_TRUE(store->CloseSubmissions({}).ok());
   }
-  WriteRaw(dir_, [](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* tasks, rocksdb::ColumnFamilyHandle*) {
-    std::string key = "t/";
-    for (int i = 7; i >= 0; --i) key.push_back(static_cast<char>(i == 0 ? 2 : 0));
-    EXPECT_TRUE(db.Put(rocksdb::WriteOptions(), tasks, key, "not a record").ok());
+  WriteRawStore(dir_, [](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* tasks, rocksdb::ColumnFamilyHandle*) {
+    EXPECT_TRUE(db.Put(rocksdb::WriteOptions(), tasks, testing::StoredTaskKey(2), "not a record").ok());
   });
   auto store = Open();
   EXPECT_FALSE(store->LoadTasks().ok()) << "task 2's record is corrupt";
@@ -328,7 +308,7 @@ TEST_F(StoreTest, ADatabaseWrittenBeforeTheOpenIndexGetsItAtItsFirstOpen) {
     done.state = TaskState::kFailed;
     ASSERT_TRUE(store->FinishTask(done, std::nullopt).ok());
   }
-  WriteRaw(dir_, [](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* tasks, rocksdb::ColumnFamilyHandle* meta) {
+  WriteRawStore(dir_, [](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* tasks, rocksdb::ColumnFamilyHandle* meta) {
     EXPECT_TRUE(db.DeleteRange(rocksdb::WriteOptions(), tasks, "o/", "o0").ok());
     EXPECT_TRUE(db.Delete(rocksdb::WriteOptions(), meta, "open-index").ok());
   });

@@ -1,0 +1,46 @@
+// A coordinator Store's RocksDB folder opened past Store, for tests that corrupt or
+// remove what Store wrote (coordinator/store.cc owns the layout). Test-only.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+namespace tunefleet::testing {
+
+// The column families Store opens, in its order (kb is [1], tasks [2], meta [4]).
+inline std::vector<rocksdb::ColumnFamilyDescriptor> StoreFamilies() {
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const char* name : {rocksdb::kDefaultColumnFamilyName.c_str(), "kb", "tasks", "results", "meta"}) {
+    families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
+  return families;
+}
+
+// A task record's key in the tasks family: "t/" and the id, big-endian.
+inline std::string StoredTaskKey(uint64_t task_id) {
+  std::string key = "t/";
+  for (int i = 7; i >= 0; --i) key.push_back(static_cast<char>(task_id >> (8 * i)));
+  return key;
+}
+
+// Writes past Store to the database in dir (no Store may have it open): fn gets the
+// tasks and meta column families.
+inline void WriteRawStore(const std::filesystem::path& dir,
+                          const std::function<void(rocksdb::DB&, rocksdb::ColumnFamilyHandle* tasks,
+                                                   rocksdb::ColumnFamilyHandle* meta)>& fn) {
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.string(), StoreFamilies(), &handles, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  fn(*db, handles[2], handles[4]);
+  for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+}
+
+}  // namespace tunefleet::testing
