@@ -404,14 +404,16 @@ struct Store::Impl {
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::~Store() = default;
 
+std::vector<std::string> Store::ColumnFamilyNames() {
+  return {rocksdb::kDefaultColumnFamilyName, kCfKb, kCfTasks, kCfResults, kCfMeta};
+}
+std::string Store::TaskRecordKey(uint64_t task_id) { return TaskKey(task_id); }
+
 namespace {
 std::vector<rocksdb::ColumnFamilyDescriptor> ColumnFamilies() {
-  rocksdb::ColumnFamilyOptions cf_options;
-  return {{rocksdb::kDefaultColumnFamilyName, cf_options},
-          {kCfKb, cf_options},
-          {kCfTasks, cf_options},
-          {kCfResults, cf_options},
-          {kCfMeta, cf_options}};
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const std::string& name : Store::ColumnFamilyNames()) families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  return families;
 }
 }  // namespace
 

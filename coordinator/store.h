@@ -126,6 +126,11 @@ class Store {
   Result<std::optional<SubmissionRecord>> GetSubmission(uint64_t submission_id) const;
   Result<std::vector<StoredResult>> LoadResults(uint64_t task_id) const;
 
+  // The layout, for tests that open the folder past Store: the column families in the
+  // order Store opens them, and the key of a task's record in "tasks".
+  static std::vector<std::string> ColumnFamilyNames();
+  static std::string TaskRecordKey(uint64_t task_id);
+
  private:
   struct Impl;
   explicit Store(std::unique_ptr<Impl> impl);

@@ -1208,7 +1208,7 @@ TEST_F(CoordinatorTest, ARestartReadsOnlyTheOpenTasksSoAnOldCorruptRecordDoesNot
   store_.reset();
   const uint64_t corrupt_id = finished->task_ids.at(0);
   testing::WriteRawStore(dir_, [&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* tasks, rocksdb::ColumnFamilyHandle*) {
-    EXPECT_TRUE(db.Put(rocksdb::WriteOptions(), tasks, testing::StoredTaskKey(corrupt_id), "not a record").ok());
+    EXPECT_TRUE(db.Put(rocksdb::WriteOptions(), tasks, Store::TaskRecordKey(corrupt_id), "not a record").ok());
   });
   store_ = std::move(Store::Open(dir_.string()).value());
   Restart();

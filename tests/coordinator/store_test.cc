@@ -96,12 +96,9 @@ size_t StoredKbEntries(const std::filesystem::path& dir) {
 // A database an older build wrote: its entries under the keys canonical then, and no
 // key version. Forgets the version this build's Open recorded.
 void ForgetKbKeyVersion(const std::filesystem::path& dir) {
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.string(), StoreFamilies(), &handles, &raw).ok());
-  std::unique_ptr<rocksdb::DB> db(raw);
-  EXPECT_TRUE(db->Delete(rocksdb::WriteOptions(), handles[4], "kb-key-version").ok());
-  for (auto* h : handles) (void)db->DestroyColumnFamilyHandle(h);
+  WriteRawStore(dir, [](rocksdb::DB& db, rocksdb::ColumnFamilyHandle*, rocksdb::ColumnFamilyHandle* meta) {
+    EXPECT_TRUE(db.Delete(rocksdb::WriteOptions(), meta, "kb-key-version").ok());
+  });
 }
 
 std::vector<uint64_t> OpenTaskIds(const Store& store) {
@@ -281,7 +278,7 @@ TEST_F(StoreTest, TheOpenIndexHoldsTheUnfinishedTasksAndTheSubmissionsNotClosed)
     ASSERT_TRUE(store->CloseSubmissions({}).ok());
   }
   WriteRawStore(dir_, [](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* tasks, rocksdb::ColumnFamilyHandle*) {
-    EXPECT_TRUE(db.Put(rocksdb::WriteOptions(), tasks, testing::StoredTaskKey(2), "not a record").ok());
+    EXPECT_TRUE(db.Put(rocksdb::WriteOptions(), tasks, Store::TaskRecordKey(2), "not a record").ok());
   });
   auto store = Open();
   EXPECT_FALSE(store->LoadTasks().ok()) << "task 2's record is corrupt";

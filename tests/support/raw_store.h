@@ -1,8 +1,8 @@
 // A coordinator Store's RocksDB folder opened past Store, for tests that corrupt or
-// remove what Store wrote (coordinator/store.cc owns the layout). Test-only.
+// remove what Store wrote (Store owns the layout: Store::ColumnFamilyNames,
+// Store::TaskRecordKey). Test-only.
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -12,22 +12,17 @@
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include "coordinator/store.h"
+
 namespace tunefleet::testing {
 
 // The column families Store opens, in its order (kb is [1], tasks [2], meta [4]).
 inline std::vector<rocksdb::ColumnFamilyDescriptor> StoreFamilies() {
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  for (const char* name : {rocksdb::kDefaultColumnFamilyName.c_str(), "kb", "tasks", "results", "meta"}) {
+  for (const std::string& name : coordinator::Store::ColumnFamilyNames()) {
     families.emplace_back(name, rocksdb::ColumnFamilyOptions());
   }
   return families;
-}
-
-// A task record's key in the tasks family: "t/" and the id, big-endian.
-inline std::string StoredTaskKey(uint64_t task_id) {
-  std::string key = "t/";
-  for (int i = 7; i >= 0; --i) key.push_back(static_cast<char>(task_id >> (8 * i)));
-  return key;
 }
 
 // Writes past Store to the database in dir (no Store may have it open): fn gets the
