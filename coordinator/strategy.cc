@@ -179,8 +179,9 @@ Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const Se
 std::string AutoChoice(ConfigIndex space_size, uint64_t budget) {
   // Measured (bench/README.md, "strategies"): the model-based search is the best of
     // ours on conv A100 at every budget from 25 to 400 and, within 0.001, on all three
-    // Kernel Tuner caches up to 50; annealing beats it on dedispersion from 100 and
-    // genetic on pnpoly at 100-200, but both fall 0.04-0.20 short of it on conv. A
+    // Kernel Tuner caches up to 50; since its late local refinement (stop 40) also on
+    // dedispersion at 200-400, where annealing led; genetic is as good on pnpoly
+    // from 100 up, but falls 0.04-0.20 short of it on conv. A
     // budget that covers the whole product is cheapest walked in order: no model,
     // compact range jobs.
   return budget == 0 || budget >= space_size ? "exhaustive" : "model";

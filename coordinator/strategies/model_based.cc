@@ -8,7 +8,9 @@
 // fastest configs, the best one's two-parameter neighbourhood, mutations and crossovers,
 // plus random draws). Proposals take turns (ModelOptions::pattern) between EI x P(runs)
 // (a lower confidence bound in very large spaces), Thompson sampling over the trees,
-// and, until the last quarter of the budget, the best predicted mean. The ranking is
+// and, until the last quarter of the budget, the best predicted mean; after
+// ModelOptions::local_from proposals (late_pattern), between EI and local refinement of
+// the fastest configs (their one-step neighbours by predicted mean). The ranking is
 // refreshed whenever enough new results arrived, so with B configs in flight the next
 // proposals already use every result told so far.
 #include <algorithm>
@@ -191,7 +193,8 @@ class ModelBased final : public GuidedStrategy {
     // evaluations (bench/README.md, npu_strategies). X: the predicted mean. T (small
     // spaces): Thompson sampling, each proposal the best config of one random tree.
     const double kappa = o_.lcb_kappa >= 0 ? o_.lcb_kappa : large ? o_.large_space_kappa : -1;
-    std::string pattern = o_.pattern;
+    const bool late = o_.local_from != 0 && proposed_count() >= o_.local_from;
+    std::string pattern = late ? o_.late_pattern : o_.pattern;
     if (o_.budget != 0 &&
         static_cast<double>(proposed_count()) >= o_.exploit_until * static_cast<double>(o_.budget)) {
       std::replace(pattern.begin(), pattern.end(), 'X', 'E');
@@ -202,12 +205,15 @@ class ModelBased final : public GuidedStrategy {
     std::vector<ConfigIndex> candidates;
     std::vector<std::vector<double>> draws;  // per candidate: each tree's answer - log P(runs)
     scored.reserve(pool.size());
+    auto chance_to_run = [&](const std::vector<float>& row) {
+      return std::max(any_failed ? runs.Predict(row).mean : 1.0, o_.min_p_runs);
+    };
     for (ConfigIndex i : pool) {
       std::vector<float> row = Features(i);
       std::vector<double> answers = cost.PerTree(row);
       const RegressionForest::Prediction p = RegressionForest::Summarize(answers);
       const double sigma = std::max(p.stddev, 1e-3 * std::abs(best) + 1e-12);
-      const double p_runs = std::max(any_failed ? runs.Predict(row).mean : 1.0, o_.min_p_runs);
+      const double p_runs = chance_to_run(row);
       exploit.emplace_back(p.mean - std::log(p_runs), i);
       if (thompson) {
         candidates.push_back(i);
@@ -223,7 +229,7 @@ class ModelBased final : public GuidedStrategy {
       scored.emplace_back(-ei * p_runs, i);
     }
     const size_t keep = std::min(o_.ranked, scored.size());
-    std::vector<ConfigIndex> lists[3];  // E, X, T
+    std::vector<ConfigIndex> lists[4];  // E, X, T, L
     auto best_first = [keep](std::vector<std::pair<double, ConfigIndex>>& v, std::vector<ConfigIndex>& out) {
       std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(keep), v.end());
       for (size_t k = 0; k < keep; ++k) out.push_back(v[k].second);
@@ -231,15 +237,21 @@ class ModelBased final : public GuidedStrategy {
     best_first(scored, lists[0]);
     if (pattern.find('X') != std::string::npos) best_first(exploit, lists[1]);
     if (thompson) lists[2] = ThompsonPicks(candidates, draws, keep);
+    if (pattern.find('L') != std::string::npos) {
+      lists[3] = LocalPicks(fastest, keep, taken, [&](ConfigIndex i) {
+        const std::vector<float> row = Features(i);
+        return cost.Predict(row).mean - std::log(chance_to_run(row));
+      });
+    }
     // The pattern is counted over the task, so a restored checkpoint continues it; a
     // config two rankings share is proposed once.
     std::set<ConfigIndex> seen;
-    size_t at[3] = {0, 0, 0};
+    size_t at[4] = {0, 0, 0, 0};
     auto left = [&](size_t l) { return at[l] < lists[l].size(); };
-    while (ranked_.size() < keep && (left(0) || left(1) || left(2))) {
+    while (ranked_.size() < keep && (left(0) || left(1) || left(2) || left(3))) {
       const char c = pattern[(proposed_count() + ranked_.size()) % pattern.size()];
-      size_t l = c == 'X' ? 1 : c == 'T' ? 2 : 0;
-      if (!left(l)) l = left(0) ? 0 : left(2) ? 2 : 1;
+      size_t l = c == 'X' ? 1 : c == 'T' ? 2 : c == 'L' ? 3 : 0;
+      if (!left(l)) l = left(0) ? 0 : left(2) ? 2 : left(3) ? 3 : 1;  // one of them is left
       const ConfigIndex next = lists[l][at[l]++];
       if (seen.insert(next).second) ranked_.push_back(next);
     }
@@ -277,6 +289,34 @@ class ModelBased final : public GuidedStrategy {
     }
     rows.resize(count);
     y.resize(count);
+  }
+
+  // Local refinement: up to `count` usable configs one parameter one position away from
+  // the local_elites fastest (`fastest` is sorted), the fastest's neighbours first, each
+  // one's by `score` (lower first); a config next to two of them is listed once.
+  template <typename Score>
+  std::vector<ConfigIndex> LocalPicks(const std::vector<std::pair<double, ConfigIndex>>& fastest, size_t count,
+                                      const Taken& taken, Score score) {
+    std::vector<ConfigIndex> picks;
+    std::set<ConfigIndex> listed;
+    for (size_t f = 0; f < std::min(o_.local_elites, fastest.size()) && picks.size() < count; ++f) {
+      const std::vector<size_t> pos = Positions(fastest[f].second);
+      std::vector<std::pair<double, ConfigIndex>> near;
+      for (size_t d = 0; d < pos.size(); ++d) {
+        for (const size_t p : {pos[d] - 1, pos[d] + 1}) {  // pos[d] - 1 wraps to SIZE_MAX at 0
+          if (p >= space_.params()[d].values.size()) continue;
+          std::vector<size_t> n = pos;
+          n[d] = p;
+          const ConfigIndex i = EncodePositions(n);
+          if (!listed.count(i) && Usable(i, taken)) near.emplace_back(score(i), i);
+        }
+      }
+      std::sort(near.begin(), near.end());
+      for (const auto& [s, i] : near) {
+        if (picks.size() < count && listed.insert(i).second) picks.push_back(i);
+      }
+    }
+    return picks;
   }
 
   // Thompson sampling without repeats: `count` times, a random tree's best candidate

@@ -1,6 +1,7 @@
 #include "coordinator/strategy.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <set>
@@ -352,20 +353,26 @@ TEST(Strategies, ModelBasedLearnsWhatDependsOnAProductOfTwoParameters) {
                                    << ", positions only " << without;
 }
 
+// a and b in 1..32; latency 1 + (a - 23)^2 + 2 (b - 9)^2, one optimum of 1024 configs.
+SearchSpace Grid32() {
+  std::vector<int64_t> values;
+  for (int64_t v = 1; v <= 32; ++v) values.push_back(v);
+  return SearchSpace::Create({{"a", values}, {"b", values}}, {}).value();
+}
+double Bowl(const SearchSpace& space, ConfigIndex i) {
+  const Config c = space.Decode(i);
+  const double a = static_cast<double>(space.Get(c, "a")), b = static_cast<double>(space.Get(c, "b"));
+  return 1.0 + (a - 23) * (a - 23) + 2 * (b - 9) * (b - 9);
+}
+
 TEST(Strategies, ModelBasedWithABoundedTrainingSetStillSteersToTheFastest) {
   // Past max_train results the forests see the fastest half and a spread of the rest,
   // so planning stays bounded in a task of thousands of results (1.3 s per Ask at 8000
   // unbounded). Here 16 rows: the search must still home in on the basin, far faster
   // than random draws, and never repeat a config. Over these 10 seeds: random 5007
   // evaluations, unbounded 315, bounded 395; keeping the slowest half instead 778.
-  std::vector<int64_t> values;
-  for (int64_t v = 1; v <= 32; ++v) values.push_back(v);
-  SearchSpace space = SearchSpace::Create({{"a", values}, {"b", values}}, {}).value();
-  auto latency = [&](ConfigIndex i) {
-    const Config c = space.Decode(i);
-    const double a = static_cast<double>(space.Get(c, "a")), b = static_cast<double>(space.Get(c, "b"));
-    return 1.0 + (a - 23) * (a - 23) + 2 * (b - 9) * (b - 9);  // one optimum of 1024
-  };
+  SearchSpace space = Grid32();
+  auto latency = [&](ConfigIndex i) { return Bowl(space, i); };
   auto evaluations_to_optimum = [&](const std::string& name, uint64_t seed) {
     ModelOptions options;
     options.max_train = 16;
@@ -387,6 +394,58 @@ TEST(Strategies, ModelBasedWithABoundedTrainingSetStillSteersToTheFastest) {
     random += evaluations_to_optimum("random", seed);
   }
   EXPECT_LT(model * 8, random) << "evaluations to the optimum over 10 seeds: model " << model << ", random " << random;
+}
+
+TEST(Strategies, ModelBasedRefinesAroundTheFastestConfigsLateInTheTask) {
+  // From local_from proposals on, late_pattern "L" proposes only configs one parameter
+  // one position away from the local_elites fastest measured so far. Refit at every
+  // result, one config at a time, so each proposal comes from a fresh ranking. Before
+  // local_from (and with local_from 0, never) the search ranges over the whole space.
+  SearchSpace space = Grid32();
+  auto latency = [&](ConfigIndex i) { return Bowl(space, i) + static_cast<double>(i % 7); };
+  auto one_step = [&](ConfigIndex x, ConfigIndex y) {
+    const Config cx = space.Decode(x), cy = space.Decode(y);
+    int64_t steps = 0;
+    for (size_t d = 0; d < cx.size(); ++d) steps += std::abs(cx[d] - cy[d]);
+    return steps == 1;
+  };
+  // Late proposals that are not next to one of the 8 fastest configs told before them
+  // while one of those configs still has an unmeasured neighbour.
+  auto far_late_proposals = [&](size_t local_from, uint64_t seed) {
+    ModelOptions options;
+    options.local_from = local_from;
+    options.late_pattern = "L";
+    options.refit_divisor = 1 << 20;
+    auto s = MakeModelBased(space, seed, options);
+    std::set<ConfigIndex> taken;
+    std::vector<std::pair<double, ConfigIndex>> told;
+    size_t far = 0;
+    for (size_t k = 0; k < 60; ++k) {
+      Batch b = s->Ask(1, [&](ConfigIndex i) { return taken.count(i) > 0; });
+      EXPECT_EQ(b.configs.size(), 1u);
+      if (b.configs.empty()) break;
+      const ConfigIndex i = b.configs[0];
+      EXPECT_FALSE(taken.count(i)) << "repeated " << i;
+      std::sort(told.begin(), told.end());
+      bool near = false;
+      for (size_t f = 0; f < std::min<size_t>(8, told.size()); ++f) near = near || one_step(i, told[f].second);
+      bool open = false;  // an unmeasured neighbour of them is left
+      for (ConfigIndex j = 0; j < space.size() && !open; ++j) {
+        for (size_t f = 0; f < std::min<size_t>(8, told.size()) && !open; ++f) {
+          open = !taken.count(j) && one_step(j, told[f].second);
+        }
+      }
+      if (k >= 30 && open && !near) ++far;
+      taken.insert(i);
+      s->Tell(i, latency(i));
+      told.emplace_back(latency(i), i);
+    }
+    return far;
+  };
+  for (uint64_t seed = 0; seed < 5; ++seed) {
+    EXPECT_EQ(far_late_proposals(30, seed), 0u) << "seed " << seed;
+    EXPECT_GT(far_late_proposals(0, seed), 0u) << "seed " << seed << ": without the late phase too";
+  }
 }
 
 TEST(Strategies, ForestTreesAreDrawsWhoseMeanIsThePrediction) {
