@@ -407,14 +407,24 @@ TEST(Strategies, ModelBasedRefinesAroundTheFastestConfigsLateInTheTask) {
   // local_from (and with local_from 0, never) the search ranges over the whole space.
   SearchSpace space = Grid32();
   auto latency = [&](ConfigIndex i) { return Bowl(space, i) + static_cast<double>(i % 7); };
-  auto one_step = [&](ConfigIndex x, ConfigIndex y) {
-    const Config cx = space.Decode(x), cy = space.Decode(y);
-    int64_t steps = 0;
-    for (size_t d = 0; d < cx.size(); ++d) steps += std::abs(cx[d] - cy[d]);
-    return steps == 1;
+  // The unmeasured configs one step from the 8 fastest told so far.
+  auto frontier = [&](std::vector<std::pair<double, ConfigIndex>> told, const std::set<ConfigIndex>& taken) {
+    std::sort(told.begin(), told.end());
+    std::set<ConfigIndex> out;
+    for (size_t f = 0; f < std::min<size_t>(8, told.size()); ++f) {
+      const Config c = space.Decode(told[f].second);
+      for (size_t d = 0; d < c.size(); ++d) {
+        for (const int64_t step : {-1, 1}) {
+          Config n = c;
+          n[d] += step;
+          const Result<ConfigIndex> j = space.Encode(n);  // fails past the grid's edge
+          if (j.ok() && !taken.count(j.value())) out.insert(j.value());
+        }
+      }
+    }
+    return out;
   };
-  // Late proposals that are not next to one of the 8 fastest configs told before them
-  // while one of those configs still has an unmeasured neighbour.
+  // Late proposals outside that frontier while it is not empty.
   auto far_late_proposals = [&](size_t local_from, uint64_t seed) {
     ModelOptions options;
     options.local_from = local_from;
@@ -429,18 +439,9 @@ TEST(Strategies, ModelBasedRefinesAroundTheFastestConfigsLateInTheTask) {
       EXPECT_EQ(b.configs.size(), 1u);
       if (b.configs.empty()) break;
       const ConfigIndex i = b.configs[0];
-      EXPECT_FALSE(taken.count(i)) << "repeated " << i;
-      std::sort(told.begin(), told.end());
-      bool near = false;
-      for (size_t f = 0; f < std::min<size_t>(8, told.size()); ++f) near = near || one_step(i, told[f].second);
-      bool open = false;  // an unmeasured neighbour of them is left
-      for (ConfigIndex j = 0; j < space.size() && !open; ++j) {
-        for (size_t f = 0; f < std::min<size_t>(8, told.size()) && !open; ++f) {
-          open = !taken.count(j) && one_step(j, told[f].second);
-        }
-      }
-      if (k >= 30 && open && !near) ++far;
-      taken.insert(i);
+      const std::set<ConfigIndex> near = frontier(told, taken);
+      if (k >= 30 && !near.empty() && !near.count(i)) ++far;
+      EXPECT_TRUE(taken.insert(i).second) << "repeated " << i;
       s->Tell(i, latency(i));
       told.emplace_back(latency(i), i);
     }
