@@ -3,8 +3,14 @@
 // optimum / 0.99), median over seeds, with the default tiling measured first as the
 // coordinator does. The optimum is computed in the same run by simulating every valid
 // config. Anchor: random search on the same op and seeds (ratio random / strategy).
-//   npu_strategies [--seeds N] [--cap N] [--in-flight K] OPS.json...
+// The last row summarises every op: per strategy, the geometric mean of all its runs'
+// counts (a run that never reached the target counts as cap + 1) and how many runs
+// never did. The counts are heavy-tailed -- one seed reaches an op in 60 evaluations,
+// the next in 2,500 -- so a 5-seed median swings 2-3x between seed sets; compare
+// strategies on the summary row, with 20 seeds or more.
+//   npu_strategies [--seeds N] [--cap N] [--in-flight K] [--strategies a,b,...] OPS.json...
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -68,6 +74,22 @@ uint64_t EvaluationsToTarget(const Problem& p, const SocSpec& soc, const std::st
   return cap + 1;
 }
 
+// The names of a comma-separated --strategies list, each one of `known`.
+Result<std::vector<std::string>> ParseStrategies(const std::string& list, const std::vector<std::string>& known) {
+  std::vector<std::string> names;
+  for (size_t at = 0; at <= list.size();) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    names.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+    if (std::find(known.begin(), known.end(), names.back()) == known.end()) {
+      std::string all;
+      for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+      return InvalidArgument("unknown strategy '" + names.back() + "' in --strategies; use any of " + all);
+    }
+  }
+  return names;
+}
+
 }  // namespace
 }  // namespace tunefleet
 
@@ -77,27 +99,46 @@ int main(int argc, char** argv) {
   uint64_t cap = 5000;
   size_t in_flight = 1;
   std::vector<std::string> files;
+  std::vector<std::string> strategies;
+  for (const auto& n : coordinator::StrategyNames()) {
+    if (n != "exhaustive") strategies.push_back(n);
+  }
+  const char* usage = "usage: npu_strategies [--seeds N] [--cap N] [--in-flight K] [--strategies a,b,...] OPS.json...\n";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
     else if (a == "--cap" && i + 1 < argc) cap = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--in-flight" && i + 1 < argc) in_flight = static_cast<size_t>(std::atoi(argv[++i]));
-    else files.push_back(a);
+    else if (a == "--strategies" && i + 1 < argc) {
+      auto chosen = ParseStrategies(argv[++i], strategies);
+      if (!chosen.ok()) {
+        std::fprintf(stderr, "npu_strategies: %s\n", chosen.status().message().c_str());
+        return 2;
+      }
+      strategies = std::move(chosen).value();
+    } else if (a.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "npu_strategies: unknown or incomplete option %s\n%s", a.c_str(), usage);
+      return 2;
+    } else {
+      files.push_back(a);
+    }
   }
-  if (files.empty()) {
-    std::fprintf(stderr, "usage: npu_strategies [--seeds N] [--cap N] [--in-flight K] OPS.json...\n");
+  if (files.empty() || seeds < 1) {
+    std::fprintf(stderr, "%s", usage);
     return 2;
   }
   SocCatalog catalog = SocCatalog::Builtin();
-  std::vector<std::string> strategies;
-  for (const auto& n : coordinator::StrategyNames()) {
-    if (n != "exhaustive") strategies.push_back(n);
-  }
+  const bool has_random = std::find(strategies.begin(), strategies.end(), "random") != strategies.end();
+  std::vector<double> log_sum(strategies.size(), 0);  // over every op and seed, for the summary
+  std::vector<size_t> missed(strategies.size(), 0);
+  size_t ops = 0;
   std::printf("evaluations to reach 99%% of the exhaustive optimum: median over %d seeds (cap %llu; >cap = not reached), %zu in flight\n",
               seeds, static_cast<unsigned long long>(cap), in_flight);
   std::printf("%-34s %9s", "op", "valid");
   for (const auto& n : strategies) std::printf(" %12s", n.c_str());
-  for (const auto& n : strategies) std::printf(" %10s", ("rnd/" + n.substr(0, 5)).c_str());
+  if (has_random) {
+    for (const auto& n : strategies) std::printf(" %10s", ("rnd/" + n.substr(0, 5)).c_str());
+  }
   std::printf("\n");
   for (const auto& f : files) {
     std::ifstream in(f);
@@ -125,9 +166,14 @@ int main(int argc, char** argv) {
         return true;
       });
       std::vector<double> medians;
-      for (const auto& n : strategies) {
+      ++ops;
+      for (size_t k = 0; k < strategies.size(); ++k) {
         std::vector<uint64_t> runs;
-        for (int s = 0; s < seeds; ++s) runs.push_back(EvaluationsToTarget(p, soc, n, static_cast<uint64_t>(s), cap, in_flight));
+        for (int s = 0; s < seeds; ++s) {
+          runs.push_back(EvaluationsToTarget(p, soc, strategies[k], static_cast<uint64_t>(s), cap, in_flight));
+          log_sum[k] += std::log(static_cast<double>(runs.back()));
+          missed[k] += runs.back() > cap;
+        }
         std::nth_element(runs.begin(), runs.begin() + runs.size() / 2, runs.end());
         medians.push_back(static_cast<double>(runs[runs.size() / 2]));
       }
@@ -135,10 +181,19 @@ int main(int argc, char** argv) {
       for (double m : medians) std::printf(" %12.0f", m);
       double rnd = 0;
       for (size_t i = 0; i < strategies.size(); ++i) if (strategies[i] == "random") rnd = medians[i];
-      for (double m : medians) std::printf(" %10.2f", rnd / m);
+      if (has_random) {
+        for (double m : medians) std::printf(" %10.2f", rnd / m);
+      }
       std::printf("\n");
       std::fflush(stdout);
     }
   }
+  if (ops == 0) return 0;
+  const double runs = static_cast<double>(ops) * seeds;
+  std::printf("%-34s %9s", "all ops: geometric mean", "");
+  for (double l : log_sum) std::printf(" %12.0f", std::exp(l / runs));
+  std::printf("\n%-34s %9s", "all ops: runs not reached", "");
+  for (size_t m : missed) std::printf(" %12s", (std::to_string(m) + "/" + std::to_string(ops * static_cast<size_t>(seeds))).c_str());
+  std::printf("\n");
   return 0;
 }
