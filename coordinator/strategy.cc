@@ -178,12 +178,14 @@ Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const Se
 
 std::string AutoChoice(ConfigIndex space_size, uint64_t budget) {
   // Measured (bench/README.md, "strategies"): the model-based search is the best of
-    // ours on conv A100 at every budget from 25 to 400 and, within 0.001, on all three
-    // Kernel Tuner caches up to 50; since its late local refinement (stop 40) also on
-    // dedispersion at 200-400, where annealing led; genetic is as good on pnpoly
-    // from 100 up, but falls 0.04-0.20 short of it on conv. A
-    // budget that covers the whole product is cheapest walked in order: no model,
-    // compact range jobs.
+  // ours on conv A100 at every budget from 25 to 400 and, within 0.001, on all three
+  // Kernel Tuner caches up to 50; since its late local refinement (stop 40) also on
+  // dedispersion at 200-400, where annealing led; genetic is as good on pnpoly from 100
+  // up, but falls 0.04-0.20 short of it on conv. On the simulated NPU (bench/README.md,
+  // npu_strategies, 21 seeds) no strategy leads at every budget -- ils at 25-50,
+  // annealing from 100 -- and the model is within 0.02 of the leader at each. A budget
+  // that covers the whole product is cheapest walked in order: no model, compact range
+  // jobs.
   return budget == 0 || budget >= space_size ? "exhaustive" : "model";
 }
 
