@@ -182,10 +182,9 @@ std::string AutoChoice(ConfigIndex space_size, uint64_t budget) {
   // Kernel Tuner caches up to 50; since its late local refinement (stop 40) also on
   // dedispersion at 200-400, where annealing led; genetic is as good on pnpoly from 100
   // up, but falls 0.04-0.20 short of it on conv. On the simulated NPU (bench/README.md,
-  // npu_strategies, 21 seeds) no strategy leads at every budget -- ils at 25-50,
-  // annealing from 100 -- and the model is within 0.02 of the leader at each. A budget
-  // that covers the whole product is cheapest walked in order: no model, compact range
-  // jobs.
+  // npu_strategies) no strategy leads at every budget -- ils at 25-50, annealing from
+  // 100 -- and the model is at most 0.031 below the leader at any. A budget that covers
+  // the whole product is cheapest walked in order: no model, compact range jobs.
   return budget == 0 || budget >= space_size ? "exhaustive" : "model";
 }
 
