@@ -10,9 +10,10 @@
 // strategies on the summary row, with 20 seeds or more. Below it, per budget of the
 // Kernel Tuner benchmark (25 ... 400 evaluations), the mean fraction of the optimum
 // found (optimum / best latency) over every op and seed: what a task with that budget
-// gets. Each strategy runs once per seed with the cap as its budget; in spaces over
-// 2^20 configs (every op of the example lists) no strategy's path depends on its
-// budget, so those fractions are the ones a run with that budget would reach.
+// gets. Each strategy runs once per seed with the cap as its budget, and "auto" also
+// runs what it picks for each budget (AutoChoice). In spaces over 2^20 configs (every
+// op of the example lists) no strategy's path depends on its budget, so those
+// fractions are the ones a run with that budget would reach.
 //   npu_strategies [--seeds N] [--cap N] [--in-flight K] [--strategies a,b,...] OPS.json...
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -101,6 +103,23 @@ Run Search(const Problem& p, const SocSpec& soc, const std::string& strategy, ui
     account(lat);
   }
   return run;  // a search that stopped early keeps its last best at the budgets past it
+}
+
+// Search(), except that "auto", which picks its search by the budget, takes each
+// budget's fraction from a run of what it picks for that budget.
+Run SearchAtEachBudget(const Problem& p, const SocSpec& soc, const std::string& strategy, uint64_t seed,
+                       uint64_t cap, size_t in_flight) {
+  Run run = Search(p, soc, strategy, seed, cap, in_flight);
+  if (strategy != "auto") return run;
+  const ConfigIndex size = p.problem.space.size();
+  std::map<std::string, Run> by_choice{{coordinator::AutoChoice(size, cap), run}};
+  for (size_t k = 0; k < kNumBudgets; ++k) {
+    const std::string choice = coordinator::AutoChoice(size, kBudgets[k]);
+    auto it = by_choice.find(choice);
+    if (it == by_choice.end()) it = by_choice.emplace(choice, Search(p, soc, choice, seed, cap, in_flight)).first;
+    run.fraction[k] = it->second.fraction[k];
+  }
+  return run;
 }
 
 // The names of a comma-separated --strategies list, each one of `known`.
@@ -200,7 +219,7 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < strategies.size(); ++k) {
         std::vector<uint64_t> runs;
         for (int s = 0; s < seeds; ++s) {
-          const Run run = Search(p, soc, strategies[k], static_cast<uint64_t>(s), cap, in_flight);
+          const Run run = SearchAtEachBudget(p, soc, strategies[k], static_cast<uint64_t>(s), cap, in_flight);
           runs.push_back(run.to_target);
           for (size_t b = 0; b < kNumBudgets; ++b) fraction_sum[k][b] += run.fraction[b];
           log_sum[k] += std::log(static_cast<double>(runs.back()));

@@ -83,7 +83,8 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   AddModelFlags(*cmd, f.model_flags);
   AddTrainingFlag(*cmd, f.training);
   cmd->add_option("--strategy", f.strategy,
-                  "auto (model-based search, or exhaustive when the budget covers the whole space), "
+                  "auto (exhaustive when the budget covers the whole space; else in the NPU's tiling spaces, "
+                  "over 2^20 configs, ils below 75 evaluations and annealing from 75; in smaller ones model), "
                   "exhaustive, random, annealing, genetic, ils (iterated local search), model")
       ->capture_default_str();
   cmd->add_option("--budget", f.budget, "evaluations per op; 0 = the whole valid space")

@@ -62,7 +62,8 @@ inline constexpr ConfigIndex kExhaustiveScanPerAsk = 4096;
 // "exhaustive" walks the valid space in index order; "random" draws valid configs
 // uniformly without replacement; "annealing", "genetic", "ils" (iterated local search)
 // and "model" (surrogate-model-guided evolution) learn from results; "auto", the
-// default, picks the one bench/strategies measured best (see strategy.cc).
+// default, picks by the space's size and the budget what bench/strategies and
+// bench/npu_strategies measured best (AutoChoice, strategy.cc).
 // kInvalidArgument listing the known names otherwise. The space must outlive the strategy.
 // `budget` is the evaluations the task may spend (0: the whole valid space); only
 // "auto" looks at it.

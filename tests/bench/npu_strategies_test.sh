@@ -2,7 +2,8 @@
 # bench/npu_strategies end to end on one small MatMul written here: the per-op row, the
 # summary rows (geometric mean, runs not reached, mean fraction of the optimum at the
 # Kernel Tuner budgets), fractions that never fall as the budget grows, stay fixed past
-# the cap and do not depend on it, and a clear exit 2 on bad options.
+# the cap and do not depend on it, auto's rows from what it picks at each budget, and a
+# clear exit 2 on bad options.
 set -uo pipefail
 BUILD="${TUNEFLEET_BUILD_DIR:?set TUNEFLEET_BUILD_DIR to the build folder}"
 BENCH="$BUILD/bench/npu_strategies"
@@ -60,6 +61,22 @@ check "$OUT/short.txt" 40 "random annealing" || fail "cap 40: $(cat "$OUT/short.
 # evaluations are the same and so is the fraction found by then.
 [ "$(grep "@25 " "$OUT/short.txt")" = "$(grep "@25 " "$OUT/long.txt")" ] \
   || fail "the fraction at 25 differs between caps 40 and 450: $(grep "@25 " "$OUT/short.txt") / $(grep "@25 " "$OUT/long.txt")"
+
+# auto picks its search by the budget (over 2^20 configs: ils below 75, annealing from
+# 75), so its fraction at each budget is that strategy's on the same seeds, and its
+# evaluations to 99% (the cap of 450 as its budget) are annealing's.
+"$BENCH" --seeds 4 --cap 450 --strategies ils,annealing,auto "$OUT/ops.json" > "$OUT/auto.txt" \
+  || fail "npu_strategies with auto exited $?"
+/usr/bin/python3 - "$OUT/auto.txt" <<'PY' || fail "auto's rows are not what it picks: $(cat "$OUT/auto.txt")"
+import sys
+rows = {l[:34].strip(): l[44:].split() for l in open(sys.argv[1]) if l.startswith("all ops:")}
+for budget, picked in [(25, 0), (50, 0), (100, 1), (200, 1), (400, 1)]:
+    ils_annealing_auto = rows[f"all ops: fraction of optimum @{budget}"]
+    assert ils_annealing_auto[2] == ils_annealing_auto[picked], (budget, ils_annealing_auto)
+for row in ["all ops: geometric mean", "all ops: runs not reached"]:
+    assert rows[row][2] == rows[row][1], (row, rows[row])
+print("ok")
+PY
 
 "$BENCH" --strategies auto,bogus "$OUT/ops.json" > /dev/null 2> "$OUT/err.txt"
 [ $? -eq 2 ] || fail "an unknown strategy must exit 2"

@@ -85,7 +85,7 @@ timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --timeout-ms 1500 2> "$OUT/er
 [ $? -ne 0 ] || fail "a plaintext client was answered"
 # Still serving after the refusals.
 timeout 30 "$TF" lookup "$OPS" --coordinator "$CL" --curve-dir "$K" > "$OUT/lookup.txt" || fail "client lookup after refusals exited $?"
-grep -q "tuned with  *auto (model) (30 evaluations" "$OUT/lookup.txt" || fail "lookup after refusals (the entry names what auto chose): $(cat "$OUT/lookup.txt")"
+grep -q "tuned with  *auto (ils) (30 evaluations" "$OUT/lookup.txt" || fail "lookup after refusals (the entry names what auto chose): $(cat "$OUT/lookup.txt")"
 # A worker whose key the coordinator does not list: refused and logged there, told here
 # what to check, and it still stops on SIGTERM (its sends used to block forever).
 S="$OUT/stranger-worker"

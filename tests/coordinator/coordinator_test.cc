@@ -2427,7 +2427,8 @@ TEST_F(CoordinatorTest, APlanLogTheStrategyDoesNotReproduceFallsBackToItsResults
 }
 
 // Regression: with the default job size of 512, a budget of 300 went out as one job
-// before any result, so "auto" (model-based) degenerated into random search.
+// before any result, so "auto" (then model-based; a learning strategy whatever it picks)
+// degenerated into random search.
 TEST_F(CoordinatorTest, ALearningStrategyGetsSmallJobsSoItSeesResultsBeforeSpendingTheBudget) {
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");

@@ -271,6 +271,33 @@ TEST(Strategies, ARestartedNonAdaptiveTaskSkipsWhatWasRecordedSinceItsCheckpoint
   }
 }
 
+// Over 2^20 configs (the NPU's tiling spaces) auto walks: ils below 75 evaluations,
+// annealing from there, as bench/npu_strategies measured; up to 2^20 the model.
+TEST(Strategies, AutoWalksTheVeryLargeSpaces) {
+  const ConfigIndex large = (ConfigIndex{1} << 20) + 1;
+  EXPECT_EQ(AutoChoice(large, 25), "ils");
+  EXPECT_EQ(AutoChoice(large, 74), "ils");
+  EXPECT_EQ(AutoChoice(large, 75), "annealing");
+  EXPECT_EQ(AutoChoice(large, 3000), "annealing");
+  EXPECT_EQ(AutoChoice(large, 0), "exhaustive") << "no budget: the whole space, however large";
+  EXPECT_EQ(AutoChoice(ConfigIndex{1} << 20, 50), "model") << "2^20 itself is not very large";
+  EXPECT_EQ(StrategyThatRan("auto", large, 30), "auto (ils)");
+  // MakeStrategy builds what AutoChoice names: a checkpoint restores only into that strategy.
+  std::vector<int64_t> values(1025);
+  std::iota(values.begin(), values.end(), 0);
+  auto space = SearchSpace::Create({{"a", values}, {"b", values}}, {});
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  ASSERT_GT(space->size(), ConfigIndex{1} << 20);
+  for (const auto& [budget, ran] : {std::pair<uint64_t, std::string>{30, "ils"}, {300, "annealing"}}) {
+    auto picked = MakeStrategy("auto", *space, 1, budget).value();
+    Driver driver;
+    for (int step = 0; step < 5; ++step) driver.Step(*picked, *space, 2);
+    const std::string bytes = picked->Checkpoint();
+    EXPECT_TRUE(MakeStrategy(ran, *space, 1).value()->Restore(bytes).ok()) << "budget " << budget;
+    EXPECT_FALSE(MakeStrategy("model", *space, 1).value()->Restore(bytes).ok()) << "budget " << budget;
+  }
+}
+
 TEST(Strategies, RestoreRefusesAnotherStrategysOrACorruptCheckpoint) {
   SearchSpace space = Space();
   auto annealing = MakeStrategy("annealing", space, 1).value();
