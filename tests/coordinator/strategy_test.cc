@@ -285,7 +285,7 @@ TEST(Strategies, AutoWalksTheVeryLargeSpaces) {
   // MakeStrategy builds what AutoChoice names: a checkpoint restores only into that strategy.
   std::vector<int64_t> values(1025);
   std::iota(values.begin(), values.end(), 0);
-  auto space = SearchSpace::Create({{"a", values}, {"b", values}}, {});
+  auto space = SearchSpace::Create({{"a", values}, {"b", values}, {"c", {1}}}, {});  // Objective() reads a, b, c
   ASSERT_TRUE(space.ok()) << space.status().ToString();
   ASSERT_GT(space->size(), ConfigIndex{1} << 20);
   for (const auto& [budget, ran] : {std::pair<uint64_t, std::string>{30, "ils"}, {300, "annealing"}}) {
