@@ -83,11 +83,12 @@ void AddSubmitFlags(CLI::App* cmd, SubmitFlags& f) {
   AddModelFlags(*cmd, f.model_flags);
   AddTrainingFlag(*cmd, f.training);
   cmd->add_option("--strategy", f.strategy,
-                  "auto (exhaustive when the budget covers the whole space; else in the NPU's tiling spaces, "
-                  "over 2^20 configs, ils below 75 evaluations and annealing from 75; in smaller ones model), "
+                  "auto (exhaustive when the budget covers the whole space, or there is none and neither "
+                  "--budget-seconds nor --patience may cut the walk short; else in the NPU's tiling spaces, "
+                  "over 2^20 configs, ils below 75 evaluations and annealing from 75 or with no count; in smaller ones model), "
                   "exhaustive, random, annealing, genetic, ils (iterated local search), model")
       ->capture_default_str();
-  cmd->add_option("--budget", f.budget, "evaluations per op; 0 = the whole valid space")
+  cmd->add_option("--budget", f.budget, "evaluations per op; 0 = the whole valid space, or no count when --budget-seconds or --patience ends it")
       ->capture_default_str()
       ->check(Count());
   cmd->add_option("--budget-seconds", f.budget_seconds, "per op: stop handing out configs after this many seconds (0 = no limit)")

@@ -685,8 +685,10 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   if (auto sub = submissions_.find(task.rec.submission_id); sub != submissions_.end() && sub->second.total_budget) {
     budget = sub->second.total_budget;
   }
-  TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
-  task.strategy_ran = StrategyThatRan(task.rec.strategy, task.problem->space.size(), budget);
+  const bool ends_early = task.rec.budget_seconds > 0 || task.rec.patience > 0;
+  TF_ASSIGN_OR_RETURN(task.strategy,
+                      MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget, ends_early));
+  task.strategy_ran = StrategyThatRan(task.rec.strategy, task.problem->space.size(), budget, ends_early);
   task.rec.state = TaskState::kRunning;
   task.rec.evaluated = 0;
   task.rec.failed_configs = 0;
@@ -707,13 +709,15 @@ Status Coordinator::Impl::ActivateTask(Task& task, const std::vector<StoredResul
   const ConfigIndex space_size = task.problem->space.size();
   bool exact = true;  // the strategy is brought back as it was, not relearned from results
   auto restore = [&]() -> Status {
-    TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
+    TF_ASSIGN_OR_RETURN(task.strategy,
+                        MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget, ends_early));
     if (!checkpoint) return Status::Ok();
     Status restored = task.strategy->Restore(checkpoint->state);
     if (!restored.ok()) {
       exact = false;
       fmt::print(stderr, "coordinator: task {}: {}; relearning from its results\n", task.rec.task_id, restored.ToString());
-      TF_ASSIGN_OR_RETURN(task.strategy, MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget));
+      TF_ASSIGN_OR_RETURN(task.strategy,
+                          MakeStrategy(task.rec.strategy, task.problem->space, task.rec.seed, budget, ends_early));
       checkpoint.reset();
     }
     return Status::Ok();

@@ -161,7 +161,7 @@ Status CheckStrategyName(const std::string& name) {
 }
 
 Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const SearchSpace& space,
-                                               uint64_t seed, uint64_t budget) {
+                                               uint64_t seed, uint64_t budget, bool ends_early) {
   if (name == "exhaustive") return std::unique_ptr<Strategy>(std::make_unique<ExhaustiveStrategy>(space));
   if (name == "random") return std::unique_ptr<Strategy>(std::make_unique<RandomStrategy>(space, seed));
   if (name == "annealing") return MakeSimulatedAnnealing(space, seed);
@@ -172,21 +172,21 @@ Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const Se
     options.budget = budget;
     return MakeModelBased(space, seed, options);
   }
-  if (name == "auto") return MakeStrategy(AutoChoice(space.size(), budget), space, seed, budget);
+  if (name == "auto") return MakeStrategy(AutoChoice(space.size(), budget, ends_early), space, seed, budget);
   return CheckStrategyName(name);
 }
 
 // In spaces over ModelOptions::large_space, auto runs ils below this budget, annealing from it.
 constexpr uint64_t kAnnealingFromBudget = 75;
 
-std::string AutoChoice(ConfigIndex space_size, uint64_t budget) {
+std::string AutoChoice(ConfigIndex space_size, uint64_t budget, bool ends_early) {
   // Measured (bench/README.md, "strategies"): the model-based search is the best of
   // ours on conv A100 at every budget from 25 to 400 and, within 0.001, on all three
   // Kernel Tuner caches up to 50; since its late local refinement (stop 40) also on
   // dedispersion at 200-400, where annealing led; genetic is as good on pnpoly from 100
   // up, but falls 0.04-0.20 short of it on conv. A budget that covers the whole product
   // is cheapest walked in order: no model, compact range jobs.
-  if (budget == 0 || budget >= space_size) return "exhaustive";
+  if ((budget == 0 && !ends_early) || budget >= space_size) return "exhaustive";
   // Spaces over 2^20 configs (every tiling space of the simulated NPU; the Kernel Tuner
   // caches are far smaller): measured on BERT-base's and ResNet-50's ops (bench/README.md,
   // npu_strategies), iterated local search, walking from the default tiling, finds the
@@ -195,12 +195,15 @@ std::string AutoChoice(ConfigIndex space_size, uint64_t budget) {
   // ResNet-50's convs), sequentially and with 8 in flight; the model trails the better
   // of them by up to 0.031 and misses 99% of the optimum within 3000 evaluations 2-3x
   // as often as annealing.
-  if (space_size > ModelOptions{}.large_space) return budget < kAnnealingFromBudget ? "ils" : "annealing";
+  // No evaluation budget but seconds or patience: open-ended, as the largest budgets.
+  if (space_size > ModelOptions{}.large_space) {
+    return budget != 0 && budget < kAnnealingFromBudget ? "ils" : "annealing";
+  }
   return "model";
 }
 
-std::string StrategyThatRan(const std::string& name, ConfigIndex space_size, uint64_t budget) {
-  return name == "auto" ? "auto (" + AutoChoice(space_size, budget) + ")" : name;
+std::string StrategyThatRan(const std::string& name, ConfigIndex space_size, uint64_t budget, bool ends_early) {
+  return name == "auto" ? "auto (" + AutoChoice(space_size, budget, ends_early) + ")" : name;
 }
 
 std::vector<std::string> StrategyNames() {

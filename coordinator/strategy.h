@@ -65,14 +65,20 @@ inline constexpr ConfigIndex kExhaustiveScanPerAsk = 4096;
 // default, picks by the space's size and the budget what bench/strategies and
 // bench/npu_strategies measured best (AutoChoice, strategy.cc).
 // kInvalidArgument listing the known names otherwise. The space must outlive the strategy.
-// `budget` is the evaluations the task may spend (0: the whole valid space); only
-// "auto" looks at it.
+// `budget` is the evaluations the task may spend (0: the whole valid space), and
+// `ends_early` says a time limit or patience may end it before that; only "auto" looks
+// at them.
 Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const SearchSpace& space,
-                                               uint64_t seed, uint64_t budget = 0);
-// What "auto" chooses for a space of `space_size` configs and `budget` evaluations.
-std::string AutoChoice(ConfigIndex space_size, uint64_t budget);
+                                               uint64_t seed, uint64_t budget = 0, bool ends_early = false);
+// What "auto" chooses for a space of `space_size` configs and `budget` evaluations. With
+// no evaluation budget it walks the whole valid space in order, unless `ends_early`: a
+// walk cut short by seconds or patience has seen only the first configs in index order
+// (the default tilings' 32.151 us where annealing found 23.813 in the same 2 s), so it
+// searches as for an open-ended budget.
+std::string AutoChoice(ConfigIndex space_size, uint64_t budget, bool ends_early = false);
 // The name a knowledge-base entry keeps: `name`, and for "auto" its choice, "auto (model)".
-std::string StrategyThatRan(const std::string& name, ConfigIndex space_size, uint64_t budget);
+std::string StrategyThatRan(const std::string& name, ConfigIndex space_size, uint64_t budget,
+                            bool ends_early = false);
 std::vector<std::string> StrategyNames();
 // kInvalidArgument listing the known names when name is not one of them.
 Status CheckStrategyName(const std::string& name);

@@ -1974,6 +1974,27 @@ TEST_F(CoordinatorTest, PatienceEndsATaskThatStoppedImproving) {
   EXPECT_EQ(st->tasks[0].evaluated, 6u) << "the first result, then 5 without improvement";
 }
 
+// With no evaluation budget, patience (or seconds) would cut an in-order walk short
+// after its first configs: auto searches instead, and the entry says what it ran.
+TEST_F(CoordinatorTest, AutoSearchesRatherThanWalksWhenPatienceMayEndTheTask) {
+  client::Client client(ctx_, options_.client_endpoint);
+  ScriptedWorker w(ctx_, options_.worker_endpoint, "w");
+  client::SubmitSpec spec;
+  spec.ops = {SmallMatmul()};
+  spec.strategy = "auto";
+  spec.patience = 5;
+  spec.job_size = 1;
+  auto sub = client.Submit(spec);
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  w.AnswerAll(50, /*flat=*/true);
+  auto st = client.GetStatus(sub->submission_id);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st->done);
+  auto kb = client.Lookup({SmallMatmul()});
+  ASSERT_TRUE(kb.ok() && kb->size() == 1 && (*kb)[0].has_value());
+  EXPECT_EQ((*kb)[0]->strategy, "auto (model)");
+}
+
 TEST_F(CoordinatorTest, PatienceBoundsTheJobSizeSoATaskDoesNotRunFarPastIt) {
   client::Client client(ctx_, options_.client_endpoint);
   ScriptedWorker w(ctx_, options_.worker_endpoint, "w");

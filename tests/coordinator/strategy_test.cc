@@ -112,6 +112,10 @@ TEST(Strategies, AutoSaysWhatItChoseForTheKnowledgeBase) {
   EXPECT_EQ(StrategyThatRan("auto", 1000, 1000), "auto (exhaustive)") << "a budget covering the space walks it";
   EXPECT_EQ(StrategyThatRan("auto", 1000, 0), "auto (exhaustive)") << "no budget: the whole space";
   EXPECT_EQ(StrategyThatRan("annealing", 1000, 50), "annealing");
+  // Seconds or patience may cut a walk short: in index order it would see only the first configs.
+  EXPECT_EQ(StrategyThatRan("auto", 1000, 0, /*ends_early=*/true), "auto (model)");
+  EXPECT_EQ(StrategyThatRan("auto", 1000, 1000, /*ends_early=*/true), "auto (exhaustive)")
+      << "a budget covering the space is walked in order whatever may end it";
 }
 
 // A smooth objective with one optimum at a=5, b=3, c=1, and a failing corner.
@@ -280,6 +284,8 @@ TEST(Strategies, AutoWalksTheVeryLargeSpaces) {
   EXPECT_EQ(AutoChoice(large, 75), "annealing");
   EXPECT_EQ(AutoChoice(large, 3000), "annealing");
   EXPECT_EQ(AutoChoice(large, 0), "exhaustive") << "no budget: the whole space, however large";
+  EXPECT_EQ(AutoChoice(large, 0, /*ends_early=*/true), "annealing") << "seconds or patience only: open-ended";
+  EXPECT_EQ(AutoChoice(large, 30, /*ends_early=*/true), "ils") << "an evaluation budget still picks";
   EXPECT_EQ(AutoChoice(ConfigIndex{1} << 20, 50), "model") << "2^20 itself is not very large";
   EXPECT_EQ(StrategyThatRan("auto", large, 30), "auto (ils)");
   // MakeStrategy builds what AutoChoice names: a checkpoint restores only into that strategy.
