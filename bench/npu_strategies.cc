@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/strategy.h"
@@ -130,9 +132,8 @@ Result<std::vector<std::string>> ParseStrategies(const std::string& list, const 
     names.push_back(list.substr(at, comma - at));
     at = comma + 1;
     if (std::find(known.begin(), known.end(), names.back()) == known.end()) {
-      std::string all;
-      for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
-      return InvalidArgument("unknown strategy '" + names.back() + "' in --strategies; use any of " + all);
+      return InvalidArgument(
+          fmt::format("unknown strategy '{}' in --strategies; use any of {}", names.back(), fmt::join(known, ", ")));
     }
   }
   return names;

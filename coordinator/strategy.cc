@@ -7,6 +7,9 @@
 #include <random>
 #include <unordered_set>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace tunefleet::coordinator {
 namespace {
 
@@ -155,9 +158,7 @@ Status CheckStrategyName(const std::string& name) {
   for (const auto& n : StrategyNames()) {
     if (n == name) return Status::Ok();
   }
-  std::string known;
-  for (const auto& n : StrategyNames()) known += (known.empty() ? "" : ", ") + n;
-  return InvalidArgument("unknown strategy '" + name + "' (known: " + known + ")");
+  return InvalidArgument(fmt::format("unknown strategy '{}' (known: {})", name, fmt::join(StrategyNames(), ", ")));
 }
 
 Result<std::unique_ptr<Strategy>> MakeStrategy(const std::string& name, const SearchSpace& space,
