@@ -39,7 +39,8 @@ using onnx_util::ScalarValue;
 
 constexpr const char* kDefaultSoc = "Ascend910B2";
 constexpr const char* kSupported =
-    "MatMul, Gemm, Conv (2-D; 1-D as a Conv2D of height 1), Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Exp, Gelu (or written out: "
+    "MatMul, Gemm, Einsum (of two operands, a batched matrix product: torch.einsum's attention and projections), "
+    "Conv (2-D; 1-D as a Conv2D of height 1), Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Exp, Gelu (or written out: "
     "x*0.5*(1+erf(x/sqrt 2)), 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))), Softmax and LayerNormalization over the "
     "last axis (or written out: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta), "
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
@@ -305,7 +306,7 @@ bool KnownOp(const onnx::NodeProto& n) {
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose",
       "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad", "InstanceNormalization",
-      "HardSigmoid", "HardSwish", "Sin", "Cos", "GroupNormalization", "Equal", "Not", "CumSum"};
+      "HardSigmoid", "HardSwish", "Sin", "Cos", "GroupNormalization", "Equal", "Not", "CumSum", "Einsum"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0 || IsReduce(n);
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -705,6 +706,175 @@ Result<std::vector<GraphNode>> Conv1dNodes(const onnx::NodeProto& n, const std::
   if (groups != 1 && !depthwise) conv.attrs["groups"] = std::to_string(groups);
   nodes.push_back(std::move(conv));
   nodes.push_back(GraphNode{name + "/view", kReshapeOp, {out + "/2d"}, {{out, std::move(desc)}}, {}});
+  return nodes;
+}
+
+// An Einsum's terms, one character per dimension ("..." written out as '0', '1', ... from
+// the innermost of the dimensions it stands for), and each letter's size. libonnx 1.12
+// infers only an Einsum's rank; this gives its output's shape too (InferShapes).
+struct EinsumTerms {
+  std::string a, b, out;
+  std::map<char, int64_t> size;
+  std::vector<int64_t> OutShape() const {
+    std::vector<int64_t> shape;
+    for (char c : out) shape.push_back(size.at(c));
+    return shape;
+  }
+};
+
+Result<EinsumTerms> ParseEinsum(const onnx::NodeProto& n, const std::string& where, const std::vector<int64_t>& a_shape,
+                                const std::vector<int64_t>& b_shape) {
+  const auto* attr = Attr(n, "equation");
+  std::string eq = attr ? attr->s() : "";
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  const size_t comma = lhs.find(',');
+  if (n.input_size() != 2 || comma == std::string::npos || lhs.find(',', comma + 1) != std::string::npos) {
+    return InvalidArgument(fmt::format("{}: Einsum '{}': only an Einsum of two operands (a matrix product) is "
+                                       "supported",
+                                       where, eq));
+  }
+  size_t ellipsis_rank = 0;
+  auto expand = [&](std::string term, size_t rank) -> Result<std::string> {
+    const size_t dots = term.find("...");
+    if (dots == std::string::npos) return term;
+    const size_t letters = term.size() - 3;
+    if (letters > rank) return InvalidArgument(fmt::format("{}: Einsum '{}' names more axes than its operand has", where, eq));
+    std::string dims;
+    for (size_t d = rank - letters; d-- > 0;) dims += static_cast<char>('0' + d);
+    ellipsis_rank = std::max(ellipsis_rank, rank - letters);
+    return term.replace(dots, 3, dims);
+  };
+  EinsumTerms t;
+  TF_ASSIGN_OR_RETURN(t.a, expand(lhs.substr(0, comma), a_shape.size()));
+  TF_ASSIGN_OR_RETURN(t.b, expand(lhs.substr(comma + 1), b_shape.size()));
+  auto count = [&](char c) { return std::count(t.a.begin(), t.a.end(), c) + std::count(t.b.begin(), t.b.end(), c); };
+  if (arrow != std::string::npos) {
+    t.out = eq.substr(arrow + 2);
+    if (const size_t dots = t.out.find("..."); dots != std::string::npos) {
+      std::string dims;
+      for (size_t d = ellipsis_rank; d-- > 0;) dims += static_cast<char>('0' + d);
+      t.out.replace(dots, 3, dims);
+    }
+  } else {  // implicit: the ellipsis, then the letters named once, in alphabetical order
+    for (size_t d = ellipsis_rank; d-- > 0;) t.out += static_cast<char>('0' + d);
+    std::string once;
+    for (char c : t.a + t.b) {
+      if (std::isalpha(static_cast<unsigned char>(c)) && count(c) == 1) once += c;
+    }
+    std::sort(once.begin(), once.end());
+    t.out += once;
+  }
+  using Term = std::pair<const std::string*, const std::vector<int64_t>*>;
+  for (const auto& [term, shape] : {Term{&t.a, &a_shape}, Term{&t.b, &b_shape}}) {
+    if (term->size() != shape->size()) {
+      return InvalidArgument(fmt::format("{}: Einsum '{}' names {} axes of a rank-{} operand", where, eq, term->size(),
+                                         shape->size()));
+    }
+    for (size_t d = 0; d < term->size(); ++d) {
+      const char c = (*term)[d];
+      if (std::count(term->begin(), term->end(), c) > 1) {
+        return InvalidArgument(fmt::format("{}: Einsum '{}' repeats '{}' within a term (a diagonal): only a matrix "
+                                           "product is supported",
+                                           where, eq, c));
+      }
+      if (auto [it, added] = t.size.emplace(c, (*shape)[d]); !added && it->second != (*shape)[d]) {
+        return InvalidArgument(fmt::format("{}: Einsum '{}' sizes '{}' {} and {} (a broadcast): only operands of equal "
+                                           "sizes are supported",
+                                           where, eq, c, it->second, (*shape)[d]));
+      }
+    }
+  }
+  for (char c : t.out) {
+    if (!t.size.count(c) || std::count(t.out.begin(), t.out.end(), c) > 1) {
+      return InvalidArgument(fmt::format("{}: Einsum '{}': output axis '{}' is in no operand, or named twice", where, eq, c));
+    }
+  }
+  return t;
+}
+
+// An Einsum of two operands that is a (batched) matrix product, as torch.einsum exports
+// attention ("bhqd,bhkd->bhqk", then "bhqk,bhkd->bhqd") or a projection ("bnd,dk->bnk"),
+// written as CANN runs it: one MatMul or BatchMatMul. Each letter is a batch letter (both
+// operands and the output), a row letter (the first operand and the output), a column
+// letter (the second and the output) or a contracted one (both operands, not the output).
+// Each operand is viewed [batch..., rows, K] or, when its innermost letter says it is
+// stored the other way round, [batch..., K, rows] with transpose_a (transpose_b for the
+// second); an output whose innermost letter is a row letter is computed as B^T A^T, the
+// operands swapped, so no Transpose kernel is needed. Any other reordering is a view, as
+// the importer writes a permute (Convert, "Transpose"). The product is named as the node;
+// views named <node>/a, <node>/b and <node>/view stand where the shapes differ. `dtype`
+// is the output's.
+Result<std::vector<GraphNode>> EinsumNodes(const onnx::NodeProto& n, const std::string& name, const std::string& where,
+                                           const std::map<std::string, TensorInfo>& info, const std::string& dtype) {
+  std::vector<int64_t> shapes[2];
+  for (int i = 0; i < 2 && i < n.input_size(); ++i) {
+    const auto it = info.find(n.input(i));
+    if (it == info.end() || !it->second.known) return InvalidArgument(where + ": its operands' shapes are not known");
+    shapes[i] = it->second.shape;
+  }
+  TF_ASSIGN_OR_RETURN(const EinsumTerms terms, ParseEinsum(n, where, shapes[0], shapes[1]));
+  const std::string &a = terms.a, &b = terms.b, &out = terms.out;
+  const std::string eq = Attr(n, "equation")->s();
+  TensorDesc desc{terms.OutShape(), dtype, "ND"};
+  auto in = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
+  std::string batch, rows, cols, contracted;
+  for (char c : out) {
+    (in(a, c) && in(b, c) ? batch : in(a, c) ? rows : cols) += c;
+  }
+  for (char c : a) {
+    if (in(b, c) && !in(out, c)) contracted += c;
+  }
+  for (char c : a + b) {
+    if (!in(out, c) && !(in(a, c) && in(b, c))) {
+      return InvalidArgument(fmt::format("{}: Einsum '{}' sums '{}' of one operand: only a matrix product (each letter "
+                                         "left out of the output in both operands) is supported",
+                                         where, eq, c));
+    }
+  }
+  auto product = [&](const std::string& letters) {
+    int64_t p = 1;
+    for (char c : letters) p *= terms.size.at(c);
+    return p;
+  };
+  std::vector<int64_t> batch_shape;
+  for (char c : batch) batch_shape.push_back(terms.size.at(c));
+  auto with_batch = [&](int64_t x, int64_t y) {
+    std::vector<int64_t> s = batch_shape;
+    s.push_back(x);
+    s.push_back(y);
+    return s;
+  };
+  // The output innermost in a row letter: out^T = B^T A^T, with the operands' roles swapped.
+  const bool swap = !out.empty() && in(rows, out.back());
+  const int first = swap ? 1 : 0;
+  const std::string& first_term = swap ? b : a;
+  const std::string& second_term = swap ? a : b;
+  const std::string& first_rows = swap ? cols : rows;
+  const std::string& second_cols = swap ? rows : cols;
+  const bool transpose_first = !first_term.empty() && in(first_rows, first_term.back());
+  const bool transpose_second = !second_term.empty() && in(contracted, second_term.back());
+  const int64_t r = product(first_rows), k = product(contracted), c = product(second_cols);
+  std::vector<GraphNode> nodes;
+  auto operand = [&](int i, std::vector<int64_t> shape, const std::string& suffix) {
+    if (shape == shapes[i]) return n.input(i);
+    const std::string viewed = n.output(0) + "/" + suffix;
+    nodes.push_back(GraphNode{name + "/" + suffix, kReshapeOp, {n.input(i)}, {{viewed, {shape, desc.dtype, "ND"}}}, {}});
+    return viewed;
+  };
+  const std::string x = operand(first, transpose_first ? with_batch(k, r) : with_batch(r, k), swap ? "b" : "a");
+  const std::string y = operand(1 - first, transpose_second ? with_batch(c, k) : with_batch(k, c), swap ? "a" : "b");
+  const std::vector<int64_t> product_shape = with_batch(r, c);
+  const bool direct = product_shape == desc.shape;
+  GraphNode matmul{name, batch.empty() ? "MatMul" : "BatchMatMul", {x, y},
+                   {{direct ? n.output(0) : n.output(0) + "/product", {product_shape, desc.dtype, "ND"}}}, {}};
+  if (transpose_first) matmul.attrs["transpose_a"] = "1";
+  if (transpose_second) matmul.attrs["transpose_b"] = "1";
+  nodes.push_back(std::move(matmul));
+  if (!direct) {
+    nodes.push_back(GraphNode{name + "/view", kReshapeOp, {n.output(0) + "/product"}, {{n.output(0), std::move(desc)}}, {}});
+  }
   return nodes;
 }
 
@@ -1719,17 +1889,52 @@ Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& mo
   }
   pg.clear_value_info();
   for (auto& output : *pg.mutable_output()) output.mutable_type()->mutable_tensor_type()->clear_shape();
-  try {
-    onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(),
-                                       onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/1));
-  } catch (const std::exception& e) {
-    return InvalidArgument(path + ": ONNX shape inference failed (fix the model): " + e.what());
-  }
   std::map<std::string, TensorInfo> info;
-  for (const auto& vi : pg.input()) info[vi.name()] = InfoOf(vi.type());
-  for (const auto& vi : pg.value_info()) info[vi.name()] = InfoOf(vi.type());
-  for (const auto& vi : pg.output()) info[vi.name()] = InfoOf(vi.type());
-  for (const auto& [name, c] : constants) info[name] = c;
+  // libonnx infers an Einsum's rank only: each one whose operands are sized is sized here
+  // (ParseEinsum), and inference runs again for what reads it, until no Einsum is left.
+  for (bool again = true; again;) {
+    try {
+      onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(),
+                                         onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/1));
+    } catch (const std::exception& e) {
+      return InvalidArgument(path + ": ONNX shape inference failed (fix the model): " + e.what());
+    }
+    info.clear();
+    for (const auto& vi : pg.input()) info[vi.name()] = InfoOf(vi.type());
+    for (const auto& vi : pg.value_info()) info[vi.name()] = InfoOf(vi.type());
+    for (const auto& vi : pg.output()) info[vi.name()] = InfoOf(vi.type());
+    for (const auto& [name, c] : constants) info[name] = c;
+    again = false;
+    for (const onnx::NodeProto& n : pg.node()) {
+      if (n.op_type() != "Einsum" || !IsStandardDomain(n.domain()) || n.input_size() != 2 || n.output_size() != 1) {
+        continue;
+      }
+      const auto a = info.find(n.input(0)), b = info.find(n.input(1)), out = info.find(n.output(0));
+      if (a == info.end() || b == info.end() || !a->second.known || !b->second.known ||
+          (out != info.end() && out->second.known)) {
+        continue;
+      }
+      auto terms = ParseEinsum(n, "", a->second.shape, b->second.shape);
+      if (!terms.ok()) continue;  // EinsumNodes says why, naming the node
+      onnx::TypeProto* type = nullptr;
+      for (auto& vi : *pg.mutable_value_info()) {
+        if (vi.name() == n.output(0)) type = vi.mutable_type();
+      }
+      for (auto& vi : *pg.mutable_output()) {
+        if (vi.name() == n.output(0)) type = vi.mutable_type();
+      }
+      if (!type) {
+        auto* vi = pg.add_value_info();
+        vi->set_name(n.output(0));
+        type = vi->mutable_type();
+      }
+      auto* tensor = type->mutable_tensor_type();
+      tensor->set_elem_type(a->second.elem_type);
+      tensor->clear_shape();
+      for (int64_t d : terms->OutShape()) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+      again = true;
+    }
+  }
   return info;
 }
 
@@ -1926,6 +2131,17 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       if (data == info.end() || !data->second.known) return InvalidArgument(where + ": its input's shape is not known");
       TF_ASSIGN_OR_RETURN(std::vector<GraphNode> written,
                           ReduceNodes(n, name, where, data->second.shape, constant_values, opset, std::move(desc)));
+      for (GraphNode& node : written) {
+        referenced.insert(node.inputs.begin(), node.inputs.end());
+        out.nodes.push_back(std::move(node));
+      }
+      continue;
+    }
+    if (IsStandardDomain(n.domain()) && n.op_type() == "Einsum") {
+      const auto operand = info.find(n.input(0));
+      const auto dtype = operand == info.end() ? std::nullopt : DTypeOf(operand->second.elem_type);
+      if (!dtype || !IsGraphDType(*dtype)) return InvalidArgument(where + ": its operands' dtype is not known");
+      TF_ASSIGN_OR_RETURN(std::vector<GraphNode> written, EinsumNodes(n, name, where, info, Precision(*dtype)));
       for (GraphNode& node : written) {
         referenced.insert(node.inputs.begin(), node.inputs.end());
         out.nodes.push_back(std::move(node));

@@ -164,6 +164,15 @@ onnx::NodeProto* WithInts(onnx::NodeProto* n, const std::string& name, const std
   return n;
 }
 
+// Sets a STRING attribute of `n` (an Einsum's equation); returns n.
+onnx::NodeProto* WithString(onnx::NodeProto* n, const std::string& name, const std::string& value) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(value);
+  return n;
+}
+
 // A ConstantOfShape's `value`: one element of `type` (INT64 or FLOAT).
 onnx::NodeProto* WithFill(onnx::NodeProto* n, int type, double value) {
   auto* a = n->add_attribute();
@@ -1469,6 +1478,78 @@ TEST(OnnxImport, AOneDConvolutionIsAConv2DOfHeightOne) {
   EXPECT_NE(two.find("(op_type:Conv, node name: conv2): [ShapeInferenceError] Attribute strides has incorrect size"),
             std::string::npos)
       << "ONNX's shape inference names the node: " << two;
+}
+
+// torch.einsum as Stable Diffusion's original attention and many projections write it:
+// each Einsum of two operands is one MatMul or BatchMatMul, its transposes flags of the
+// product, never a Transpose kernel; what is no matrix product is refused, saying why.
+TEST(OnnxImport, AnEinsumThatIsAMatrixProductIsAMatMulOrBatchMatMul) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const std::vector<std::pair<std::string, std::vector<std::string>>>& einsums) {
+    return LoadChainModel(dir.Path("einsum" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            for (const char* t : {"q", "k", "v"}) AddInput(g, t, {2, 4, 16, 8});
+                            AddWeight(g, "w", {64, 32});
+                            AddInput(g, "p", {64, 32});
+                            AddInput(g, "r", {24, 64});
+                            for (size_t i = 0; i < einsums.size(); ++i) {
+                              const auto& [equation, in] = einsums[i];
+                              const std::string out = i + 1 == einsums.size() ? "y" : "e" + std::to_string(i);
+                              WithString(AddNode(n, "Einsum", in, out, "einsum" + std::to_string(i)), "equation", equation);
+                            }
+                          });
+  };
+  auto attention = load({{"bhqd,bhkd->bhqk", {"q", "k"}}, {"bhqk,bhkd->bhqd", {"e0", "v"}}});
+  ASSERT_TRUE(attention.ok()) << Message(attention);
+  std::vector<std::string> kernels;
+  for (const auto& node : attention->nodes) kernels.push_back(node.name + " " + node.op_type);
+  EXPECT_EQ(kernels, (std::vector<std::string>{"einsum0 BatchMatMul", "einsum1 BatchMatMul"})) << "no view is needed";
+  auto run = profile::RunGraph(*attention, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
+  EXPECT_EQ(keys["einsum0"], "BatchMatMul[2x4x16x8,2x4x16x8]{transpose_b=1}@Ascend910B2") << "q k^T";
+  EXPECT_EQ(keys["einsum1"], "BatchMatMul[2x4x16x16,2x4x16x8]@Ascend910B2");
+
+  // A projection over the last axis: the rows of x [4, 16, 64] viewed as one M of 64.
+  auto projection = load({{"bnd,dk->bnk", {"x", "w"}}});
+  ASSERT_TRUE(projection.ok()) << Message(projection);
+  ASSERT_NE(FindNode(*projection, "einsum0/a"), nullptr);
+  EXPECT_EQ(FindNode(*projection, "einsum0/a")->outputs[0].desc.shape, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(FindNode(*projection, "einsum0/view")->outputs[0].desc.shape, (std::vector<int64_t>{4, 16, 32}));
+  auto projected = profile::RunGraph(*projection, testing::Soc910B2());
+  ASSERT_TRUE(projected.ok()) << projected.status().ToString();
+  EXPECT_EQ(OpKeysByName(*projected)["einsum0"], "MatMul[64x64,64x32]@Ascend910B2");
+
+  // Operands stored transposed, the output implicit ("dk,md" gives "km", alphabetical):
+  // p^T r^T, both operands' flags, no Transpose kernel.
+  auto transposed = load({{"dk,md", {"p", "r"}}});
+  ASSERT_TRUE(transposed.ok()) << Message(transposed);
+  auto t_run = profile::RunGraph(*transposed, testing::Soc910B2());
+  ASSERT_TRUE(t_run.ok()) << t_run.status().ToString();
+  EXPECT_EQ(OpKeysByName(*t_run)["einsum0"], "MatMul[64x32,24x64]{transpose_a=1,transpose_b=1}@Ascend910B2");
+  EXPECT_EQ(FindNode(*transposed, "einsum0")->outputs[0].desc.shape, (std::vector<int64_t>{32, 24}));
+  // The output wanted the other way round, "mk": r p, the operands swapped.
+  auto swapped = load({{"dk,md->mk", {"p", "r"}}});
+  ASSERT_TRUE(swapped.ok()) << Message(swapped);
+  auto s_run = profile::RunGraph(*swapped, testing::Soc910B2());
+  ASSERT_TRUE(s_run.ok()) << s_run.status().ToString();
+  EXPECT_EQ(OpKeysByName(*s_run)["einsum0"], "MatMul[24x64,64x32]@Ascend910B2");
+  EXPECT_EQ(FindNode(*swapped, "einsum0")->inputs, (std::vector<std::string>{"r", "p"}));
+  // An ellipsis stands for the leading axes.
+  auto ellipsis = load({{"...qd,...kd->...qk", {"q", "k"}}});
+  ASSERT_TRUE(ellipsis.ok()) << Message(ellipsis);
+  auto e_run = profile::RunGraph(*ellipsis, testing::Soc910B2());
+  ASSERT_TRUE(e_run.ok()) << e_run.status().ToString();
+  EXPECT_EQ(OpKeysByName(*e_run)["einsum0"], keys["einsum0"]);
+
+  for (const auto& [equation, in, says] :
+       {std::tuple<std::string, std::vector<std::string>, std::string>{"bhqd,bhkd->bhq", {"q", "k"}, "sums 'k' of one operand"},
+        {"bhqd,bhkd,bhkd->bhqk", {"q", "k", "v"}, "only an Einsum of two operands"},
+        {"bhqq,bhkd->bhqk", {"q", "k"}, "repeats 'q' within a term"}}) {
+    const std::string refused = Message(load({{equation, in}}));
+    EXPECT_NE(refused.find(says), std::string::npos) << equation << ": " << refused;
+  }
 }
 
 // A squeeze-and-excitation block as timm writes it: x.mean((2, 3), keepdim=True), two 1x1
