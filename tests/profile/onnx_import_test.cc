@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/profile/test_util.h"
+#include "tunefleet/common/graph_fusion.h"
 #include "worker/profile/graph_run.h"
 
 namespace tunefleet {
@@ -1542,6 +1543,19 @@ TEST(OnnxImport, AnEinsumThatIsAMatrixProductIsAMatMulOrBatchMatMul) {
   auto e_run = profile::RunGraph(*ellipsis, testing::Soc910B2());
   ASSERT_TRUE(e_run.ok()) << e_run.status().ToString();
   EXPECT_EQ(OpKeysByName(*e_run)["einsum0"], keys["einsum0"]);
+
+  // Scaled and soft-maxed between the two, as Stable Diffusion's original CrossAttention
+  // writes it, the einsums are an attention `fuse` makes one FlashAttention of.
+  auto sd = LoadChainModel(dir.Path("sd_attention.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    for (const char* t : {"q", "k", "v"}) AddInput(g, t, {16, 64, 40});
+    AddScalar(g, "scale", 0.158f);
+    WithString(AddNode(n, "Einsum", {"q", "k"}, "sim", "attn.sim"), "equation", "b i d, b j d -> b i j");
+    AddNode(n, "Mul", {"sim", "scale"}, "scaled", "attn.scale");
+    WithInt(AddNode(n, "Softmax", {"scaled"}, "attn", "attn.softmax"), "axis", -1);
+    WithString(AddNode(n, "Einsum", {"attn", "v"}, "y", "attn.out"), "equation", "b i j, b j d -> b i d");
+  });
+  ASSERT_TRUE(sd.ok()) << Message(sd);
+  EXPECT_EQ(FindAttentionFusions(*sd).size(), 1u);
 
   for (const auto& [equation, in, says] :
        {std::tuple<std::string, std::vector<std::string>, std::string>{"bhqd,bhkd->bhq", {"q", "k"}, "sums 'k' of one operand"},
