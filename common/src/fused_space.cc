@@ -40,6 +40,7 @@ constexpr ChainOpInfo kChainOps[] = {
     {"Exp", VectorOp::kExp, 0, 0, false, false},
     {"HardSigmoid", VectorOp::kHardSigmoid, 0, 0, false, false},
     {"HardSwish", VectorOp::kHardSwish, 0, 1, false, false},
+    {"LeakyRelu", VectorOp::kLeakyRelu, 0, 1, false, false},
     // where(condition, x, y): GPT-2's causal mask; the condition (int8 or bool read as int8)
     // and y are its operands, in that order.
     {"Where", VectorOp::kWhere, 2, 0, false, false},

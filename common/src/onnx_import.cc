@@ -58,7 +58,7 @@ constexpr const char* kSupported =
     "axes 2, 3 of NCHW (a ReduceMean over H*W), ReduceMean and ReduceSum over neighbouring axes (the last ones: a "
     "row-wise kernel; over earlier ones: an AveragePool, a sum's with divisor_override 1), ReduceL2 over the last "
     "axes (torch's F.normalize), InstanceNormalization (torch's InstanceNorm2d, and "
-    "GroupNorm as torch exports it), GroupNormalization (opset 18 or 21), HardSigmoid and HardSwish (MobileNetV3), Sin and Cos, Clip (constant bounds: MobileNet's ReLU6), BatchNormalization (inference: a "
+    "GroupNorm as torch exports it), GroupNormalization (opset 18 or 21), HardSigmoid and HardSwish (MobileNetV3), LeakyRelu, PRelu, Elu, Softplus (Mish as Softplus, Tanh, Mul), Abs, Log, Max and Min of two, Sin and Cos, Clip (constant bounds: MobileNet's ReLU6), BatchNormalization (inference: a "
     "FusedMulAdd per channel)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
@@ -306,7 +306,8 @@ bool KnownOp(const onnx::NodeProto& n) {
       "LayerNormalization", "RMSNormalization", "Transpose", "Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
       "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose",
       "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad", "InstanceNormalization",
-      "HardSigmoid", "HardSwish", "Sin", "Cos", "GroupNormalization", "Equal", "Not", "CumSum", "Einsum"};
+      "HardSigmoid", "HardSwish", "Sin", "Cos", "GroupNormalization", "Equal", "Not", "CumSum", "Einsum",
+      "LeakyRelu", "Elu", "Softplus", "Abs", "Log", "Max", "Min", "PRelu"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0 || IsReduce(n);
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -944,8 +945,14 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     if (g != 1 && !depthwise) c.attrs["groups"] = std::to_string(g);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Relu" || op == "Sigmoid" ||
              op == "Tanh" || op == "Exp" || op == "Silu" || op == "HardSigmoid" || op == "HardSwish" || op == "Sin" ||
-             op == "Cos" || op == "Equal" || op == "Not") {
-    // Silu is ai.tunefleet's (Folds::Silu's); HardSigmoid's alpha and beta leave its cost alone.
+             op == "Cos" || op == "Equal" || op == "Not" || op == "LeakyRelu" || op == "Elu" || op == "Softplus" ||
+             op == "Abs" || op == "Log" || op == "Max" || op == "Min" || op == "PRelu") {
+    // Silu is ai.tunefleet's (Folds::Silu's); HardSigmoid's, LeakyRelu's and Elu's alpha and
+    // beta leave their cost alone.
+    if ((op == "Max" || op == "Min") && n.input_size() != 2) {
+      return InvalidArgument(fmt::format("{}: {} of {} inputs: only an element-wise {} of two is supported", where, op,
+                                         n.input_size(), op == "Max" ? "maximum" : "minimum"));
+    }
     c.op = op;
     c.inputs = first(n.input_size());
   } else if (op == "CumSum") {

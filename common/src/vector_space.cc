@@ -40,6 +40,13 @@ struct OpInfo {
 // activation): max(0, min(1, alpha x + beta)) and x times it, alpha and beta left out of
 // the key (they leave the cost alone). Sin and Cos (a diffusion model's timestep embedding,
 // sinusoidal positions computed at run time): a range reduction and a polynomial.
+// LeakyRelu (CANN's LeakyRelu; a GAN discriminator's and YOLOv3/v4's activation): max(x,
+// alpha x), its temp alpha x; Elu: x where positive, alpha (exp(x) - 1) elsewhere, its temp
+// exp(x); Softplus (log(1 + exp(x)); Mish's inner op, which exports as Softplus, Tanh,
+// Mul); Abs and Log; Max and Min of two inputs (ONNX's two-input Max and Min, CANN's
+// Maximum and Minimum; broadcast as Add); PRelu (x where positive, slope x elsewhere, the
+// slope a per-channel input broadcast over x; its temp slope x). alpha is left out of the
+// key (it leaves the cost alone).
 // Clip (ONNX's Clip, CANN's ClipByValue; MobileNet's ReLU6): x bounded below and above by
 // constants, which leave its cost alone and are not part of its key.
 // MaxPool (CANN's MaxPoolV3, ONNX's MaxPool): x [N, C, H, W], attrs kernel_shape "kh,kw",
@@ -119,6 +126,14 @@ constexpr OpInfo kOps[] = {
     {"Equal", VectorOp::kEqual, VectorFamily::kElementwise, 2, 0, true, true},
     {"Not", VectorOp::kNot, VectorFamily::kElementwise, 1, 0, true},
     {"Tanh", VectorOp::kTanh, VectorFamily::kElementwise, 1, 1, false},
+    {"LeakyRelu", VectorOp::kLeakyRelu, VectorFamily::kElementwise, 1, 1, false},
+    {"Elu", VectorOp::kElu, VectorFamily::kElementwise, 1, 1, false},
+    {"Softplus", VectorOp::kSoftplus, VectorFamily::kElementwise, 1, 0, false},
+    {"Abs", VectorOp::kAbs, VectorFamily::kElementwise, 1, 0, false},
+    {"Log", VectorOp::kLog, VectorFamily::kElementwise, 1, 0, false},
+    {"Max", VectorOp::kMax, VectorFamily::kElementwise, 2, 0, false},
+    {"Min", VectorOp::kMin, VectorFamily::kElementwise, 2, 0, false},
+    {"PRelu", VectorOp::kPRelu, VectorFamily::kElementwise, 2, 1, false},
     {"Exp", VectorOp::kExp, VectorFamily::kElementwise, 1, 0, false},
     {"Cast", VectorOp::kCast, VectorFamily::kElementwise, 1, 0, true},
     {"FusedMulAdd", VectorOp::kFusedMulAdd, VectorFamily::kElementwise, 3, 0, false},
@@ -516,7 +531,7 @@ bool ComputesOnIndices(std::string_view op_type) {
 }
 
 bool IsUnaryEpilogueOp(std::string_view op_type) {
-  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "HardSigmoid", "HardSwish"}) {
+  for (const char* op : {"Relu", "Clip", "Gelu", "Sigmoid", "Silu", "Tanh", "Exp", "HardSigmoid", "HardSwish", "LeakyRelu"}) {
     if (op_type == op) return true;
   }
   return false;

@@ -1698,6 +1698,58 @@ TEST(OnnxImport, HardSwishHardSigmoidSinAndCosAreKernels) {
   EXPECT_EQ(keys["emb.cos"], "Cos[2x32]@Ascend910B2");
 }
 
+// The activations of GAN discriminators and detectors (LeakyRelu, PRelu, Elu, Mish as
+// Softplus, Tanh and Mul) and Abs, Log, Max and Min of two are element-wise kernels; a
+// LeakyRelu after a convolution is its epilogue for `fuse`, as CANN fuses Conv2D+LeakyRelu.
+TEST(OnnxImport, GanAndDetectorActivationsAreKernels) {
+  testing::ScratchDir dir;
+  int file = 0;
+  auto load = [&](const std::vector<std::string>& max_inputs) {
+    return LoadChainModel(dir.Path("act" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+                            AddInput(graph, "feat", {2, 16, 8, 8});
+                            AddWeight(graph, "w", {16, 16, 1, 1});
+                            AddWeight(graph, "slope", {16, 1, 1});
+                            WithInts(AddNode(n, "Conv", {"feat", "w"}, "c", "conv"), "kernel_shape", {1, 1});
+                            auto* leaky = AddNode(n, "LeakyRelu", {"c"}, "l", "leaky");
+                            auto* alpha = leaky->add_attribute();
+                            alpha->set_name("alpha");
+                            alpha->set_type(onnx::AttributeProto::FLOAT);
+                            alpha->set_f(0.2f);
+                            AddNode(n, "PRelu", {"l", "slope"}, "p", "prelu");
+                            AddNode(n, "Elu", {"p"}, "e", "elu");
+                            AddNode(n, "Softplus", {"e"}, "sp", "mish.softplus");
+                            AddNode(n, "Tanh", {"sp"}, "th", "mish.tanh");
+                            AddNode(n, "Mul", {"e", "th"}, "m", "mish");
+                            AddNode(n, "Abs", {"m"}, "ab", "abs");
+                            AddNode(n, "Log", {"ab"}, "lg", "log");
+                            AddNode(n, "Max", max_inputs, "mx", "max");
+                            AddNode(n, "Min", {"mx", "l"}, "y", "min");
+                          });
+  };
+  auto g = load({"lg", "m"});
+  ASSERT_TRUE(g.ok()) << Message(g);
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
+  EXPECT_EQ(keys["leaky"], "LeakyRelu[256x8]@Ascend910B2") << "alpha leaves the cost alone";
+  for (const char* op : {"Elu", "Softplus", "Abs", "Log"}) {
+    EXPECT_EQ(std::count_if(keys.begin(), keys.end(), [&](const auto& k) { return k.second.rfind(std::string(op) + "[", 0) == 0; }), 1)
+        << op;
+  }
+  EXPECT_EQ(keys["prelu"].rfind("PRelu[", 0), 0u) << keys["prelu"];
+  EXPECT_EQ(keys["max"].rfind("Max[", 0), 0u) << keys["max"];
+  EXPECT_EQ(keys["min"].rfind("Min[", 0), 0u) << keys["min"];
+  std::vector<std::string> conv_chain;
+  for (const FusionChain& chain : FindFusionChains(*g)) {
+    if (g->nodes[static_cast<size_t>(chain.head)].name != "conv") continue;
+    for (int s : chain.steps) conv_chain.push_back(g->nodes[static_cast<size_t>(s)].op_type);
+  }
+  EXPECT_EQ(conv_chain, (std::vector<std::string>{"LeakyRelu"})) << "the epilogue `fuse` may take";
+  const std::string three = Message(load({"lg", "m", "l"}));
+  EXPECT_NE(three.find("Max of 3 inputs: only an element-wise maximum of two is supported"), std::string::npos) << three;
+}
+
 // MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from
 // opset 11, attributes before) is a Clip kernel reading x alone; bounds computed from a
 // tensor are refused.

@@ -127,7 +127,8 @@ bool IsCube(const std::string& op_type) {
 bool IsElementwise(const std::string& op_type) {
   static const std::set<std::string> kElementwise = {"Add",     "Sub",         "Mul",       "Div",  "Relu",
                                                      "Clip",    "Gelu",        "Sigmoid",   "Silu", "Tanh",
-                                                     "Exp",     "HardSigmoid", "HardSwish", "Cast", "FusedMulAdd"};
+                                                     "Exp",     "HardSigmoid", "HardSwish", "Cast", "FusedMulAdd",
+                                                     "LeakyRelu"};
   return kElementwise.count(op_type) > 0;
 }
 

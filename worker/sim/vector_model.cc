@@ -48,6 +48,9 @@ constexpr int64_t kMaxRepeats = 255;
 //     rstd, vmul gamma, vadd beta = 7.
 //   RmsNorm (row fits UB): vmul (square), vadd (sum), vmul rstd, vmul gamma = 4.
 //   ReduceSum/ReduceMean: one running vadd. ReduceL2: vmul (square), running vadd = 2.
+//   LeakyRelu = max(x, alpha x): vmuls, vmax = 2. Elu: vexp, vadds -1, vmuls alpha, vcmp
+//     of x with 0, vsel = 5. Softplus = ln(1 + exp(x)): vexp, vadds, vln = 3. Abs: vabs = 1.
+//     Log: vln = 1. Max, Min: vmax, vmin = 1. PRelu: vmul by the slope, vcmp, vsel = 3.
 //   Equal: vcmp into a mask, vsel of 1 or 0 = 2. Not: vnot = 1 (and, as any int8 op, a
 //     vconv to fp16 and one back). Add/Sub/Mul of int32 or int64: one, as of floats (an
 //     int64 element is 8 bytes of the 256-byte repeat).
@@ -75,7 +78,18 @@ int OpInstructions(const VectorShape& s) {
     case VectorOp::kDiv:
     case VectorOp::kRelu:
     case VectorOp::kExp:
+    case VectorOp::kAbs:
+    case VectorOp::kLog:
+    case VectorOp::kMax:
+    case VectorOp::kMin:
       return 1;
+    case VectorOp::kLeakyRelu:
+      return 2;
+    case VectorOp::kSoftplus:
+    case VectorOp::kPRelu:
+      return 3;
+    case VectorOp::kElu:
+      return 5;
     case VectorOp::kSigmoid:
       return 4;
     case VectorOp::kSilu:

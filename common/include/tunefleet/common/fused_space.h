@@ -25,7 +25,7 @@ namespace tunefleet {
 // axis), Add, Sub, Mul, Div (one operand each), FusedMulAdd (two: x*a + b), Where (two:
 // where(condition, x, y), GPT-2's causal mask; the condition may be int8), and the unary
 // Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp, HardSigmoid, HardSwish (MobileNetV3's
-// activation and gate). Each step with operands consumes the next operand inputs in order.
+// activation and gate), LeakyRelu (a GAN's or a detector's). Each step with operands consumes the next operand inputs in order.
 const std::vector<std::string>& FusedChainOpNames();
 
 // One step of a chain: the vector op it is (BiasAdd is kAdd) and its operands, as indices

@@ -25,7 +25,7 @@ namespace tunefleet {
 // fused as a FusedMatMul, C its first BiasAdd, transA/transB as transpose_a/transpose_b),
 // or a chain op whose x has the output's shape (a FusedElementwise), or a
 // DepthwiseConv2D, whose steps are unary ops only (Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp,
-// HardSigmoid, HardSwish: MobileNet's ReLU6, MobileNetV3's Hardswish), fused as the
+// HardSigmoid, HardSwish, LeakyRelu: MobileNet's ReLU6, MobileNetV3's Hardswish), fused as the
 // DepthwiseConv2D with attrs.epilogue; `cube` is false. An InstanceNorm heads such a chain
 // too, read through reshape views, and a GroupNorm's affine after it (a Mul, then an Add,
 // by values per channel of the view back to [N, C, ...]) are its first steps: fused, they

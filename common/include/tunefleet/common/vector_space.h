@@ -27,6 +27,7 @@ enum class VectorFamily {
 enum class VectorOp {
   kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kSilu, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
   kDepthwiseConv, kGather, kResize, kPad, kHardSigmoid, kHardSwish, kSin, kCos, kEqual, kNot,
+  kLeakyRelu, kElu, kSoftplus, kAbs, kLog, kMax, kMin, kPRelu,
   kSoftmax, kLayerNorm, kRmsNorm, kInstanceNorm, kReduceSum, kReduceMean, kReduceL2, kCumSum,
   kTranspose,
 };
@@ -38,8 +39,8 @@ bool IsVectorOpType(std::string_view op_type);
 // Equal, CumSum); every other op refuses them with kIndexDTypeRule, and Cast converts them.
 bool ComputesOnIndices(std::string_view op_type);
 // The unary element-wise ops a fused op may apply to its value in UB: Relu, Clip, Gelu,
-// Sigmoid, Silu, Tanh, Exp, HardSigmoid, HardSwish (a DepthwiseConv2D's whole epilogue, a
-// chain's unary steps).
+// Sigmoid, Silu, Tanh, Exp, HardSigmoid, HardSwish, LeakyRelu (a DepthwiseConv2D's whole
+// epilogue, a chain's unary steps).
 bool IsUnaryEpilogueOp(std::string_view op_type);
 
 struct VectorShape {
