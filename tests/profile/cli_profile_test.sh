@@ -413,6 +413,16 @@ check_onnx_tune cyclegan "$SRC/examples/cyclegan_generator.onnx" 93 \
 (cd "$OUT" && "$TF" fuse "$SRC/examples/cyclegan_generator.onnx" > cyclegan_fuse.txt) || fail "fuse cyclegan exited $?"
 grep -qF "/2/InstanceNormalization+/3/Relu (InstanceNorm, epilogue Relu)" "$OUT/cyclegan_fuse.txt" \
   || fail "fuse cyclegan: the ReLU is not the InstanceNorm's epilogue: $(head -5 "$OUT/cyclegan_fuse.txt")"
+# The PatchGAN discriminator of pix2pix and CycleGAN (scripts/make_patchgan_onnx.py): its
+# LeakyReLUs are LeakyRelu kernels, and fuse takes each as the epilogue of the convolution
+# or InstanceNorm before it.
+check_onnx_tune patchgan "$SRC/examples/patchgan_discriminator.onnx" 12 \
+  "^/1/LeakyRelu  LeakyRelu\[8192x128\]@Ascend910B2  \[done\]"
+(cd "$OUT" && "$TF" fuse "$SRC/examples/patchgan_discriminator.onnx" > patchgan_fuse.txt) || fail "fuse patchgan exited $?"
+grep -qF "4 of 4 fusion chains fused, 0 of 0 transposes folded, 12 -> 8 kernels" "$OUT/patchgan_fuse.txt" \
+  || fail "fuse patchgan: $(head -3 "$OUT/patchgan_fuse.txt")"
+grep -qF "/3/InstanceNormalization+/4/LeakyRelu (InstanceNorm, epilogue LeakyRelu)" "$OUT/patchgan_fuse.txt" \
+  || fail "fuse patchgan: the LeakyRelu is not the InstanceNorm's epilogue: $(cat "$OUT/patchgan_fuse.txt")"
 # ResNet-50 as torch exports it in eval mode (scripts/make_resnet_onnx.py: BatchNorm folded
 # into the convolutions): 53 Conv2D, the stem's MaxPool kernel and the head's average
 # pooling as a ReduceMean over 7x7; fuse takes each convolution's Relu and residual Add.
