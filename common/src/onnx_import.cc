@@ -41,7 +41,7 @@ constexpr const char* kDefaultSoc = "Ascend910B2";
 constexpr const char* kSupported =
     "MatMul, Gemm, Einsum (of two operands, a batched matrix product: torch.einsum's attention and projections), "
     "Conv (2-D; 1-D as a Conv2D of height 1), Add, Sub, Mul, Div, Relu, Sigmoid, Tanh, Exp, Gelu (or written out: "
-    "x*0.5*(1+erf(x/sqrt 2)), 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))), Softmax and LayerNormalization over the "
+    "x*0.5*(1+erf(x/sqrt 2)), 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))), Softmax (over any axis from opset 13, one not last between views) and LayerNormalization over the "
     "last axis (or written out: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta), "
     "RMSNormalization over the last axis (or written out: Pow 2, ReduceMean, Add eps, Sqrt, Div or Reciprocal and Mul, "
     "Mul gamma), RoPE written out as HF's apply_rotary_pos_emb (x*cos + Concat(Neg(x[..., h:]), x[..., :h])*sin over "
@@ -879,6 +879,24 @@ Result<std::vector<GraphNode>> EinsumNodes(const onnx::NodeProto& n, const std::
   return nodes;
 }
 
+// A Softmax over axis `axis` of x (opset 13 on; not the last: the last is Convert's):
+// YOLOv8's distribution focal loss head, a softmax over the 16 bins of [b, 4, 16, anchors].
+// x viewed with that axis moved last (`<node>/last`), the Softmax named as the node over
+// it, its output viewed back (`<node>/view`): a permute is a view to the importer
+// (Convert, "Transpose"), as CANN's SoftmaxV2 reads any axis in place.
+std::vector<GraphNode> SoftmaxOverAxisNodes(const onnx::NodeProto& n, const std::string& name,
+                                            const std::vector<int64_t>& x, size_t axis, TensorDesc desc) {
+  std::vector<int64_t> moved = x;
+  moved.erase(moved.begin() + static_cast<std::ptrdiff_t>(axis));
+  moved.push_back(x[axis]);
+  const std::string out = n.output(0);
+  std::vector<GraphNode> nodes;
+  nodes.push_back(GraphNode{name + "/last", kReshapeOp, {n.input(0)}, {{out + "/last", {moved, desc.dtype, "ND"}}}, {}});
+  nodes.push_back(GraphNode{name, "Softmax", {out + "/last"}, {{out + "/softmax", {moved, desc.dtype, "ND"}}}, {}});
+  nodes.push_back(GraphNode{name + "/view", kReshapeOp, {out + "/softmax"}, {{out, std::move(desc)}}, {}});
+  return nodes;
+}
+
 // One ONNX node as a tunefleet node (op, inputs, attrs); the outputs are filled by the caller.
 struct Converted {
   std::string op;
@@ -1063,7 +1081,9 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     c.inputs = first(1);
   } else if (op == "Softmax") {
     if (!last_axis(IntAttr(n, "axis", opset >= 13 ? -1 : 1))) {
-      return InvalidArgument(where + ": Softmax runs over the last axis only");
+      // Before opset 13 a Softmax flattens x into 2-D at its axis: over the trailing axes.
+      return InvalidArgument(where + ": a Softmax before opset 13 over axes other than the last one (it flattens x "
+                                     "at its axis) is not supported: export with opset 13 or later");
     }
     c.op = "Softmax";
     c.inputs = first(1);
@@ -2131,6 +2151,21 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
       referenced.insert(n.input(0));
       out.nodes.push_back(GraphNode{name, kReshapeOp, {n.input(0)}, {{n.output(0), std::move(desc)}}, {}});
       continue;
+    }
+    if (IsStandardDomain(n.domain()) && n.op_type() == "Softmax" && opset >= 13) {
+      const auto data = info.find(n.input(0));
+      const int64_t rank = data == info.end() ? 0 : static_cast<int64_t>(data->second.shape.size());
+      int64_t axis = IntAttr(n, "axis", -1);
+      if (axis < 0) axis += rank;
+      if (data != info.end() && data->second.known && axis >= 0 && axis < rank - 1) {
+        TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));
+        referenced.insert(n.input(0));
+        for (GraphNode& node :
+             SoftmaxOverAxisNodes(n, name, data->second.shape, static_cast<size_t>(axis), std::move(desc))) {
+          out.nodes.push_back(std::move(node));
+        }
+        continue;
+      }
     }
     if (IsReduce(n) || (IsStandardDomain(n.domain()) && n.op_type() == "GlobalAveragePool")) {
       TF_ASSIGN_OR_RETURN(TensorDesc desc, output_desc(where, n.output(0)));

@@ -1750,6 +1750,39 @@ TEST(OnnxImport, GanAndDetectorActivationsAreKernels) {
   EXPECT_NE(three.find("Max of 3 inputs: only an element-wise maximum of two is supported"), std::string::npos) << three;
 }
 
+// YOLOv8's distribution focal loss head: x.view(b, 4, 16, a).transpose(2, 1).softmax(1),
+// then a 1x1 convolution over the 16 bins. From opset 13 a Softmax over an axis that is not
+// the last is one Softmax kernel over that axis moved last, between two views; before 13 a
+// Softmax flattens x at its axis, and one not over the last axis is refused, saying why.
+TEST(OnnxImport, ASoftmaxOverAnAxisNotTheLastIsASoftmaxBetweenViews) {
+  testing::ScratchDir dir;
+  auto load = [&](int opset) {
+    return LoadChainModel(dir.Path("dfl" + std::to_string(opset) + ".onnx"), opset,
+                          [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "box", {2, 64, 8400});
+                            AddInts(g, "bins", std::vector<int64_t>{2, 4, 16, 8400});
+                            AddWeight(g, "proj", {1, 16, 1, 1});
+                            AddNode(n, "Reshape", {"box", "bins"}, "b4", "dfl.view");
+                            WithInts(AddNode(n, "Transpose", {"b4"}, "bt", "dfl.transpose"), "perm", {0, 2, 1, 3});
+                            WithInt(AddNode(n, "Softmax", {"bt"}, "p", "dfl.softmax"), "axis", 1);
+                            AddNode(n, "Conv", {"p", "proj"}, "y", "dfl.conv");
+                          });
+  };
+  auto g = load(17);
+  ASSERT_TRUE(g.ok()) << Message(g);
+  const GraphNode* softmax = FindNode(*g, "dfl.softmax");
+  ASSERT_NE(softmax, nullptr);
+  EXPECT_EQ(softmax->op_type, "Softmax");
+  EXPECT_EQ(softmax->outputs[0].desc.shape, (std::vector<int64_t>{2, 4, 8400, 16})) << "the bins last";
+  EXPECT_EQ(FindNode(*g, "dfl.softmax/view")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 4, 8400}));
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(OpKeysByName(*run)["dfl.softmax"], "Softmax[67200x16]@Ascend910B2");
+  const std::string old = Message(load(11));
+  EXPECT_NE(old.find("dfl.softmax") , std::string::npos) << old;
+  EXPECT_NE(old.find("export with opset 13 or later"), std::string::npos) << old;
+}
+
 // MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from
 // opset 11, attributes before) is a Clip kernel reading x alone; bounds computed from a
 // tensor are refused.
