@@ -37,9 +37,10 @@ $PY -c "$same" "$OUT/a.jsonl" "$OUT/b.jsonl" || fail "the exports differ: $(diff
 (sleep 30 | "$TF" cache import - --coordinator "$CL" > /dev/null 2> "$OUT/stdin.err") &
 spid=$!
 pids+=($spid)
-sleep 1
-ipid=$(pgrep -P $spid -f "cache import" || true)
+ipid=
+for _ in $(seq 100); do ipid=$(pgrep -P $spid -f "cache import" || true); [ -n "$ipid" ] && break; sleep 0.1; done
 [ -n "$ipid" ] || fail "the stdin import is not running"
+catches_signal "$ipid" INT || fail "the stdin import never handles SIGINT"
 kill -INT "$ipid"
 for _ in $(seq 30); do kill -0 "$ipid" 2> /dev/null || break; sleep 0.1; done
 kill -0 "$ipid" 2> /dev/null && fail "cache import - did not stop within 3 s of SIGINT while its input was open"

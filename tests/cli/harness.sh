@@ -15,6 +15,22 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$OUT/coord.err" ] && sed 's/^/coordinator: /' "$OUT/coord.err" >&2; exit 1; }
 
+# catches_signal PID SIGNAL: waits up to 10 s until PID handles SIGNAL (INT, TERM): a
+# handler (SigCgt) or, as TerminationWatcher does, the signal blocked for sigwait (SigBlk).
+# Sent before that, the signal ends the process by its default action, which under load (a
+# process still starting after a second) is not the test's point; 1 when it never does.
+catches_signal() {
+  local pid=$1 bit mask
+  bit=$(( 1 << ($(kill -l "$2") - 1) ))
+  for _ in $(seq 100); do
+    for mask in $(awk '/^Sig(Cgt|Blk):/ {print $2}' "/proc/$pid/status" 2> /dev/null); do
+      (( 0x$mask & bit )) && return 0
+    done
+    sleep 0.1
+  done
+  return 1
+}
+
 # start_coordinator [FLAGS...]: a coordinator on 127.0.0.1 ports the kernel picks, data in
 # $OUT/kb, output in $OUT/coord.out and .err; sets CL and WK, its client and worker endpoints.
 start_coordinator() {

@@ -23,6 +23,7 @@ signalled() {
   local pid=$!
   pids+=($pid)
   sleep 1
+  catches_signal $pid "$sig" || fail "$* never handles SIG$sig"
   interrupt "$sig" $pid
   local rc=$?
   [ $rc -eq 130 ] || fail "$* after SIG$sig exited $rc, not 130: $(cat "$OUT/$name.err")"
