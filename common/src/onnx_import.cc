@@ -56,7 +56,8 @@ constexpr const char* kSupported =
     "input dilated by a Pad kernel), Where (a select: GPT-2's causal torch.where), Concat (a copy: a KV cache, a "
     "partial rotary embedding's parts), MaxPool and AveragePool (2-D, NCHW), GlobalAveragePool and ReduceMean over "
     "axes 2, 3 of NCHW (a ReduceMean over H*W), ReduceMean and ReduceSum over neighbouring axes (the last ones: a "
-    "row-wise kernel; over earlier ones: an AveragePool, a sum's with divisor_override 1), ReduceL2 over the last "
+    "row-wise kernel; over earlier ones: an AveragePool, a sum's with divisor_override 1), ReduceMax over neighbouring axes (over earlier ones a MaxPool), ReduceMin "
+    "and ReduceL2 over the last "
     "axes (torch's F.normalize), InstanceNormalization (torch's InstanceNorm2d, and "
     "GroupNorm as torch exports it), GroupNormalization (opset 18 or 21), HardSigmoid and HardSwish (MobileNetV3), LeakyRelu, PRelu, Elu, Softplus (Mish as Softplus, Tanh, Mul), Abs, Log, Max and Min of two, Sin and Cos, Clip (constant bounds: MobileNet's ReLU6), BatchNormalization (inference: a "
     "FusedMulAdd per channel)";
@@ -276,7 +277,7 @@ bool IsNoOpPad(const onnx::NodeProto& n, const std::map<std::string, const onnx:
   return spec && std::all_of(spec->pads.begin(), spec->pads.end(), [](int64_t p) { return p == 0; });
 }
 
-// A ReduceMean's, ReduceSum's or ReduceL2's axes as written: an attribute before opset 18
+// A ReduceMean's, ReduceSum's, ReduceL2's, ReduceMax's or ReduceMin's axes as written: an attribute before opset 18
 // (ReduceSum: 13), an input from then; empty when it gives none (every axis); nullopt when the input is
 // not a constant.
 std::optional<std::vector<int64_t>> ReduceAxes(const onnx::NodeProto& n,
@@ -296,7 +297,8 @@ std::optional<std::vector<int64_t>> ReduceAxes(const onnx::NodeProto& n,
 
 bool IsReduce(const onnx::NodeProto& n) {
   return IsStandardDomain(n.domain()) &&
-         (n.op_type() == "ReduceMean" || n.op_type() == "ReduceSum" || n.op_type() == "ReduceL2") &&
+         (n.op_type() == "ReduceMean" || n.op_type() == "ReduceSum" || n.op_type() == "ReduceL2" ||
+          n.op_type() == "ReduceMax" || n.op_type() == "ReduceMin") &&
          n.input_size() >= 1 && n.output_size() == 1;
 }
 
@@ -400,15 +402,16 @@ Result<GraphNode> PadNode(const onnx::NodeProto& n, const std::string& name, con
   return node;
 }
 
-// A ReduceMean, ReduceSum or ReduceL2 of x `shape` over `axes`, a contiguous run of them
+// A ReduceMean, ReduceSum, ReduceL2, ReduceMax or ReduceMin of x `shape` over `axes`, a contiguous run of them
 // ([A, K, B]: K the elements reduced, A before, B after), between two views (`<node>/rows`
 // and `<node>/view`, which gives ONNX's output, keepdims or not). When the run ends at the
 // last axis, the row-wise kernel of its name over rows [A, K], named as the node (a
 // GlobalAveragePool, or an SE block's x.mean((2, 3)), is a ReduceMean over H*W; torch's
 // F.normalize a ReduceL2). Else a mean is an AveragePool of window [K, 1] over x viewed
 // [A, 1, K, B] (timm's token pooling: ATC's ReduceMeanD adds K rows of B elements, what the
-// pooling's cost counts), and a sum the same pooling with divisor_override 1 (a sentence
-// embedding's masked sum over the sequence); an L2 norm there is refused.
+// pooling's cost counts), a sum the same pooling with divisor_override 1 (a sentence
+// embedding's masked sum over the sequence) and a max a MaxPool of that window (a point
+// cloud's max pooling over its points); an L2 norm or a minimum there is refused.
 Result<std::vector<GraphNode>> ReduceNodes(const onnx::NodeProto& n, const std::string& name, const std::string& where,
                                            const std::vector<int64_t>& shape,
                                            const std::map<std::string, const onnx::TensorProto*>& constants,
@@ -454,15 +457,20 @@ Result<std::vector<GraphNode>> ReduceNodes(const onnx::NodeProto& n, const std::
                                          "norm over the last axes is: normalise over dim=-1)",
                                          where, Join(*axes)));
     }
+    if (op == "ReduceMin") {
+      return InvalidArgument(fmt::format("{}: a ReduceMin over axes [{}], before the last, is not supported (a "
+                                         "minimum over the last axes is, and a ReduceMax over any)",
+                                         where, Join(*axes)));
+    }
     if (reduced > window_attrs::kMaxWindowAttr) {
       return InvalidArgument(fmt::format("{}: it {} {} elements, more than a pooling window's {}", where,
-                                         op == "ReduceSum" ? "sums" : "averages", reduced,
+                                         op == "ReduceSum" ? "sums" : op == "ReduceMax" ? "takes the maximum of" : "averages", reduced,
                                          window_attrs::kMaxWindowAttr));
     }
     nodes.push_back(GraphNode{name + "/rows", kReshapeOp, {n.input(0)},
                               {{rows, {{before, 1, reduced, after}, desc.dtype, "ND"}}}, {}});
-    nodes.push_back(
-        GraphNode{name, "AveragePool", {rows}, {{reduced_name, {{before, 1, 1, after}, desc.dtype, "ND"}}}, {}});
+    nodes.push_back(GraphNode{name, op == "ReduceMax" ? "MaxPool" : "AveragePool", {rows},
+                              {{reduced_name, {{before, 1, 1, after}, desc.dtype, "ND"}}}, {}});
     nodes.back().attrs["kernel_shape"] = fmt::format("{},1", reduced);
     if (op == "ReduceSum") nodes.back().attrs["divisor_override"] = "1";
   }

@@ -108,6 +108,9 @@ struct OpInfo {
 // int64 and int32 and int64 into each other. CumSum (ONNX's CumSum, CANN's Cumsum) is
 // row-wise: the running sum along the last axis, of float or integer rows, as a scan of
 // ceil(log2(cols)) vadds of the row shifted by 1, 2, 4, ... (Hillis and Steele's).
+// ReduceMax and ReduceMin (ONNX's, CANN's ReduceMaxD and ReduceMinD over the last axis: a
+// point cloud's or a sentence embedding's max pooling, torch's amax): a running vmax or vmin
+// an element, [rows, 1].
 // ReduceL2 (ONNX's ReduceL2 over the last axis, torch's F.normalize's norm; CANN's LpNormV2
 // with p 2): sqrt of a row's sum of squares, [rows, 1]; its temp keeps x^2 for the sum.
 constexpr OpInfo kOps[] = {
@@ -154,6 +157,8 @@ constexpr OpInfo kOps[] = {
     {"ReduceSum", VectorOp::kReduceSum, VectorFamily::kRowwise, 1, 0, false},
     {"ReduceMean", VectorOp::kReduceMean, VectorFamily::kRowwise, 1, 0, false},
     {"ReduceL2", VectorOp::kReduceL2, VectorFamily::kRowwise, 1, 1, false},
+    {"ReduceMax", VectorOp::kReduceMax, VectorFamily::kRowwise, 1, 0, false},
+    {"ReduceMin", VectorOp::kReduceMin, VectorFamily::kRowwise, 1, 0, false},
     {"CumSum", VectorOp::kCumSum, VectorFamily::kRowwise, 1, 0, false, true},
     {"Transpose", VectorOp::kTranspose, VectorFamily::kTranspose, 1, 0, true},
 };
@@ -511,7 +516,8 @@ Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
 }  // namespace
 
 bool IsReduce(const VectorShape& s) {
-  return s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean || s.op == VectorOp::kReduceL2;
+  return s.op == VectorOp::kReduceSum || s.op == VectorOp::kReduceMean || s.op == VectorOp::kReduceL2 ||
+         s.op == VectorOp::kReduceMax || s.op == VectorOp::kReduceMin;
 }
 
 int NormParams(const VectorShape& s) {

@@ -1644,7 +1644,11 @@ TEST(OnnxImport, AMeanOverAnyRunOfAxesIsAKernel) {
                              "AveragePool[4x1x16x64]{divisor_override=1,kernel_shape=16,1}@Ascend910B2", {4, 64}},
                         Case{"ReduceL2", 17, {2}, 1, "ReduceL2[64x64]@Ascend910B2", {4, 16, 1}},
                         Case{"ReduceL2", 18, {-1}, 0, "ReduceL2[64x64]@Ascend910B2", {4, 16}},
-                        Case{"ReduceMean", 17, {0, 1}, 0, "AveragePool[1x1x64x64]{kernel_shape=64,1}@Ascend910B2", {64}}}) {
+                        Case{"ReduceMean", 17, {0, 1}, 0, "AveragePool[1x1x64x64]{kernel_shape=64,1}@Ascend910B2", {64}},
+                        // PointNet's max pooling over its points, torch's amax; a minimum over the last axis.
+                        Case{"ReduceMax", 17, {1}, 0, "MaxPool[4x1x16x64]{kernel_shape=16,1}@Ascend910B2", {4, 64}},
+                        Case{"ReduceMax", 18, {-1}, 1, "ReduceMax[64x64]@Ascend910B2", {4, 16, 1}},
+                        Case{"ReduceMin", 17, {2}, 0, "ReduceMin[64x64]@Ascend910B2", {4, 16}}}) {
     auto g = load(c.op, c.opset, c.axes, c.keepdims);
     ASSERT_TRUE(g.ok()) << c.key << ": " << Message(g);
     EXPECT_EQ(FindNode(*g, "pool/view")->outputs[0].desc.shape, c.out) << c.key;
@@ -1657,6 +1661,10 @@ TEST(OnnxImport, AMeanOverAnyRunOfAxesIsAKernel) {
                     "norm over the last axes is"),
             std::string::npos)
       << l2;
+  const std::string min = Message(load("ReduceMin", 17, {1}, 1));
+  EXPECT_NE(min.find("node 'pool' (ReduceMin): a ReduceMin over axes [1], before the last, is not supported"),
+            std::string::npos)
+      << min;
   const std::string apart = Message(load("ReduceMean", 17, {0, 2}, 1));
   EXPECT_NE(apart.find("node 'pool' (ReduceMean): it reduces axes [0,2], which are not next to each other"),
             std::string::npos)

@@ -48,6 +48,7 @@ constexpr int64_t kMaxRepeats = 255;
 //     rstd, vmul gamma, vadd beta = 7.
 //   RmsNorm (row fits UB): vmul (square), vadd (sum), vmul rstd, vmul gamma = 4.
 //   ReduceSum/ReduceMean: one running vadd. ReduceL2: vmul (square), running vadd = 2.
+//   ReduceMax/ReduceMin: one running vmax or vmin.
 //   LeakyRelu = max(x, alpha x): vmuls, vmax = 2. Elu: vexp, vadds -1, vmuls alpha, vcmp
 //     of x with 0, vsel = 5. Softplus = ln(1 + exp(x)): vexp, vadds, vln = 3. Abs: vabs = 1.
 //     Log: vln = 1. Max, Min: vmax, vmin = 1. PRelu: vmul by the slope, vcmp, vsel = 3.
@@ -134,6 +135,8 @@ int OpInstructions(const VectorShape& s) {
       return 5 + InstructionsOf(s.epilogue);
     case VectorOp::kReduceSum:
     case VectorOp::kReduceMean:
+    case VectorOp::kReduceMax:
+    case VectorOp::kReduceMin:
       return 1;
     case VectorOp::kReduceL2:
       return 2;
@@ -194,6 +197,8 @@ int PerRowInstructions(const VectorShape& s) {
       return 6 + 2 * static_cast<int>(std::min(s.row_channels, kMaxChannels));
     }
     case VectorOp::kReduceSum:
+    case VectorOp::kReduceMax:  // vcmax tail, broadcast
+    case VectorOp::kReduceMin:
       return 2;
     case VectorOp::kReduceMean:
     case VectorOp::kReduceL2:  // vcadd tail, broadcast, sqrt

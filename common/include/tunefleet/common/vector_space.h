@@ -28,7 +28,7 @@ enum class VectorOp {
   kAdd, kSub, kMul, kDiv, kRelu, kGelu, kSigmoid, kSilu, kTanh, kExp, kCast, kFusedMulAdd, kRope, kWhere, kConcat, kMaxPool, kAvgPool, kClip,
   kDepthwiseConv, kGather, kResize, kPad, kHardSigmoid, kHardSwish, kSin, kCos, kEqual, kNot,
   kLeakyRelu, kElu, kSoftplus, kAbs, kLog, kMax, kMin, kPRelu,
-  kSoftmax, kLayerNorm, kRmsNorm, kInstanceNorm, kReduceSum, kReduceMean, kReduceL2, kCumSum,
+  kSoftmax, kLayerNorm, kRmsNorm, kInstanceNorm, kReduceSum, kReduceMean, kReduceL2, kReduceMax, kReduceMin, kCumSum,
   kTranspose,
 };
 
