@@ -60,7 +60,8 @@ constexpr const char* kSupported =
     "and ReduceL2 over the last "
     "axes (torch's F.normalize), InstanceNormalization (torch's InstanceNorm2d, and "
     "GroupNorm as torch exports it), GroupNormalization (opset 18 or 21), HardSigmoid and HardSwish (MobileNetV3), LeakyRelu, PRelu, Elu, Softplus (Mish as Softplus, Tanh, Mul), Abs, Log, Max and Min of two, Sin and Cos, Clip (constant bounds: MobileNet's ReLU6), BatchNormalization (inference: a "
-    "FusedMulAdd per channel)";
+    "FusedMulAdd per channel), QuantizeLinear and DequantizeLinear (onnxruntime's QDQ format: a MatMul, Gemm or "
+    "Conv between dequantizes of int8 data an int8 cube op writing float16; other quantizes and dequantizes Casts)";
 
 std::optional<std::string> DTypeOf(int onnx_type) {
   switch (onnx_type) {
@@ -69,6 +70,7 @@ std::optional<std::string> DTypeOf(int onnx_type) {
     case onnx::TensorProto::BFLOAT16: return "bfloat16";
     case onnx::TensorProto::INT8: return "int8";
     case onnx::TensorProto::BOOL: return "int8";  // one byte an element (Where's condition)
+    case onnx::TensorProto::UINT8: return "int8";  // one byte: QuantizeLinear's default output
     case onnx::TensorProto::INT32: return "int32";
     case onnx::TensorProto::INT64: return "int64";
     default: return std::nullopt;
@@ -309,7 +311,7 @@ bool KnownOp(const onnx::NodeProto& n) {
       "Identity", "Dropout", "Expand", "Split", "Slice", "Where", "Concat", "Gather", "Resize", "ConvTranspose",
       "MaxPool", "AveragePool", "GlobalAveragePool", "Clip", "BatchNormalization", "Pad", "InstanceNormalization",
       "HardSigmoid", "HardSwish", "Sin", "Cos", "GroupNormalization", "Equal", "Not", "CumSum", "Einsum",
-      "LeakyRelu", "Elu", "Softplus", "Abs", "Log", "Max", "Min", "PRelu"};
+      "LeakyRelu", "Elu", "Softplus", "Abs", "Log", "Max", "Min", "PRelu", "QuantizeLinear", "DequantizeLinear"};
   if (IsStandardDomain(n.domain())) return kStandard.count(n.op_type()) > 0 || IsReduce(n);
   if (n.domain() == kTunefleetDomain) return n.op_type() == "Rope" || n.op_type() == "Silu";
   return n.domain() == "com.microsoft" && (n.op_type() == "Gelu" || (n.op_type() == "FastGelu" && n.input_size() == 1));
@@ -905,6 +907,70 @@ std::vector<GraphNode> SoftmaxOverAxisNodes(const onnx::NodeProto& n, const std:
   return nodes;
 }
 
+// A QDQ model's int8 cube ops (onnxruntime's QDQ format, what int8 deployment starts
+// from): each MatMul, Gemm or 2-D Conv of one group whose x and weight (A and B) are both
+// DequantizeLinear outputs of int8 or uint8 data, every consumer of those dequantizes such
+// an op, as ATC runs them: the cube reads the int8 data and writes float16 (its dequant in
+// the fixpipe). Returns the dequantizes (by node index), each a view of its int8 input in
+// the graph, and the cube ops, which write float16 (attrs.out_dtype). Any other
+// dequantize is a Cast kernel back to float; a weight's that no int8 cube op reads is
+// computed at compile time, as any node of constants.
+struct QuantizedCubes {
+  std::set<size_t> dequantizes, cubes;
+};
+QuantizedCubes FindQuantizedCubes(const std::vector<std::pair<onnx::NodeProto, int>>& nodes,
+                                  const std::map<std::string, TensorInfo>& info, const std::set<std::string>& graph_outputs) {
+  std::map<std::string, size_t> dequantize_of;  // output -> node
+  std::map<std::string, std::vector<size_t>> readers;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const onnx::NodeProto& n = nodes[i].first;
+    for (const auto& in : n.input()) readers[in].push_back(i);
+    if (!IsStandardDomain(n.domain()) || n.op_type() != "DequantizeLinear" || n.output_size() != 1) continue;
+    const auto t = info.find(n.input(0));
+    if (t != info.end() && t->second.known &&
+        (t->second.elem_type == onnx::TensorProto::INT8 || t->second.elem_type == onnx::TensorProto::UINT8)) {
+      dequantize_of[n.output(0)] = i;
+    }
+  }
+  auto is_cube = [&](const onnx::NodeProto& n) {
+    if (!IsStandardDomain(n.domain()) || n.input_size() < 2) return false;
+    if (n.op_type() == "MatMul" || n.op_type() == "Gemm") return true;
+    const auto x = info.find(n.input(0));  // a 2-D convolution: a 1-D one is written as one (Conv1dNodes)
+    return n.op_type() == "Conv" && IntAttr(n, "group", 1) == 1 && x != info.end() && x->second.shape.size() == 4;
+  };
+  QuantizedCubes q;
+  for (const auto& [out, i] : dequantize_of) {
+    if (!graph_outputs.count(out)) q.dequantizes.insert(i);
+  }
+  // A dequantize stays a view while every reader is a cube op both of whose data inputs
+  // are such views: dropping one can drop others, so until nothing changes.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = q.dequantizes.begin(); it != q.dequantizes.end();) {
+      bool keeps = true;
+      for (size_t r : readers[nodes[*it].first.output(0)]) {
+        const onnx::NodeProto& reader = nodes[r].first;
+        keeps = keeps && is_cube(reader);
+        for (int k = 0; keeps && k < 2; ++k) {
+          const auto d = dequantize_of.find(reader.input(k));
+          keeps = d != dequantize_of.end() && q.dequantizes.count(d->second);
+        }
+        if (!keeps) break;
+      }
+      if (keeps) {
+        ++it;
+      } else {
+        it = q.dequantizes.erase(it);
+        changed = true;
+      }
+    }
+  }
+  for (size_t d : q.dequantizes) {
+    for (size_t r : readers[nodes[d].first.output(0)]) q.cubes.insert(r);
+  }
+  return q;
+}
+
 // One ONNX node as a tunefleet node (op, inputs, attrs); the outputs are filled by the caller.
 struct Converted {
   std::string op;
@@ -1148,6 +1214,15 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     }
     c.op = "Rope";
     c.inputs = first(3);
+  } else if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+    // A quantize is a Cast to int8 (uint8 is one byte too); a dequantize that no int8 cube
+    // op takes in (QuantizedCubes) a Cast back, what the scale and zero point leave alone.
+    const auto out = info.find(n.output(0));
+    const auto to = out == info.end() ? std::nullopt : DTypeOf(out->second.elem_type);
+    if (!to) return InvalidArgument(where + ": its output's dtype is not one tunefleet models");
+    c.op = "Cast";
+    c.inputs = first(1);
+    c.attrs["dst_type"] = *to;
   } else if (op == "Cast") {
     auto to = DTypeOf(static_cast<int>(IntAttr(n, "to", 0)));
     if (!to) return InvalidArgument(where + ": Cast to a dtype tunefleet does not model");
@@ -2099,6 +2174,11 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   }
 
   TF_ASSIGN_OR_RETURN(auto info, InferShapes(model, nodes, constants, opset, path));
+  // A QDQ model's int8 cube ops read their weights' int8 data, not a weight dequantized at
+  // compile time.
+  const QuantizedCubes quantized = FindQuantizedCubes(nodes, info, graph_outputs);
+  for (size_t i : quantized.dequantizes) compile_time.erase(i);
+  for (size_t i : quantized.cubes) compile_time.erase(i);
   const std::set<size_t> folded =
       FoldAtCompileTime(nodes, graph_outputs, constant_values, compile_time, info, constants);
   for (size_t i : compile_time) {
@@ -2138,6 +2218,13 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     if (folded.count(i)) continue;  // a constant: its referenced outputs are weights
     const std::string& name = node_names[i];
     const std::string where = Where(path, name, n, folds.Folded(nodes[i].second));
+    if (quantized.dequantizes.count(i)) {  // the int8 data an int8 cube op reads
+      const auto data = info.find(n.input(0));
+      referenced.insert(n.input(0));
+      out.nodes.push_back(
+          GraphNode{name, kReshapeOp, {n.input(0)}, {{n.output(0), TensorDesc{data->second.shape, "int8", "ND"}}}, {}});
+      continue;
+    }
     if (IsWindowOp(n)) {
       TF_ASSIGN_OR_RETURN(auto starts, WindowStarts(n, where, info, constant_values, opset));
       for (int o = 0; o < n.output_size(); ++o) {
@@ -2264,6 +2351,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
                              "; shape arithmetic on a tensor's shape: export with fixed shapes and constant folding "
                              "on)");
     }
+    if (quantized.cubes.count(i)) node.attrs["out_dtype"] = desc.dtype;  // int8 in, dequantized out
     node.outputs.push_back({n.output(0), std::move(desc)});
     out.nodes.push_back(std::move(node));
   }

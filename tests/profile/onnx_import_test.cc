@@ -1791,6 +1791,85 @@ TEST(OnnxImport, ASoftmaxOverAnAxisNotTheLastIsASoftmaxBetweenViews) {
   EXPECT_NE(old.find("export with opset 13 or later"), std::string::npos) << old;
 }
 
+// An int8 model in onnxruntime's QDQ format: x quantized, then dequantized into a MatMul
+// whose weight is int8 data dequantized too. The MatMul reads both as int8 and writes
+// float16 (its dequant in the fixpipe), as ATC runs it: the QuantizeLinear a Cast to int8,
+// each dequantize a view of its int8 input. A dequantize read by anything but such a cube
+// op (here the residual Add) is a Cast back to float.
+TEST(OnnxImport, AQdqMatMulIsAnInt8MatMulWritingFloat16) {
+  testing::ScratchDir dir;
+  auto g = LoadChainModel(
+      dir.Path("qdq.onnx"), 17,
+      [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+        AddScalar(graph, "s", 0.05f);
+        auto* zp = graph.add_initializer();
+        zp->set_name("zp");
+        zp->set_data_type(onnx::TensorProto::INT8);
+        zp->add_int32_data(0);
+        auto* w = graph.add_initializer();
+        w->set_name("w");
+        w->set_data_type(onnx::TensorProto::INT8);
+        w->add_dims(64);
+        w->add_dims(64);
+        AddNode(n, "QuantizeLinear", {"x", "s", "zp"}, "xq", "x.quant");
+        AddNode(n, "DequantizeLinear", {"xq", "s", "zp"}, "xd", "x.dequant");
+        AddNode(n, "DequantizeLinear", {"w", "s", "zp"}, "wd", "w.dequant");
+        AddNode(n, "MatMul", {"xd", "wd"}, "m", "proj");
+        AddNode(n, "QuantizeLinear", {"m", "s", "zp"}, "mq", "m.quant");
+        AddNode(n, "DequantizeLinear", {"mq", "s", "zp"}, "md", "m.dequant");
+        AddNode(n, "Add", {"md", "x"}, "y", "residual");
+      },
+      false, onnx::TensorProto::FLOAT);
+  ASSERT_TRUE(g.ok()) << Message(g);
+  std::vector<std::string> kernels;
+  for (const auto& node : g->nodes) {
+    if (!node.IsView()) kernels.push_back(node.name + " " + node.op_type);
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"x.quant Cast", "proj BatchMatMul", "m.quant Cast", "m.dequant Cast",
+                                                "residual Add"}));
+  EXPECT_EQ(FindNode(*g, "x.dequant")->outputs[0].desc.dtype, "int8");
+  EXPECT_EQ(FindNode(*g, "proj")->outputs[0].desc.dtype, "float16");
+  auto run = profile::RunGraph(*g, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  std::map<std::string, std::string> keys = OpKeysByName(*run);
+  EXPECT_EQ(keys["proj"], "MatMul[int8:64x64,int8:64x64]{out_dtype=float16}@Ascend910B2") << "x [4, 16, 64] as rows";
+  EXPECT_EQ(keys["x.quant"].rfind("Cast[", 0), 0u) << keys["x.quant"];
+  EXPECT_NE(keys["x.quant"].find("dst_type=int8"), std::string::npos) << keys["x.quant"];
+
+  // A convolution with its int32 bias dequantized, as quantize_static writes it: the bias
+  // is computed at compile time, a float16 input of the int8 Conv2D.
+  auto conv = LoadChainModel(
+      dir.Path("qdq_conv.onnx"), 17,
+      [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+        AddInput(graph, "img", {2, 8, 16, 16}, onnx::TensorProto::FLOAT);
+        AddScalar(graph, "s", 0.05f);
+        auto* zp = graph.add_initializer();
+        zp->set_name("zp");
+        zp->set_data_type(onnx::TensorProto::UINT8);  // quantize_static's default activation type
+        zp->add_int32_data(128);
+        for (const auto& [name, type, dims] :
+             {std::tuple<std::string, int, std::vector<int64_t>>{"w", onnx::TensorProto::INT8, {16, 8, 3, 3}},
+              {"b", onnx::TensorProto::INT32, {16}}}) {
+          auto* t = graph.add_initializer();
+          t->set_name(name);
+          t->set_data_type(type);
+          for (int64_t d : dims) t->add_dims(d);
+        }
+        AddNode(n, "QuantizeLinear", {"img", "s", "zp"}, "iq", "img.quant");
+        AddNode(n, "DequantizeLinear", {"iq", "s", "zp"}, "id", "img.dequant");
+        AddNode(n, "DequantizeLinear", {"w", "s"}, "wd", "w.dequant");
+        AddNode(n, "DequantizeLinear", {"b", "s"}, "bd", "b.dequant");
+        WithInts(WithInts(AddNode(n, "Conv", {"id", "wd", "bd"}, "c", "conv"), "kernel_shape", {3, 3}), "pads", {1, 1, 1, 1});
+        AddNode(n, "Relu", {"c"}, "y", "act");
+      },
+      false, onnx::TensorProto::FLOAT);
+  ASSERT_TRUE(conv.ok()) << Message(conv);
+  auto conv_run = profile::RunGraph(*conv, testing::Soc910B2());
+  ASSERT_TRUE(conv_run.ok()) << conv_run.status().ToString();
+  EXPECT_EQ(OpKeysByName(*conv_run)["conv"],
+            "Conv2D[int8:2x8x16x16,int8:16x8x3x3,16]{out_dtype=float16,pads=1,1,1,1}@Ascend910B2");
+}
+
 // MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from
 // opset 11, attributes before) is a Clip kernel reading x alone; bounds computed from a
 // tensor are refused.
