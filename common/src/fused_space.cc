@@ -41,6 +41,9 @@ constexpr ChainOpInfo kChainOps[] = {
     {"HardSigmoid", VectorOp::kHardSigmoid, 0, 0, false, false},
     {"HardSwish", VectorOp::kHardSwish, 0, 1, false, false},
     {"LeakyRelu", VectorOp::kLeakyRelu, 0, 1, false, false},
+    // The chain's value quantized to int8 as it is written (CANN's AscendQuant fused into
+    // the op before it, a QDQ model's QuantizeLinear): a vconv; the chain's last op.
+    {"Quantize", VectorOp::kCast, 0, 0, false, false},
     // where(condition, x, y): GPT-2's causal mask; the condition (int8 or bool read as int8)
     // and y are its operands, in that order.
     {"Where", VectorOp::kWhere, 2, 0, false, false},
@@ -77,6 +80,11 @@ Result<FusedChain> ParseChain(const OpKey& key, const char* attr) {
     step.first_operand = static_cast<int>(chain.operands.size());
     step.operands = info->operands;
     chain.steps.push_back(step);
+    if (chain.quantized) {
+      return InvalidArgument(key.op_type + " attrs." + attr + "='" + text +
+                             "': Quantize writes the int8 output, so it is the chain's last op");
+    }
+    chain.quantized = name == "Quantize";
     chain.ops.push_back(info->op);
     chain.operands.resize(chain.operands.size() + static_cast<size_t>(info->operands));
     chain.temps = std::max(chain.temps, info->temps);
@@ -169,6 +177,7 @@ Result<FusedCubeShape> FusedCubeShapeFromOpKey(const OpKey& key) {
   s.dequant = s.gemm.in_dtype == DType::kInt8;
   s.out_dtype = s.gemm.in_dtype == DType::kBFloat16 ? DType::kBFloat16 : DType::kFloat16;
   TF_ASSIGN_OR_RETURN(s.epilogue, ParseChain(key, "epilogue"));
+  if (s.epilogue.quantized) s.out_dtype = DType::kInt8;
   const size_t want = 2 + s.epilogue.operands.size();
   if (key.inputs.size() != want) {
     return InvalidArgument(key.op_type + " with epilogue '" + key.attrs.at("epilogue") + "' needs " + N(static_cast<int64_t>(want)) +
@@ -340,7 +349,7 @@ Result<VectorShape> FusedElementwiseShapeFromOpKey(const OpKey& key) {
   if (s.dtype == DType::kInt8 && !ChainInt8Ok(key, "ops")) {
     return InvalidArgument("FusedElementwise input 0 dtype int8: only a chain of Add, Sub, Mul, Relu and BiasAdd takes int8");
   }
-  s.out_dtype = s.dtype;
+  s.out_dtype = chain.quantized ? DType::kInt8 : s.dtype;
   s.elements = Elements(out);
   s.temps = chain.temps;
   // As vector_space.cc: the vector unit computes bf16 in fp32 and int8 in fp16, with one

@@ -64,6 +64,16 @@ bool IsChainOp(const std::string& op) {
   return op != "BiasAdd" && std::find(names.begin(), names.end(), op) != names.end();
 }
 
+// A Cast of a float value to int8 (a QDQ model's QuantizeLinear, onnx_import): the chain
+// step Quantize, its last.
+bool IsQuantize(const Graph& graph, const GraphNode& node) {
+  if (node.op_type != "Cast" || node.inputs.size() != 1 || node.outputs.size() != 1) return false;
+  const auto to = node.attrs.find("dst_type");
+  const NamedTensor* x = graph.FindTensor(node.inputs[0]);
+  return to != node.attrs.end() && to->second == "int8" && x != nullptr &&
+         (x->desc.dtype == "float16" || x->desc.dtype == "bfloat16" || x->desc.dtype == "float32");
+}
+
 // How many node inputs read `tensor` (a node reading it twice counts twice).
 int Readers(const Graph& graph, const std::string& tensor) {
   int n = 0;
@@ -90,6 +100,7 @@ struct Step {
   std::vector<std::string> operands;
 };
 Step AsStep(const Graph& graph, const GraphNode* cube, const GraphNode& node, const std::string& x) {
+  if (IsQuantize(graph, node)) return node.inputs.size() == 1 && node.inputs[0] == x ? Step{"Quantize", {}} : Step{};
   if (node.outputs.size() != 1 || !IsChainOp(node.op_type)) return {};
   const auto& in = node.inputs;
   if (IsUnaryChainOp(node.op_type)) return in.size() == 1 && in[0] == x ? Step{node.op_type, {}} : Step{};
@@ -228,6 +239,7 @@ FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::
     chain.steps.push_back(next);
     chain.views.push_back(std::move(views));
     x = graph.nodes[next].outputs[0].name;
+    if (IsQuantize(graph, graph.nodes[next])) break;  // the int8 value is the chain's output
   }
   return chain;
 }
@@ -355,6 +367,9 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
     } else if (cube) {
       fused.inputs = head.inputs;
       fused.attrs = head.attrs;
+      // An int8 head writing float16 (a QDQ model's, onnx_import): what a fused cube op of
+      // int8 inputs writes anyway (fused_space.h), so not an attribute of it.
+      if (auto it = fused.attrs.find("out_dtype"); it != fused.attrs.end() && it->second == "float16") fused.attrs.erase(it);
       if (head.op_type == "Gemm") {
         // As the MatMul it is: transA / transB under the names a MatMul reads.
         for (int i = 0; i < 2; ++i) {

@@ -191,6 +191,25 @@ TEST_F(FusedSpace, TheSmallestTileStillTakesTheLargestSplit) {
   EXPECT_TRUE(p->space.Validate(c).ok()) << p->space.Validate(c).message();
 }
 
+// A QDQ model's QuantizeLinear fused into the op before it (CANN's AscendQuant): the
+// chain's last step, and the fused op writes int8.
+TEST_F(FusedSpace, AQuantizeEndsAChainAndTheOpWritesInt8) {
+  auto conv = FusedCubeShapeFromOpKey(Key("FusedConv2D", {{{8, 64, 56, 56}, "int8"}, {{256, 64, 1, 1}, "int8"}, {{256}}},
+                                          {{"epilogue", "BiasAdd,Relu,Quantize"}}));
+  ASSERT_TRUE(conv.ok()) << conv.status().ToString();
+  EXPECT_EQ(conv->out_dtype, DType::kInt8);
+  auto plain = FusedCubeShapeFromOpKey(Key("FusedConv2D", {{{8, 64, 56, 56}, "int8"}, {{256, 64, 1, 1}, "int8"}, {{256}}},
+                                           {{"epilogue", "BiasAdd,Relu"}}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->out_dtype, DType::kFloat16);
+  auto chain = FusedElementwiseShapeFromOpKey(Key("FusedElementwise", {{{64, 64}}, {{64, 64}}}, {{"ops", "Add,Relu,Quantize"}}));
+  ASSERT_TRUE(chain.ok()) << chain.status().ToString();
+  EXPECT_EQ(chain->out_dtype, DType::kInt8);
+  EXPECT_NE(Error(Key("FusedMatMul", {{{64, 64}}, {{64, 64}}}, {{"epilogue", "Quantize,Relu"}}))
+                .find("Quantize writes the int8 output, so it is the chain's last op"),
+            std::string::npos);
+}
+
 TEST_F(FusedSpace, AChainIsTheElementwiseSpaceOverEveryInputOutputAndTemp) {
   const OpKey key = Key("FusedElementwise", {{{4096, 768}}, {{4096, 768}}, {{768}}}, {{"ops", "Mul,BiasAdd,Gelu"}});
   auto s = FusedElementwiseShapeFromOpKey(key);

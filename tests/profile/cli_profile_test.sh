@@ -432,6 +432,17 @@ check_onnx_tune resnet50 "$SRC/examples/resnet50.onnx" 121 \
 (cd "$OUT" && "$TF" fuse "$SRC/examples/resnet50.onnx" > resnet50_fuse.txt) || fail "fuse resnet50 exited $?"
 grep -qF "49 of 53 fusion chains fused, 0 of 0 transposes folded, 121 -> 56 kernels" "$OUT/resnet50_fuse.txt" \
   || fail "fuse resnet50: $(head -3 "$OUT/resnet50_fuse.txt")"
+# The same in onnxruntime's int8 QDQ format (scripts/make_qdq_onnx.py): each convolution
+# between dequantizes of int8 data an int8 Conv2D writing float16, each QuantizeLinear a
+# Cast to int8; fuse takes a quantize after a convolution as its epilogue's last step.
+check_onnx_tune resnet50_int8 "$SRC/examples/resnet50_int8.onnx" 171 \
+  "^/conv1/Conv  Conv2D\[int8:32x3x224x224,int8:64x3x7x7,64\]{out_dtype=float16,pads=3,3,3,3,strides=2,2}@Ascend910B2  \[done\]" \
+  "^x/QuantizeLinear  Cast\[21504x224\]{dst_type=int8}@Ascend910B2"
+(cd "$OUT" && "$TF" fuse "$SRC/examples/resnet50_int8.onnx" > resnet50_int8_fuse.txt) || fail "fuse resnet50_int8 exited $?"
+grep -qF "49 of 53 fusion chains fused, 0 of 0 transposes folded, 171 -> 71 kernels" "$OUT/resnet50_int8_fuse.txt" \
+  || fail "fuse resnet50_int8: $(head -3 "$OUT/resnet50_int8_fuse.txt")"
+grep -qF "/layer1/layer1.0/conv1/Conv+/layer1/layer1.0/relu/Relu+/layer1/layer1.0/relu/Relu_output_0/QuantizeLinear (FusedConv2D, epilogue BiasAdd,Relu,Quantize)" \
+  "$OUT/resnet50_int8_fuse.txt" || fail "fuse resnet50_int8: no quantize epilogue: $(head -8 "$OUT/resnet50_int8_fuse.txt")"
 # DenseNet-121 (scripts/make_densenet_onnx.py): BatchNorm before each convolution (not
 # folded: a FusedMulAdd per channel), every layer's input the Concat of all before it, the
 # transitions' AveragePool after a Pad of zeros (a view), its zero pads left out of the key.

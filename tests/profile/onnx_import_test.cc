@@ -1835,6 +1835,10 @@ TEST(OnnxImport, AQdqMatMulIsAnInt8MatMulWritingFloat16) {
   EXPECT_EQ(keys["proj"], "MatMul[int8:64x64,int8:64x64]{out_dtype=float16}@Ascend910B2") << "x [4, 16, 64] as rows";
   EXPECT_EQ(keys["x.quant"].rfind("Cast[", 0), 0u) << keys["x.quant"];
   EXPECT_NE(keys["x.quant"].find("dst_type=int8"), std::string::npos) << keys["x.quant"];
+  // fuse takes the quantize of the MatMul's output as its epilogue's last step.
+  std::vector<std::string> epilogues;
+  for (const FusionChain& chain : FindFusionChains(*g)) epilogues.push_back(FusedEpilogue(*g, Fusion{chain, chain.steps.size()}));
+  EXPECT_EQ(epilogues, (std::vector<std::string>{"Quantize"}));
 
   // A convolution with its int32 bias dequantized, as quantize_static writes it: the bias
   // is computed at compile time, a float16 input of the int8 Conv2D.

@@ -25,7 +25,8 @@ namespace tunefleet {
 // axis), Add, Sub, Mul, Div (one operand each), FusedMulAdd (two: x*a + b), Where (two:
 // where(condition, x, y), GPT-2's causal mask; the condition may be int8), and the unary
 // Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp, HardSigmoid, HardSwish (MobileNetV3's
-// activation and gate), LeakyRelu (a GAN's or a detector's). Each step with operands consumes the next operand inputs in order.
+// activation and gate), LeakyRelu (a GAN's or a detector's), and last Quantize (the value
+// written as int8: a QDQ model's QuantizeLinear, CANN's AscendQuant fused into the op). Each step with operands consumes the next operand inputs in order.
 const std::vector<std::string>& FusedChainOpNames();
 
 // One step of a chain: the vector op it is (BiasAdd is kAdd) and its operands, as indices
@@ -50,6 +51,7 @@ struct FusedChain {
   std::vector<FusedOperand> operands;
   std::vector<VectorOp> ops;  // steps' ops in order (what the vector model charges)
   int temps = 0;              // compute-dtype temp buffers of the chain's ops (max over them)
+  bool quantized = false;     // it ends in Quantize: the op writes int8
 };
 
 // ---- Cube op + element-wise epilogue ----
