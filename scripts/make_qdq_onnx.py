@@ -17,6 +17,9 @@ CUBE_OPS = ("Conv", "MatMul", "Gemm")
 
 def quantize(model):
     g = model.graph
+    if any(i.type.tensor_type.elem_type != TensorProto.FLOAT for i in g.input if i.type.tensor_type.elem_type):
+        # DequantizeLinear writes float32 before opset 19, as quantize_static's input is.
+        sys.exit(f"{g.name}: quantize a float32 model (this one has inputs of other types)")
     weights = {t.name: t for t in g.initializer}
     g.initializer.extend([
         helper.make_tensor("qdq.scale", TensorProto.FLOAT, [], [0.05]),
