@@ -240,6 +240,16 @@ check_onnx_tune() {  # label model kernels pattern...
   /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['tuned_kernel_nodes'] == r['kernel_nodes'] == int(sys.argv[2]), r" \
     "$report" "$kernels" || fail "report of $label: $(head -c 300 "$report")"
 }
+# fuse_says LABEL MODEL LINE...: `fuse MODEL` (in $OUT, its output in LABEL_fuse.txt)
+# succeeds and prints each LINE.
+fuse_says() {
+  local label=$1 model=$2 out="$OUT/$1_fuse.txt"
+  shift 2
+  (cd "$OUT" && "$TF" fuse "$model" > "$out") || fail "fuse $label exited $?"
+  for want in "$@"; do
+    grep -qF "$want" "$out" || fail "fuse $label does not say '$want': $(head -8 "$out")"
+  done
+}
 # A Llama-2-7B decoder layer as PyTorch exports it (scripts/make_llama_onnx.py): its two
 # RMSNorms, the RoPE of q and of k and the MLP's SiLU (a Sigmoid and a Mul) fold into one
 # kernel each, and every kernel is tuned.
@@ -410,39 +420,31 @@ check_onnx_tune cyclegan "$SRC/examples/cyclegan_generator.onnx" 93 \
   "^/19/ConvTranspose/dilate  Pad\[1x256x64x64\]{interior=1,1}" \
   "^/19/ConvTranspose  Conv2D\[1x256x127x127,128x256x3x3,128\]{pads=1,2,1,2}" \
   "^/2/InstanceNormalization  InstanceNorm\[1x64x65536,64,64\]"
-(cd "$OUT" && "$TF" fuse "$SRC/examples/cyclegan_generator.onnx" > cyclegan_fuse.txt) || fail "fuse cyclegan exited $?"
-grep -qF "/2/InstanceNormalization+/3/Relu (InstanceNorm, epilogue Relu)" "$OUT/cyclegan_fuse.txt" \
-  || fail "fuse cyclegan: the ReLU is not the InstanceNorm's epilogue: $(head -5 "$OUT/cyclegan_fuse.txt")"
+fuse_says cyclegan "$SRC/examples/cyclegan_generator.onnx" "/2/InstanceNormalization+/3/Relu (InstanceNorm, epilogue Relu)"
 # The PatchGAN discriminator of pix2pix and CycleGAN (scripts/make_patchgan_onnx.py): its
 # LeakyReLUs are LeakyRelu kernels, and fuse takes each as the epilogue of the convolution
 # or InstanceNorm before it.
 check_onnx_tune patchgan "$SRC/examples/patchgan_discriminator.onnx" 12 \
   "^/1/LeakyRelu  LeakyRelu\[8192x128\]@Ascend910B2  \[done\]"
-(cd "$OUT" && "$TF" fuse "$SRC/examples/patchgan_discriminator.onnx" > patchgan_fuse.txt) || fail "fuse patchgan exited $?"
-grep -qF "4 of 4 fusion chains fused, 0 of 0 transposes folded, 12 -> 8 kernels" "$OUT/patchgan_fuse.txt" \
-  || fail "fuse patchgan: $(head -3 "$OUT/patchgan_fuse.txt")"
-grep -qF "/3/InstanceNormalization+/4/LeakyRelu (InstanceNorm, epilogue LeakyRelu)" "$OUT/patchgan_fuse.txt" \
-  || fail "fuse patchgan: the LeakyRelu is not the InstanceNorm's epilogue: $(cat "$OUT/patchgan_fuse.txt")"
+fuse_says patchgan "$SRC/examples/patchgan_discriminator.onnx" \
+  "4 of 4 fusion chains fused, 0 of 0 transposes folded, 12 -> 8 kernels" \
+  "/3/InstanceNormalization+/4/LeakyRelu (InstanceNorm, epilogue LeakyRelu)"
 # ResNet-50 as torch exports it in eval mode (scripts/make_resnet_onnx.py: BatchNorm folded
 # into the convolutions): 53 Conv2D, the stem's MaxPool kernel and the head's average
 # pooling as a ReduceMean over 7x7; fuse takes each convolution's Relu and residual Add.
 check_onnx_tune resnet50 "$SRC/examples/resnet50.onnx" 121 \
   "^/maxpool/MaxPool  MaxPool\[32x64x112x112\]{kernel_shape=3,3,pads=1,1,1,1,strides=2,2}@Ascend910B2  \[done\]" \
   "^/avgpool/GlobalAveragePool  ReduceMean\[65536x49\]@Ascend910B2" "^/fc/Gemm  Gemm\[32x2048,1000x2048,1000\]{transpose_b=1}"
-(cd "$OUT" && "$TF" fuse "$SRC/examples/resnet50.onnx" > resnet50_fuse.txt) || fail "fuse resnet50 exited $?"
-grep -qF "49 of 53 fusion chains fused, 0 of 0 transposes folded, 121 -> 56 kernels" "$OUT/resnet50_fuse.txt" \
-  || fail "fuse resnet50: $(head -3 "$OUT/resnet50_fuse.txt")"
+fuse_says resnet50 "$SRC/examples/resnet50.onnx" "49 of 53 fusion chains fused, 0 of 0 transposes folded, 121 -> 56 kernels"
 # The same in onnxruntime's int8 QDQ format (scripts/make_qdq_onnx.py): each convolution
 # between dequantizes of int8 data an int8 Conv2D writing float16, each QuantizeLinear a
 # Cast to int8; fuse takes a quantize after a convolution as its epilogue's last step.
 check_onnx_tune resnet50_int8 "$SRC/examples/resnet50_int8.onnx" 171 \
   "^/conv1/Conv  Conv2D\[int8:32x3x224x224,int8:64x3x7x7,64\]{out_dtype=float16,pads=3,3,3,3,strides=2,2}@Ascend910B2  \[done\]" \
   "^x/QuantizeLinear  Cast\[21504x224\]{dst_type=int8}@Ascend910B2"
-(cd "$OUT" && "$TF" fuse "$SRC/examples/resnet50_int8.onnx" > resnet50_int8_fuse.txt) || fail "fuse resnet50_int8 exited $?"
-grep -qF "49 of 53 fusion chains fused, 0 of 0 transposes folded, 171 -> 71 kernels" "$OUT/resnet50_int8_fuse.txt" \
-  || fail "fuse resnet50_int8: $(head -3 "$OUT/resnet50_int8_fuse.txt")"
-grep -qF "/layer1/layer1.0/conv1/Conv+/layer1/layer1.0/relu/Relu+/layer1/layer1.0/relu/Relu_output_0/QuantizeLinear (FusedConv2D, epilogue BiasAdd,Relu,Quantize)" \
-  "$OUT/resnet50_int8_fuse.txt" || fail "fuse resnet50_int8: no quantize epilogue: $(head -8 "$OUT/resnet50_int8_fuse.txt")"
+fuse_says resnet50_int8 "$SRC/examples/resnet50_int8.onnx" \
+  "49 of 53 fusion chains fused, 0 of 0 transposes folded, 171 -> 71 kernels" \
+  "/layer1/layer1.0/conv1/Conv+/layer1/layer1.0/relu/Relu+/layer1/layer1.0/relu/Relu_output_0/QuantizeLinear (FusedConv2D, epilogue BiasAdd,Relu,Quantize)"
 # DenseNet-121 (scripts/make_densenet_onnx.py): BatchNorm before each convolution (not
 # folded: a FusedMulAdd per channel), every layer's input the Concat of all before it, the
 # transitions' AveragePool after a Pad of zeros (a view), its zero pads left out of the key.
