@@ -4,6 +4,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -1155,7 +1156,9 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     c.inputs = first(1);
   } else if (op == "Softmax") {
     if (!last_axis(IntAttr(n, "axis", opset >= 13 ? -1 : 1))) {
-      // Before opset 13 a Softmax flattens x into 2-D at its axis: over the trailing axes.
+      // From opset 13 another axis is SoftmaxOverAxisNodes' (once x's shape is known); before,
+      // a Softmax flattens x into 2-D at its axis: over the trailing axes.
+      if (opset >= 13) return InvalidArgument(where + ": its input's shape is not known");
       return InvalidArgument(where + ": a Softmax before opset 13 over axes other than the last one (it flattens x "
                                      "at its axis) is not supported: export with opset 13 or later");
     }
@@ -2001,7 +2004,11 @@ Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& mo
   for (auto& output : *pg.mutable_output()) output.mutable_type()->mutable_tensor_type()->clear_shape();
   std::map<std::string, TensorInfo> info;
   // libonnx infers an Einsum's rank only: each one whose operands are sized is sized here
-  // (ParseEinsum), and inference runs again for what reads it, until no Einsum is left.
+  // (ParseEinsum), and inference runs again for what reads it, until no Einsum is left (at
+  // most once per Einsum: each round sizes at least one).
+  int64_t rounds = 0;
+  const auto einsums = std::count_if(pg.node().begin(), pg.node().end(),
+                                     [](const onnx::NodeProto& n) { return n.op_type() == "Einsum"; });
   for (bool again = true; again;) {
     try {
       onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(),
@@ -2044,6 +2051,8 @@ Result<std::map<std::string, TensorInfo>> InferShapes(const onnx::ModelProto& mo
       for (int64_t d : terms->OutShape()) tensor->mutable_shape()->add_dim()->set_dim_value(d);
       again = true;
     }
+    // A size inference dropped: the nodes reading it are named as unsized when imported.
+    if (again && ++rounds > einsums) break;
   }
   return info;
 }
