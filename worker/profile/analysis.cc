@@ -13,6 +13,7 @@
 
 #include <fmt/core.h>
 
+#include "tunefleet/common/fused_space.h"
 #include "tunefleet/common/vector_space.h"
 
 namespace tunefleet::profile {
@@ -123,13 +124,11 @@ bool IsCube(const std::string& op_type) {
 }
 
 // The element-wise ops CANN's UB fusion takes as an epilogue or into a chain
-// (NPU_MODEL.md "Graph-level decisions").
+// (NPU_MODEL.md "Graph-level decisions"): the chain ops `fuse` applies (fused_space.h),
+// and Cast.
 bool IsElementwise(const std::string& op_type) {
-  static const std::set<std::string> kElementwise = {"Add",     "Sub",         "Mul",       "Div",  "Relu",
-                                                     "Clip",    "Gelu",        "Sigmoid",   "Silu", "Tanh",
-                                                     "Exp",     "HardSigmoid", "HardSwish", "Cast", "FusedMulAdd",
-                                                     "LeakyRelu"};
-  return kElementwise.count(op_type) > 0;
+  const std::vector<std::string>& chain = FusedChainOpNames();
+  return op_type == "Cast" || std::find(chain.begin(), chain.end(), op_type) != chain.end();
 }
 
 std::string Pct(double v) { return fmt::format("{:.1f}%", 100 * v); }
