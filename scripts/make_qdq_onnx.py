@@ -6,7 +6,8 @@ is an activation too) goes through a QuantizeLinear and a DequantizeLinear, its 
 int8 data behind a DequantizeLinear, and a Conv's or Gemm's bias int32 data behind one.
 The scales and zero points are placeholders (tunefleet's cost does not read them); the
 weights' data stays dropped, as in the model read (scripts/onnx_weights.py).
-    /usr/bin/python3 scripts/make_qdq_onnx.py examples/resnet50.onnx examples/resnet50_int8.onnx"""
+    /usr/bin/python3 scripts/make_qdq_onnx.py examples/resnet50.onnx examples/resnet50_int8.onnx
+    /usr/bin/python3 scripts/make_qdq_onnx.py examples/vit_b16.onnx examples/vit_b16_int8.onnx"""
 import sys
 
 import onnx

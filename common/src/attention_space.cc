@@ -85,8 +85,8 @@ Result<AttentionShape> AttentionShapeFromOpKey(const OpKey& key) {
     if (s.scores_shape.size() >= 2) s.scores_shape.back() = gemm.n;
   }
   if (gemm.transpose_a) return InvalidArgument("FlashAttention's q is [..., Sq, D]: it takes no transpose_a");
-  if (gemm.in_dtype != DType::kFloat16 && gemm.in_dtype != DType::kBFloat16) {
-    return InvalidArgument("FlashAttention input 0 dtype " + key.inputs[0].dtype + ": it runs float16 or bfloat16");
+  if (gemm.in_dtype != DType::kFloat16 && gemm.in_dtype != DType::kBFloat16 && gemm.in_dtype != DType::kInt8) {
+    return InvalidArgument("FlashAttention input 0 dtype " + key.inputs[0].dtype + ": it runs float16, bfloat16 or int8");
   }
   s.batch = gemm.batch;
   s.sq = gemm.m;
@@ -95,6 +95,7 @@ Result<AttentionShape> AttentionShapeFromOpKey(const OpKey& key) {
   s.k_rows = gemm.transpose_b;
   s.kv_group = group;
   s.dtype = gemm.in_dtype;
+  s.out_dtype = s.dtype == DType::kInt8 ? DType::kFloat16 : s.dtype;
   TF_ASSIGN_OR_RETURN(s.causal, AttrFlag(key, {"causal"}));
   if (s.causal && s.skv < s.sq) {
     return InvalidArgument("a causal FlashAttention needs Skv >= Sq (each query sees the keys up to its own, the last Sq "

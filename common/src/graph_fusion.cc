@@ -511,6 +511,7 @@ std::vector<int> AttentionFusion::Members() const {
   std::vector<int> m{scores};
   m.insert(m.end(), steps.begin(), steps.end());
   m.push_back(softmax);
+  if (quantize >= 0) m.push_back(quantize);
   m.insert(m.end(), views.begin(), views.end());
   m.push_back(output);
   std::sort(m.begin(), m.end());  // graph order
@@ -529,8 +530,13 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
     AttentionFusion a;
     std::string probs = sm.outputs[0].name;
     int output = OnlyReader(graph, probs);
-    while (output >= 0 && IsShapeView(graph, graph.nodes[output], sm.outputs[0].desc.shape)) {
-      a.views.push_back(output);
+    while (output >= 0 && (IsShapeView(graph, graph.nodes[output], sm.outputs[0].desc.shape) ||
+                           (a.quantize < 0 && IsQuantize(graph, graph.nodes[output])))) {
+      if (graph.nodes[output].IsView()) {
+        a.views.push_back(output);
+      } else {
+        a.quantize = output;
+      }
       probs = graph.nodes[output].outputs[0].name;
       output = OnlyReader(graph, probs);
     }
@@ -538,6 +544,9 @@ std::vector<AttentionFusion> FindAttentionFusions(const Graph& graph) {
         graph.nodes[output].inputs[0] != probs || FlagOn(graph.nodes[output], 0) || FlagOn(graph.nodes[output], 1)) {
       continue;
     }
+    // P x v in int8 (its P the quantized softmax) or in the softmax's own dtype.
+    const NamedTensor* p_in = graph.FindTensor(probs);
+    if ((a.quantize >= 0) != (p_in != nullptr && p_in->desc.dtype == "int8")) continue;
     // Back from the softmax through the score chain to the scores' BatchMatMul.
     a.softmax = static_cast<int>(i);
     a.output = output;

@@ -414,7 +414,7 @@ Result<std::optional<DType>> WrittenDType(const OpKey& key) {
   }
   if (key.op_type == kFlashAttentionOp) {
     TF_ASSIGN_OR_RETURN(AttentionShape a, AttentionShapeFromOpKey(key));
-    return std::optional<DType>(a.dtype);
+    return std::optional<DType>(a.out_dtype);
   }
   if (IsCubeGemmOpType(key.op_type) || key.op_type == "Conv2D") {
     if (key.inputs.empty()) return std::optional<DType>();

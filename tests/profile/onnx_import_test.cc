@@ -1874,6 +1874,72 @@ TEST(OnnxImport, AQdqMatMulIsAnInt8MatMulWritingFloat16) {
             "Conv2D[int8:2x8x16x16,int8:16x8x3x3,16]{out_dtype=float16,pads=1,1,1,1}@Ascend910B2");
 }
 
+// A QDQ model's attention, as quantize_static writes BERT's: q, k and v quantized for
+// the int8 BatchMatMuls, the softmax output quantized for P x v. `fuse` makes it one int8
+// FlashAttention (CANN's quantized one, P quantized on the vector cores) writing float16,
+// which reads half the bytes of the float16 one and packs int8 fractals on the cube.
+TEST(OnnxImport, AQdqAttentionIsOneInt8FlashAttention) {
+  testing::ScratchDir dir;
+  auto load = [&](const std::string& file, bool qdq) {
+    return LoadChainModel(
+        dir.Path(file), 17,
+        [qdq](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+          for (const auto& [name, shape] : {std::pair<const char*, std::vector<int64_t>>{"q", {8, 12, 512, 64}},
+                                            {"kt", {8, 12, 64, 512}}, {"v", {8, 12, 512, 64}}}) {
+            AddInput(g, name, shape, onnx::TensorProto::FLOAT);
+          }
+          AddScalar(g, "s", 0.05f);
+          AddScalar(g, "scale", 8.0f);
+          auto* zp = g.add_initializer();
+          zp->set_name("zp");
+          zp->set_data_type(onnx::TensorProto::UINT8);
+          zp->add_int32_data(128);
+          auto dq = [&](const std::string& t) {
+            if (!qdq) return t;
+            AddNode(n, "QuantizeLinear", {t, "s", "zp"}, t + "q", t + ".quant");
+            AddNode(n, "DequantizeLinear", {t + "q", "s", "zp"}, t + "d", t + ".dequant");
+            return t + "d";
+          };
+          const std::string q = dq("q"), kt = dq("kt"), v = dq("v");
+          AddNode(n, "MatMul", {q, kt}, "sc", "attn.scores");
+          AddNode(n, "Div", {"sc", "scale"}, "scaled", "attn.scale");
+          WithInt(AddNode(n, "Softmax", {"scaled"}, "p", "attn.softmax"), "axis", -1);
+          AddNode(n, "MatMul", {dq("p"), v}, "y", "attn.context");
+        },
+        false, onnx::TensorProto::FLOAT);
+  };
+  auto int8 = load("qdq_attention.onnx", true);
+  auto fp16 = load("attention.onnx", false);
+  ASSERT_TRUE(int8.ok()) << Message(int8);
+  ASSERT_TRUE(fp16.ok()) << Message(fp16);
+  const auto found = FindAttentionFusions(*int8);
+  ASSERT_EQ(found.size(), 1u) << "the quantize between the softmax and P x v is the FlashAttention's own";
+  ASSERT_GE(found[0].quantize, 0);
+  EXPECT_EQ(int8->nodes[static_cast<size_t>(found[0].quantize)].name, "p.quant");
+  EXPECT_EQ(AttentionNodeName(*int8, found[0]), "attn.scores+attn.scale+attn.softmax+p.quant+attn.context");
+  auto fused = ApplyAttentionFusions(*int8, found, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  auto fused16 = ApplyAttentionFusions(*fp16, FindAttentionFusions(*fp16), testing::Soc910B2());
+  ASSERT_TRUE(fused16.ok()) << fused16.status().ToString();
+  auto run = profile::RunGraph(*fused, testing::Soc910B2());
+  auto run16 = profile::RunGraph(*fused16, testing::Soc910B2());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(run16.ok()) << run16.status().ToString();
+  auto attention = [](const profile::RunProfile& r) {
+    for (const auto& op : r.ops) {
+      if (op.op_type == "FlashAttention") return op;
+    }
+    return profile::OpRecord{};
+  };
+  const profile::OpRecord fa = attention(*run), fa16 = attention(*run16);
+  EXPECT_EQ(fa.op_key.rfind("FlashAttention[int8:8x12x512x64,int8:8x12x64x512,int8:8x12x512x64,", 0), 0u) << fa.op_key;
+  EXPECT_EQ(fa.output_dtypes, "DT_FLOAT16");
+  EXPECT_EQ(fa16.op_key.rfind("FlashAttention[8x12x512x64,", 0), 0u) << fa16.op_key;
+  // Half the bytes of q, k and v, and half the cube cycles; the softmax is the same.
+  EXPECT_LT(fa.estimate.compulsory_bytes, 0.7 * fa16.estimate.compulsory_bytes);
+  EXPECT_LT(fa.duration_us, fa16.duration_us);
+}
+
 // MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from
 // opset 11, attributes before) is a Clip kernel reading x alone; bounds computed from a
 // tensor are refused.

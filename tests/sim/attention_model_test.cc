@@ -147,8 +147,9 @@ TEST_F(AttentionModel, TheKeysMistakesAreNamed) {
   };
   EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 32, 40}}))).find("Skv = 64"),
             std::string::npos);
-  EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}}, "int8"))).find("float16 or bfloat16"),
-            std::string::npos);
+  std::vector<TensorDesc> int8_qk = Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}}, "int8");
+  int8_qk.push_back(Inputs({{2, 8, 64, 40}})[0]);
+  EXPECT_NE(error(Key("FlashAttention", int8_qk)).find("(v) dtype float16 differs from q's int8"), std::string::npos);
   EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}, {1}}))).find("no attrs.scores"),
             std::string::npos);
   EXPECT_NE(error(Key("FlashAttention", Inputs({{2, 8, 64, 40}, {2, 8, 40, 64}, {2, 8, 64, 40}, {1}}), {{"scores", "Mull"}}))
@@ -163,6 +164,41 @@ TEST_F(AttentionModel, TheKeysMistakesAreNamed) {
             std::string::npos);
 }
 
+// A QDQ model's BERT attention: q, k and v int8, the scale and mask float16.
+OpKey BertInt8Attention() {
+  std::vector<TensorDesc> in = Inputs({{32, 12, 128, 64}, {32, 12, 64, 128}, {32, 12, 128, 64}}, "int8");
+  for (const TensorDesc& t : Inputs({{1}, {32, 1, 1, 128}})) in.push_back(t);
+  return Key("FlashAttention", std::move(in), {{"scores", "Div,Add"}});
+}
+
+// CANN's quantized FlashAttention: the cube packs 32 int8 elements of K in a fractal where
+// it packs 16 fp16 ones, so each step's two GEMMs take half the cycles; q, k and v are
+// read in half the bytes, the output is written float16 all the same.
+TEST_F(AttentionModel, AnInt8AttentionPacksInt8FractalsAndWritesFloat16) {
+  const OpKey int8 = BertInt8Attention(), fp16 = BertAttention();
+  auto shape8 = AttentionShapeFromOpKey(int8);
+  auto shape16 = AttentionShapeFromOpKey(fp16);
+  ASSERT_TRUE(shape8.ok()) << shape8.status().ToString();
+  ASSERT_TRUE(shape16.ok()) << shape16.status().ToString();
+  EXPECT_EQ(shape8->dtype, DType::kInt8);
+  EXPECT_EQ(shape8->out_dtype, DType::kFloat16);
+  EXPECT_EQ(shape16->out_dtype, DType::kFloat16);
+  auto written = WrittenDType(int8);
+  ASSERT_TRUE(written.ok() && written->has_value()) << written.status().ToString();
+  EXPECT_EQ(**written, DType::kFloat16);
+  const AttentionTiling t{128, 128, 2};
+  AttentionPlan plan8, plan16;
+  const KernelEstimate e8 = EstimateAttention(*shape8, t, soc(), &plan8);
+  const KernelEstimate e16 = EstimateAttention(*shape16, t, soc(), &plan16);
+  EXPECT_DOUBLE_EQ(plan8.full.cube, plan16.full.cube / 2) << "D = 64 and the keys' 128 are whole int8 fractals";
+  // q, k and v are 3 of the 4 [32, 12, 128, 64] tensors read or written: 5/8 of the bytes.
+  const double qkvo = 32.0 * 12 * 128 * 64 * 2;  // one of them in float16
+  EXPECT_NEAR(e16.compulsory_bytes - e8.compulsory_bytes, 3 * qkvo / 2, 1);
+  EXPECT_LT(e8.latency_us, e16.latency_us);
+  EXPECT_LT(plan8.o_write, 1.01 * plan16.o_write);
+  EXPECT_GT(plan8.o_write, 0.99 * plan16.o_write) << "the output is float16 either way";
+}
+
 TEST_F(AttentionModel, TheEventSimulationAgreesWithTheFastPathWithinTwoPercentOnEveryConfig) {
   const OpKey whisper = Key("FlashAttention", Inputs({{8, 8, 1500, 64}, {8, 8, 64, 1500}, {8, 8, 1500, 64}}));
   const OpKey odd = Key("FlashAttention", Inputs({{3, 5, 77, 24}, {3, 5, 77, 24}, {3, 5, 77, 40}}), {{"transpose_b", "1"}});
@@ -170,7 +206,7 @@ TEST_F(AttentionModel, TheEventSimulationAgreesWithTheFastPathWithinTwoPercentOn
   size_t configs = 0;
   const OpKey odd_causal = Key("FlashAttention", Inputs({{3, 5, 77, 24}, {3, 5, 77, 24}, {3, 5, 77, 40}, {1, 1, 77, 77}}),
                                 {{"transpose_b", "1"}, {"scores", "Add"}, {"causal", "1"}});
-  for (const OpKey& key : {SdAttention(), BertAttention(), whisper, odd, Gpt2Attention(true), odd_causal}) {
+  for (const OpKey& key : {SdAttention(), BertAttention(), BertInt8Attention(), whisper, odd, Gpt2Attention(true), odd_causal}) {
     TuningProblem p = test_support::ProblemOrFail(key, soc());
     auto prepared = Prepare(p, soc());
     ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();

@@ -36,9 +36,11 @@ StepCost Step(const AttentionShape& s, const AttentionTiling& t, int64_t w, int6
   const double w16 = static_cast<double>(RoundUp(w, 16));
   const double lat = soc.gm_latency_cycles;
   StepCost c;
-  // Two GEMMs of whole fractals: [s1, D] x [D, w] and [s1, w] x [w, Dv].
-  const double fractal = static_cast<double>(soc.cube_m_size * soc.cube_n_size * soc.cube_k_size);
-  c.cube = (s1 * w16 * d16 + s1 * dv16 * w16) / fractal;
+  // Two GEMMs of whole fractals: [s1, D] x [D, w] and [s1, w] x [w, Dv]; a fractal's K is
+  // k0 = 16 fp16 or 32 int8 elements (as matmul_model.cc packs it).
+  const int64_t k0 = soc.cube_k_size * 2 / DTypeBytes(s.dtype);
+  const double fractal = static_cast<double>(soc.cube_m_size * soc.cube_n_size * k0);
+  c.cube = (s1 * w16 * static_cast<double>(RoundUp(s.d, k0)) + s1 * dv16 * static_cast<double>(RoundUp(w, k0))) / fractal;
   c.mte1 = (s1 * d16 + s1 * w16) * in / soc.mte1_l0a_bytes_per_cycle + (w16 * d16 + w16 * dv16) * in / soc.mte1_l0b_bytes_per_cycle;
   // k's block is one run of rows when k is [Skv, D], D strided runs of w when [D, Skv].
   const double k_bursts = s.k_rows ? 1 : static_cast<double>(s.d);
@@ -108,8 +110,9 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
   const double q_load = lat + TransferEq(static_cast<double>(t.s1 * s.d) * in, 1, soc) / soc.mte2_bytes_per_cycle;
   const auto [norm_cycles, norm_instrs] =
       VectorCycles(rows * RoundUp(s.dv, 16), static_cast<int64_t>(kScoreBytes), kRescaleInstructions, soc);
+  const double out_bytes = DTypeBytes(s.out_dtype);
   const double o_write =
-      lat + TransferEq(static_cast<double>(rows * s.dv) * in, static_cast<double>(rows), soc) / soc.mte3_bytes_per_cycle;
+      lat + TransferEq(static_cast<double>(rows * s.dv) * out_bytes, static_cast<double>(rows), soc) / soc.mte3_bytes_per_cycle;
   auto unit_cycles = [&](int64_t steps, const StepCost& last_step, double unit_fill) {
     const double walk = static_cast<double>(steps - 1) * step_cycles(full) + step_cycles(last_step);
     return soc.scalar_cycles_per_tile + q_load + walk + unit_fill + norm_cycles + o_write;
@@ -178,7 +181,7 @@ KernelEstimate EstimateAttention(const AttentionShape& s, const AttentionTiling&
   operands *= computed_scores / (sq * skv);
   const double kv_head = skv * (d + dv) * in;
   const double kv_heads = batch / static_cast<double>(s.kv_group);
-  const double compulsory = batch * (sq * d + sq * dv) * in + kv_heads * kv_head + operands;
+  const double compulsory = batch * sq * (d * in + dv * DTypeBytes(s.out_dtype)) + kv_heads * kv_head + operands;
   // The next units of a head, and the other heads of its group, re-read its k and v (the
   // keys each walks): L2 hits while a wave's heads fit.
   const double q_blocks = static_cast<double>(q_blocks_n);

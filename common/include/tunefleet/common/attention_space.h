@@ -14,8 +14,10 @@
 // when the scores go straight to the softmax). attrs.causal = 1 (CANN's sparse_mode 3):
 // the chain applies a causal mask (Graph::causal_masks), key j seen by query i only when
 // j <= i + Skv - Sq, so a block of keys wholly above that line is skipped; its mask is
-// still an operand, read by the blocks computed. float16 or bfloat16; the output
-// [..., Sq, Dv] is in the inputs' dtype.
+// still an operand, read by the blocks computed. float16 or bfloat16, the output
+// [..., Sq, Dv] in the inputs' dtype; or int8 q, k and v (a QDQ model's attention, whose
+// softmax output is quantized before P x v: CANN's quantized FlashAttention, P quantized
+// to int8 on the vector cores), the cube packing int8 fractals, the output float16.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +39,8 @@ struct AttentionShape {
   int64_t d = 0, dv = 0;    // q's and k's head size, v's
   bool k_rows = false;      // k is [..., Skv, D] (rows of D contiguous); else [..., D, Skv]
   int64_t kv_group = 1;     // q's heads per k and v head (grouped-query attention)
-  DType dtype = DType::kFloat16;
+  DType dtype = DType::kFloat16;      // q, k, v and P
+  DType out_dtype = DType::kFloat16;  // the output: dtype, or float16 for int8
   bool causal = false;      // keys after a query's own (offset Skv - Sq) are masked: skipped
   FusedChain scores;                  // the score chain before the softmax (may be empty)
   std::vector<int64_t> scores_shape;  // [..., Sq, Skv]

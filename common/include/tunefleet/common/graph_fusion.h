@@ -81,6 +81,9 @@ struct AttentionFusion {
   std::vector<int> steps;  // the score chain, in order (may be empty)
   std::vector<std::string> step_x;  // the tensor each step reads as the scores so far
   int softmax = -1;
+  // A QDQ model's quantize of the softmax output (a Cast to int8) before an int8 P x v:
+  // the FlashAttention quantizes P itself (attention_space.h); -1 when there is none.
+  int quantize = -1;
   std::vector<int> views;  // the views among them, and those of a repeat_kv it reads through
   int output = -1;
   // What the FlashAttention reads as k and v: the BatchMatMuls' B, or, under grouped-query
