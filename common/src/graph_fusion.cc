@@ -35,9 +35,13 @@ bool IsUnaryChainOp(const std::string& op) { return IsUnaryEpilogueOp(op); }
 
 // A vector op that applies unary chain ops to its output in UB (vector_space.h
 // attrs.epilogue): MobileNet's depthwise convolution and its ReLU6, CycleGAN's
-// InstanceNorm and its ReLU.
+// InstanceNorm and its ReLU; each may end in a Quantize. A LayerNorm or RmsNorm takes a
+// Quantize alone (QuantizeOnlyHead): CANN's LayerNormQuant and RmsNormQuant, the norm
+// before an int8 projection in a QDQ transformer.
+bool QuantizeOnlyHead(const GraphNode& node) { return node.op_type == "LayerNorm" || node.op_type == "RmsNorm"; }
 bool IsVectorEpilogueHead(const GraphNode& node) {
-  return (node.op_type == "DepthwiseConv2D" || node.op_type == "InstanceNorm") && node.outputs.size() == 1;
+  return (node.op_type == "DepthwiseConv2D" || node.op_type == "InstanceNorm" || QuantizeOnlyHead(node)) &&
+         node.outputs.size() == 1;
 }
 
 // A GroupNorm as torch exports it: an InstanceNorm of x viewed [N, G, -1], viewed back,
@@ -231,7 +235,9 @@ FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::
       next = OnlyReader(graph, through);
     }
     if (next < 0 || AsStep(graph, cube, graph.nodes[next], through).op.empty()) break;
-    if (unary_only && !IsUnaryChainOp(graph.nodes[next].op_type)) {
+    const bool quantize = IsQuantize(graph, graph.nodes[next]);
+    if (unary_only && !quantize && QuantizeOnlyHead(graph.nodes[head])) break;
+    if (unary_only && !quantize && !IsUnaryChainOp(graph.nodes[next].op_type)) {
       FusionChain with = chain;
       with.steps.push_back(next);
       if (!IsAffineStep(graph, with, with.steps.size() - 1, through)) break;
@@ -239,7 +245,7 @@ FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::
     chain.steps.push_back(next);
     chain.views.push_back(std::move(views));
     x = graph.nodes[next].outputs[0].name;
-    if (IsQuantize(graph, graph.nodes[next])) break;  // the int8 value is the chain's output
+    if (quantize) break;  // the int8 value is the chain's output
   }
   return chain;
 }

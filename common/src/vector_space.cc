@@ -316,17 +316,32 @@ Result<window_attrs::Hw> DepthwiseKernel(const OpKey& key, VectorShape& s) {
 }
 
 // DepthwiseConv2D's and InstanceNorm's attrs.epilogue: unary element-wise ops, "Clip" or
-// "Relu,Sigmoid".
-Status ReadUnaryEpilogue(const OpKey& key, VectorShape& s) {
+// "Relu,Sigmoid", and last Quantize, the value written as int8 (a vconv: CANN's
+// AscendQuant fused into the op); LayerNorm's and RmsNorm's (`quantize_only`) Quantize
+// alone, as CANN's LayerNormQuant and RmsNormQuant.
+Status ReadUnaryEpilogue(const OpKey& key, VectorShape& s, bool quantize_only = false) {
   const auto it = key.attrs.find("epilogue");
   if (it == key.attrs.end()) return Status::Ok();
   int temps = 0;
   for (const std::string& name : SplitCommas(it->second)) {
+    if (s.out_dtype == DType::kInt8) {
+      return InvalidArgument(key.op_type + " attr 'epilogue' '" + it->second +
+                             "': Quantize writes the int8 output, so it is the epilogue's last op");
+    }
+    if (name == "Quantize") {
+      s.epilogue.push_back(VectorOp::kCast);
+      s.out_dtype = DType::kInt8;
+      continue;
+    }
+    if (quantize_only) {
+      return InvalidArgument(key.op_type + " attr 'epilogue' '" + it->second + "': " + key.op_type +
+                             " takes Quantize alone (its output written as int8)");
+    }
     const OpInfo* o = FindOp(name);
     if (o == nullptr || !IsUnaryEpilogueOp(name)) {
       return InvalidArgument(key.op_type + " attr 'epilogue' op '" + name +
                              "' is not a unary element-wise op (Relu, Clip, Gelu, Sigmoid, Silu, Tanh, Exp, "
-                             "HardSigmoid, HardSwish), in "
+                             "HardSigmoid, HardSwish, LeakyRelu; last Quantize), in "
                              "'" + it->second + "'");
     }
     s.epilogue.push_back(o->op);
@@ -752,6 +767,7 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
         }
       }
       SetCompute(s, 1);
+      if (s.op == VectorOp::kLayerNorm || s.op == VectorOp::kRmsNorm) TF_RETURN_IF_ERROR(ReadUnaryEpilogue(key, s, true));
       return s;
     }
     case VectorFamily::kTranspose: {

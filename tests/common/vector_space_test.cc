@@ -410,6 +410,38 @@ TEST_F(VectorSpace, InstanceNormHasARowPerChannelAndKeepsItsChannels) {
   EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}, "float16", {{"epilogue", "Mul"}}))
                 .find("InstanceNorm attr 'epilogue' op 'Mul' is not a unary element-wise op"),
             std::string::npos);
+  // Last, a Quantize: the norm writes int8 (a QDQ model's quantize of its output).
+  auto quant = VectorShapeFromOpKey(Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}, "float16", {{"epilogue", "Relu,Quantize"}}));
+  ASSERT_TRUE(quant.ok()) << quant.status().ToString();
+  EXPECT_EQ(quant->epilogue, (std::vector<VectorOp>{VectorOp::kRelu, VectorOp::kCast}));
+  EXPECT_EQ(quant->out_dtype, DType::kInt8);
+  EXPECT_NE(KeyError(Key("InstanceNorm", {{2, 32, 4096}, {32}, {32}}, "float16", {{"epilogue", "Quantize,Relu"}}))
+                .find("Quantize writes the int8 output, so it is the epilogue's last op"),
+            std::string::npos);
+}
+
+// A LayerNorm or RmsNorm takes a Quantize alone as its epilogue (CANN's LayerNormQuant and
+// RmsNormQuant): it writes int8, half the bytes.
+TEST_F(VectorSpace, ANormsQuantizeEpilogueWritesInt8AndIsItsOnlyOne) {
+  for (const auto& key : {Key("LayerNorm", {{4096, 768}, {768}, {768}}, "float16", {{"epilogue", "Quantize"}}),
+                          Key("RmsNorm", {{4096, 768}, {768}}, "float16", {{"epilogue", "Quantize"}})}) {
+    auto s = VectorShapeFromOpKey(key);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(s->epilogue, (std::vector<VectorOp>{VectorOp::kCast})) << key.Display();
+    EXPECT_EQ(s->out_dtype, DType::kInt8) << key.Display();
+    auto written = WrittenDType(key);
+    ASSERT_TRUE(written.ok() && written->has_value()) << key.Display();
+    EXPECT_EQ(**written, DType::kInt8);
+  }
+  auto plain = VectorShapeFromOpKey(Key("LayerNorm", {{4096, 768}, {768}, {768}}));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->out_dtype, DType::kFloat16);
+  EXPECT_NE(KeyError(Key("LayerNorm", {{4096, 768}, {768}, {768}}, "float16", {{"epilogue", "Gelu"}}))
+                .find("LayerNorm takes Quantize alone"),
+            std::string::npos);
+  EXPECT_NE(KeyError(Key("RmsNorm", {{4096, 768}, {768}}, "float16", {{"epilogue", "Silu,Quantize"}}))
+                .find("RmsNorm takes Quantize alone"),
+            std::string::npos);
 }
 
 // MaxPool over [N, C, H, W] (ResNet's stem: 3x3, stride 2, pad 1): its output's elements

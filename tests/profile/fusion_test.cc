@@ -259,6 +259,44 @@ TEST(FusionChains, AnInstanceNormTakesTheUnaryOpsAfterItAsItsEpilogue) {
   EXPECT_LT(chosen->result_us, chosen->baseline_us);
 }
 
+// A QDQ transformer's pre-norm: the LayerNorm (or a Llama's RmsNorm) before the int8
+// projections, its output quantized. Fused as CANN's LayerNormQuant and RmsNormQuant, the
+// norm writes int8 itself (attrs.epilogue Quantize) and the Cast kernel is gone; the norm
+// takes no other op after it, a ReLU stays a kernel of its own.
+TEST(FusionChains, ANormTakesTheQuantizeOfItsOutputAndNothingElse) {
+  for (const std::string norm : {"LayerNorm", "RmsNorm"}) {
+    nlohmann::json q = Tensor("q", {4096, 768});
+    q["dtype"] = "int8";
+    nlohmann::json cast = Node("x.quant", "Cast", {"n"}, q);
+    cast["attrs"] = {{"dst_type", "int8"}};
+    std::vector<std::string> in{"x", "g"};
+    if (norm == "LayerNorm") in.push_back("b");
+    nlohmann::json j{{"soc", "Ascend910B2"},
+                     {"inputs", {Tensor("x", {4096, 768})}},
+                     {"weights", {Tensor("g", {768}), Tensor("b", {768})}},
+                     {"outputs", {"q", "r"}},
+                     {"nodes", {Node("norm", norm, in, Tensor("n", {4096, 768})), cast,
+                                Node("norm2", norm, in, Tensor("n2", {4096, 768})), Node("relu", "Relu", {"n2"}, Tensor("r", {4096, 768}))}}};
+    auto g = GraphFromJson(j);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    const auto chains = FindFusionChains(*g);
+    ASSERT_EQ(chains.size(), 1u) << norm << ": the ReLU after the second norm is no chain of it";
+    EXPECT_EQ(Names(*g, chains[0]), (std::vector<std::string>{"norm", "x.quant"}));
+    EXPECT_EQ(FusedOpType(*g, {chains[0], 1}), norm);
+    auto chosen = ChooseFusions(*g, testing::Soc910B2());
+    ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+    EXPECT_EQ(chosen->kernels_after, 3) << norm << ": the norm with its quantize, the other norm, its ReLU";
+    EXPECT_LT(chosen->result_us, chosen->baseline_us);
+    auto fused = ApplyFusions(*g, {{chains[0], 1}}, testing::Soc910B2());
+    ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+    const GraphNode* node = FindNode(*fused, "norm+x.quant");
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(node->op_type, norm);
+    EXPECT_EQ(node->attrs.at("epilogue"), "Quantize");
+    EXPECT_EQ(node->outputs[0].desc.dtype, "int8");
+  }
+}
+
 // GroupNorm and SiLU as torch exports them (a diffusion UNet's ResNet block): x viewed
 // [N, G, -1], an InstanceNorm of ones and zeros, viewed back, scaled and shifted per
 // channel, then the SiLU. Fused, as CANN's GroupNormSilu runs it: one InstanceNorm reading

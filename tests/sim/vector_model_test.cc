@@ -366,6 +366,9 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("Pad", {{1, 1, 8, 8}}, "bfloat16", {{"pads", "1"}, {"mode", "reflect"}})), 0) << "a copy";
   EXPECT_EQ(count(Key("Softmax", {{4, 16}})), 5);
   EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}})), 7);
+  EXPECT_EQ(count(Key("LayerNorm", {{4, 16}, {16}, {16}}, "float16", {{"epilogue", "Quantize"}})), 8)
+      << "and the vconv to int8";
+  EXPECT_EQ(count(Key("RmsNorm", {{4, 16}, {16}}, "float16", {{"epilogue", "Quantize"}})), 5);
   EXPECT_EQ(count(Key("InstanceNorm", {{1, 4, 16}, {4}, {4}})), 5) << "statistics 3, then x * a + b";
   EXPECT_EQ(count(Key("InstanceNorm", {{1, 4, 16}, {4}, {4}}, "float16", {{"epilogue", "Relu"}})), 6)
       << "and its ReLU's vmax";

@@ -128,9 +128,9 @@ int OpInstructions(const VectorShape& s) {
     case VectorOp::kSoftmax:
       return 5;
     case VectorOp::kLayerNorm:
-      return 7;
+      return 7 + InstructionsOf(s.epilogue);
     case VectorOp::kRmsNorm:
-      return 4;
+      return 4 + InstructionsOf(s.epilogue);
     case VectorOp::kInstanceNorm:  // vadd, vmul, vadd for the statistics; vmuls, vadds
       return 5 + InstructionsOf(s.epilogue);
     case VectorOp::kReduceSum:
@@ -172,9 +172,9 @@ Passes SplitPasses(const VectorShape& s) {
     case VectorOp::kSoftmax:
       return {4, 3};
     case VectorOp::kLayerNorm:
-      return {3, 4};
+      return {3, 4 + InstructionsOf(s.epilogue)};
     case VectorOp::kRmsNorm:
-      return {2, 2};
+      return {2, 2 + InstructionsOf(s.epilogue)};
     case VectorOp::kInstanceNorm:
       return {3, 2 + InstructionsOf(s.epilogue)};
     default:
