@@ -33,9 +33,9 @@ void PrintText(const profile::FusionReport& r, const std::string& written, const
   if (!j["fused_operators"].empty()) {
     fmt::print("fused ({:>9} = the step's time saved by it alone):\n", "saved us");
     for (const auto& o : j["fused_operators"]) {
-      // A FlashAttention's chain is on its scores; it may have none.
+      // An attention's chain is on its scores; it may have none.
       const std::string op = o["op_type"].get<std::string>(), chain = o["epilogue"].get<std::string>();
-      std::string what = op == "FlashAttention" ? (chain.empty() ? op : op + ", scores " + chain) : op + ", epilogue " + chain;
+      std::string what = o.value("attention", false) ? (chain.empty() ? op : op + ", scores " + chain) : op + ", epilogue " + chain;
       if (o.value("causal", false)) what += ", causal";
       fmt::print("  {:9.3f}  {} ({})\n", o["step_saved_us"].get<double>(), o["name"].get<std::string>(), what);
     }

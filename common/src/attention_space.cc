@@ -96,6 +96,13 @@ Result<AttentionShape> AttentionShapeFromOpKey(const OpKey& key) {
   s.kv_group = group;
   s.dtype = gemm.in_dtype;
   s.out_dtype = s.dtype == DType::kInt8 ? DType::kFloat16 : s.dtype;
+  if (auto e = key.attrs.find("epilogue"); e != key.attrs.end()) {
+    if (e->second != "Quantize") {
+      return InvalidArgument("FlashAttention attrs.epilogue='" + e->second +
+                             "': it takes Quantize alone (the output written as int8)");
+    }
+    s.out_dtype = DType::kInt8;
+  }
   TF_ASSIGN_OR_RETURN(s.causal, AttrFlag(key, {"causal"}));
   if (s.causal && s.skv < s.sq) {
     return InvalidArgument("a causal FlashAttention needs Skv >= Sq (each query sees the keys up to its own, the last Sq "

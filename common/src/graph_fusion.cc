@@ -33,12 +33,16 @@ bool IsCubeHead(const Graph& graph, const GraphNode& node) {
 
 bool IsUnaryChainOp(const std::string& op) { return IsUnaryEpilogueOp(op); }
 
-// A vector op that applies unary chain ops to its output in UB (vector_space.h
-// attrs.epilogue): MobileNet's depthwise convolution and its ReLU6, CycleGAN's
-// InstanceNorm and its ReLU; each may end in a Quantize. A LayerNorm or RmsNorm takes a
-// Quantize alone (QuantizeOnlyHead): CANN's LayerNormQuant and RmsNormQuant, the norm
-// before an int8 projection in a QDQ transformer.
-bool QuantizeOnlyHead(const GraphNode& node) { return node.op_type == "LayerNorm" || node.op_type == "RmsNorm"; }
+// An op other than a cube one that applies unary chain ops to its output before writing it
+// (attrs.epilogue, vector_space.h): MobileNet's depthwise convolution and its ReLU6,
+// CycleGAN's InstanceNorm and its ReLU; each may end in a Quantize. A LayerNorm or
+// RmsNorm takes a Quantize alone (QuantizeOnlyHead): CANN's LayerNormQuant and
+// RmsNormQuant, the norm before an int8 projection in a QDQ transformer; so does a
+// FlashAttention (attention_space.h: CANN's writes int8 given a quant scale), through the
+// views that gather its heads back.
+bool QuantizeOnlyHead(const GraphNode& node) {
+  return node.op_type == "LayerNorm" || node.op_type == "RmsNorm" || node.op_type == kFlashAttentionOp;
+}
 bool IsVectorEpilogueHead(const GraphNode& node) {
   return (node.op_type == "DepthwiseConv2D" || node.op_type == "InstanceNorm" || QuantizeOnlyHead(node)) &&
          node.outputs.size() == 1;
@@ -218,8 +222,9 @@ bool IsAffineStep(const Graph& graph, const FusionChain& chain, size_t i, const 
 }
 
 // Walks from `x` through the chain ops that alone read each value (a cube chain also
-// through reshape views, when a step follows them; a vector epilogue head's through unary
-// ops only, a norm head's also through views and its GroupNorm affine).
+// through reshape views, when a step follows them, and through any plain view, a permute
+// too, when the step is a quantize: it has no operand to align; a vector epilogue head's
+// through unary ops only, a norm head's also through views and its GroupNorm affine).
 FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::string x) {
   FusionChain chain{head, {}, cube != nullptr, {}};
   const bool unary_only = IsVectorEpilogueHead(graph.nodes[head]);
@@ -228,14 +233,17 @@ FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::
     int next = OnlyReader(graph, x);
     std::vector<int> views;
     std::string through = x;
-    while (next >= 0 && ((cube != nullptr && IsReshapeOf(graph, graph.nodes[next], through)) ||
-                         (norm && IsPlainReshapeOf(graph, graph.nodes[next], through)))) {
+    bool keeps_last_axis = true;  // every view so far
+    const bool viewed = cube != nullptr || norm || QuantizeOnlyHead(graph.nodes[head]);
+    while (next >= 0 && viewed && IsPlainReshapeOf(graph, graph.nodes[next], through)) {
+      keeps_last_axis = keeps_last_axis && IsReshapeOf(graph, graph.nodes[next], through);
       views.push_back(next);
       through = graph.nodes[next].outputs[0].name;
       next = OnlyReader(graph, through);
     }
     if (next < 0 || AsStep(graph, cube, graph.nodes[next], through).op.empty()) break;
     const bool quantize = IsQuantize(graph, graph.nodes[next]);
+    if (cube != nullptr && !keeps_last_axis && !quantize) break;
     if (unary_only && !quantize && QuantizeOnlyHead(graph.nodes[head])) break;
     if (unary_only && !quantize && !IsUnaryChainOp(graph.nodes[next].op_type)) {
       FusionChain with = chain;

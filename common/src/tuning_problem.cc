@@ -62,7 +62,7 @@ const std::vector<std::string>* KnownAttrs(const std::string& op_type) {
       {"FusedBatchMatMul", {"adj_x1", "adj_x2", "epilogue", "transpose_a", "transpose_b"}},
       {"FusedConv2D", {"data_format", "dilations", "epilogue", "groups", "pads", "strides"}},
       {kFusedElementwiseOp, {"ops"}},
-      {kFlashAttentionOp, {"adj_x2", "causal", "scores", "transB", "transpose_b"}},
+      {kFlashAttentionOp, {"adj_x2", "causal", "epilogue", "scores", "transB", "transpose_b"}},
       {"Cast", {"dst_type"}},
       {"Transpose", {"perm"}},
       {"Concat", {"axis"}},

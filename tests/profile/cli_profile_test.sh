@@ -528,8 +528,11 @@ check_onnx_tune vit "$SRC/examples/vit_b16.onnx" 258 \
   "^/classifier/Gemm  Gemm\[32x768,1000x768,1000\]{transpose_b=1}"
 # The same in int8 QDQ (scripts/make_qdq_onnx.py): each attention, its softmax output
 # quantized for P x v, is one int8 FlashAttention that quantizes P itself; each LayerNorm
-# before an int8 projection writes int8 itself, as CANN's LayerNormQuant.
-fuse_says vit_int8 "$SRC/examples/vit_b16_int8.onnx" "356 -> 164 kernels" \
+# before an int8 projection writes int8 itself, as CANN's LayerNormQuant; the projections
+# of q, k and v and the FlashAttention take the quantize after their heads' views.
+fuse_says vit_int8 "$SRC/examples/vit_b16_int8.onnx" "356 -> 116 kernels" \
+  "/layers/layers.0/attention/query/MatMul+/layers/layers.0/attention/query/Add+/layers/layers.0/attention/Transpose_output_0/QuantizeLinear (FusedBatchMatMul, epilogue BiasAdd,Quantize)" \
+  "/layers/layers.0/attention/MatMul_1+/layers/layers.0/attention/Reshape_3_output_0/QuantizeLinear (FlashAttention, epilogue Quantize)" \
   "/layers/layers.0/layernorm_before/LayerNormalization+/layers/layers.0/layernorm_before/LayerNormalization_output_0/QuantizeLinear (LayerNorm, epilogue Quantize)" \
   "/layers/layers.0/attention/MatMul+/layers/layers.0/attention/Div+/layers/layers.0/attention/Softmax+/layers/layers.0/attention/Softmax_output_0/QuantizeLinear+/layers/layers.0/attention/MatMul_1 (FlashAttention, scores Div)"
 # --resident keeps a graph input or output on the device whatever it is called (an ONNX

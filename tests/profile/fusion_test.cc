@@ -297,6 +297,49 @@ TEST(FusionChains, ANormTakesTheQuantizeOfItsOutputAndNothingElse) {
   }
 }
 
+// A QDQ transformer's query projection: the MatMul and its bias, viewed into heads
+// [b, s, h, d] and permuted to [b, h, s, d], then quantized for the int8 scores. The
+// quantize has no operand to align, so the chain reads through views that move the last
+// axis too and the projection writes int8; a ReLU there is no step of it (a bias or an
+// operand would no longer run along the axis it was written for).
+TEST(FusionChains, ACubeChainReadsThroughAnyViewToAQuantize) {
+  auto graph = [](const std::string& after, const std::string& dtype) {
+    nlohmann::json out = Tensor("qi", {2, 12, 128, 64});
+    out["dtype"] = dtype;
+    nlohmann::json last = Node("q.after", after, {"qt"}, out);
+    if (after == "Cast") last["attrs"] = {{"dst_type", "int8"}};
+    nlohmann::json j{{"soc", "Ascend910B2"},
+                     {"inputs", {Tensor("x", {256, 768})}},
+                     {"weights", {Tensor("w", {768, 768}), Tensor("b", {768})}},
+                     {"outputs", {"qi"}},
+                     {"nodes",
+                      {Node("q.proj", "MatMul", {"x", "w"}, Tensor("p", {256, 768})),
+                       Node("q.bias", "Add", {"p", "b"}, Tensor("pb", {256, 768})),
+                       Node("q.heads", "Reshape", {"pb"}, Tensor("qh", {2, 128, 12, 64})),
+                       Node("q.permute", "Reshape", {"qh"}, Tensor("qt", {2, 12, 128, 64})), last}}};
+    auto g = GraphFromJson(j);
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    return *g;
+  };
+  const Graph quantized = graph("Cast", "int8");
+  const auto chains = FindFusionChains(quantized);
+  ASSERT_EQ(chains.size(), 1u);
+  EXPECT_EQ(Names(quantized, chains[0]), (std::vector<std::string>{"q.proj", "q.bias", "q.after"}));
+  EXPECT_EQ(FusedEpilogue(quantized, {chains[0], 2}), "BiasAdd,Quantize");
+  auto fused = ApplyFusions(quantized, {{chains[0], 2}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  ASSERT_EQ(fused->nodes.size(), 1u) << "the views are the fused op's";
+  EXPECT_EQ(fused->nodes[0].attrs.at("epilogue"), "BiasAdd,Quantize");
+  EXPECT_EQ(fused->nodes[0].outputs[0].desc.dtype, "int8");
+  auto chosen = ChooseFusions(quantized, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->kernels_after, 1);
+  const Graph relu = graph("Relu", "float16");
+  const auto relu_chains = FindFusionChains(relu);
+  ASSERT_EQ(relu_chains.size(), 1u);
+  EXPECT_EQ(Names(relu, relu_chains[0]), (std::vector<std::string>{"q.proj", "q.bias"}));
+}
+
 // GroupNorm and SiLU as torch exports them (a diffusion UNet's ResNet block): x viewed
 // [N, G, -1], an InstanceNorm of ones and zeros, viewed back, scaled and shifted per
 // channel, then the SiLU. Fused, as CANN's GroupNormSilu runs it: one InstanceNorm reading

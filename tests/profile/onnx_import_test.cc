@@ -16,6 +16,7 @@
 
 #include "tests/profile/test_util.h"
 #include "tunefleet/common/graph_fusion.h"
+#include "worker/profile/fusion_search.h"
 #include "worker/profile/graph_run.h"
 
 namespace tunefleet {
@@ -1880,10 +1881,12 @@ TEST(OnnxImport, AQdqMatMulIsAnInt8MatMulWritingFloat16) {
 // which reads half the bytes of the float16 one and packs int8 fractals on the cube.
 TEST(OnnxImport, AQdqAttentionIsOneInt8FlashAttention) {
   testing::ScratchDir dir;
-  auto load = [&](const std::string& file, bool qdq) {
+  // With `dense`, the heads gathered back ([b, s, h, d] viewed [b, s, h*d]) and quantized
+  // for the int8 output projection.
+  auto load = [&](const std::string& file, bool qdq, bool dense = false) {
     return LoadChainModel(
         dir.Path(file), 17,
-        [qdq](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+        [qdq, dense](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
           for (const auto& [name, shape] : {std::pair<const char*, std::vector<int64_t>>{"q", {8, 12, 512, 64}},
                                             {"kt", {8, 12, 64, 512}}, {"v", {8, 12, 512, 64}}}) {
             AddInput(g, name, shape, onnx::TensorProto::FLOAT);
@@ -1904,7 +1907,21 @@ TEST(OnnxImport, AQdqAttentionIsOneInt8FlashAttention) {
           AddNode(n, "MatMul", {q, kt}, "sc", "attn.scores");
           AddNode(n, "Div", {"sc", "scale"}, "scaled", "attn.scale");
           WithInt(AddNode(n, "Softmax", {"scaled"}, "p", "attn.softmax"), "axis", -1);
-          AddNode(n, "MatMul", {dq("p"), v}, "y", "attn.context");
+          AddNode(n, "MatMul", {dq("p"), v}, dense ? "ctx" : "y", "attn.context");
+          if (!dense) return;
+          WithInts(AddNode(n, "Transpose", {"ctx"}, "ct", "attn.heads"), "perm", {0, 2, 1, 3});
+          AddInts(g, "merged", {8, 512, 768});
+          AddNode(n, "Reshape", {"ct", "merged"}, "cr", "attn.merge");
+          auto* w = g.add_initializer();
+          w->set_name("w");
+          w->set_data_type(onnx::TensorProto::INT8);
+          for (int64_t d : {768, 768}) w->add_dims(d);
+          auto* zw = g.add_initializer();
+          zw->set_name("zw");
+          zw->set_data_type(onnx::TensorProto::INT8);
+          zw->add_int32_data(0);
+          AddNode(n, "DequantizeLinear", {"w", "s", "zw"}, "wd", "w.dequant");
+          AddNode(n, "MatMul", {dq("cr"), "wd"}, "y", "attn.dense");
         },
         false, onnx::TensorProto::FLOAT);
   };
@@ -1938,6 +1955,22 @@ TEST(OnnxImport, AQdqAttentionIsOneInt8FlashAttention) {
   // Half the bytes of q, k and v, and half the cube cycles; the softmax is the same.
   EXPECT_LT(fa.estimate.compulsory_bytes, 0.7 * fa16.estimate.compulsory_bytes);
   EXPECT_LT(fa.duration_us, fa16.duration_us);
+
+  // Its output quantized for the output projection, through the views that gather the
+  // heads: `fuse` gives the FlashAttention that quantize too, and it writes int8.
+  auto dense = load("qdq_attention_dense.onnx", true, true);
+  ASSERT_TRUE(dense.ok()) << Message(dense);
+  auto chosen = profile::ChooseFusions(*dense, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  std::vector<std::string> kernels;
+  for (const auto& node : chosen->fused.nodes) {
+    if (!node.IsView()) kernels.push_back(node.op_type + (node.attrs.count("epilogue") ? " " + node.attrs.at("epilogue") : ""));
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"Cast", "Cast", "Cast", "FlashAttention Quantize", "BatchMatMul"}))
+      << "q, k and v quantized, the attention writing int8, the projection";
+  const GraphNode* quantized = FindNode(chosen->fused, "attn.scores+attn.scale+attn.softmax+p.quant+attn.context+cr.quant");
+  ASSERT_NE(quantized, nullptr);
+  EXPECT_EQ(quantized->outputs[0].desc.dtype, "int8");
 }
 
 // MobileNet's ReLU6 as torch exports it: Clip(x, 0, 6) with constant bounds (inputs from

@@ -173,8 +173,9 @@ OpKey BertInt8Attention() {
 
 // CANN's quantized FlashAttention: the cube packs 32 int8 elements of K in a fractal where
 // it packs 16 fp16 ones, so each step's two GEMMs take half the cycles; q, k and v are
-// read in half the bytes, the output is written float16 all the same.
-TEST_F(AttentionModel, AnInt8AttentionPacksInt8FractalsAndWritesFloat16) {
+// read in half the bytes, the output is written float16 all the same, or int8 when
+// quantized.
+TEST_F(AttentionModel, AnInt8AttentionPacksInt8FractalsAndWritesFloat16UnlessQuantized) {
   const OpKey int8 = BertInt8Attention(), fp16 = BertAttention();
   auto shape8 = AttentionShapeFromOpKey(int8);
   auto shape16 = AttentionShapeFromOpKey(fp16);
@@ -197,6 +198,22 @@ TEST_F(AttentionModel, AnInt8AttentionPacksInt8FractalsAndWritesFloat16) {
   EXPECT_LT(e8.latency_us, e16.latency_us);
   EXPECT_LT(plan8.o_write, 1.01 * plan16.o_write);
   EXPECT_GT(plan8.o_write, 0.99 * plan16.o_write) << "the output is float16 either way";
+  // Quantized as it is written (attrs.epilogue Quantize, `fuse`'s for an int8 projection
+  // after it): int8 out, a byte an element less.
+  OpKey quantized = int8;
+  quantized.attrs["epilogue"] = "Quantize";
+  auto shape_q = AttentionShapeFromOpKey(quantized);
+  ASSERT_TRUE(shape_q.ok()) << shape_q.status().ToString();
+  EXPECT_EQ(shape_q->out_dtype, DType::kInt8);
+  AttentionPlan plan_q;
+  const KernelEstimate eq = EstimateAttention(*shape_q, t, soc(), &plan_q);
+  EXPECT_NEAR(e8.compulsory_bytes - eq.compulsory_bytes, qkvo / 2, 1);
+  EXPECT_LT(plan_q.o_write, plan8.o_write);
+  EXPECT_LE(eq.latency_us, e8.latency_us);
+  quantized.attrs["epilogue"] = "Relu";
+  auto refused = AttentionShapeFromOpKey(quantized);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("takes Quantize alone"), std::string::npos) << refused.status().message();
 }
 
 TEST_F(AttentionModel, TheEventSimulationAgreesWithTheFastPathWithinTwoPercentOnEveryConfig) {

@@ -120,6 +120,7 @@ nlohmann::json FusionReport::ToJson() const {
                            {"nodes", std::vector<std::string>(d.nodes.begin(), d.nodes.begin() + 1 + o->length)},
                            {"step_saved_us", d.unfused_step_us - o->step_us},
                            {"kernel_saved_us", d.unfused_kernel_us - o->kernel_us}});
+      if (o->attention) fused_ops.back()["attention"] = true;  // its "epilogue" is the score chain
       if (o->causal) fused_ops.back()["causal"] = true;
     }
     // What was left out of each chain, and why: refused by the op, or not faster.
@@ -210,6 +211,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc, int t
     o.length = d.nodes.size() - 1;
     o.name = AttentionNodeName(transposed, a);
     o.op_type = kFlashAttentionOp;
+    o.attention = true;
     o.epilogue = AttentionScoreChain(transposed, a);
     o.causal = AttentionIsCausal(transposed, a);
     TimeOption(ApplyAttentionFusions(transposed, {a}, soc, &mine.checks), soc, mine, o);

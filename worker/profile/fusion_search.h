@@ -21,7 +21,8 @@ namespace tunefleet::profile {
 // One fusion of a chain, tried alone.
 struct FusionOption {
   size_t length = 0;  // steps fused into the head
-  std::string name, op_type, epilogue;
+  std::string name, op_type, epilogue;  // an attention's epilogue: its score chain
+  bool attention = false;             // a FlashAttention made of an attention (not a chain after one)
   bool causal = false;                // a FlashAttention that skips the blocks a causal mask masks
   double step_us = 0, kernel_us = 0;  // the step and its summed kernel time, with it
   std::string refused;                // why the fused op is not valid (then not timed)

@@ -18,6 +18,8 @@
 // [..., Sq, Dv] in the inputs' dtype; or int8 q, k and v (a QDQ model's attention, whose
 // softmax output is quantized before P x v: CANN's quantized FlashAttention, P quantized
 // to int8 on the vector cores), the cube packing int8 fractals, the output float16.
+// attrs.epilogue = Quantize: the output written as int8 (CANN's quant_scale2; `fuse`
+// gives it the quantize of its output, through the views that gather its heads).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +42,7 @@ struct AttentionShape {
   bool k_rows = false;      // k is [..., Skv, D] (rows of D contiguous); else [..., D, Skv]
   int64_t kv_group = 1;     // q's heads per k and v head (grouped-query attention)
   DType dtype = DType::kFloat16;      // q, k, v and P
-  DType out_dtype = DType::kFloat16;  // the output: dtype, or float16 for int8
+  DType out_dtype = DType::kFloat16;  // the output: dtype, or float16 for int8; int8 quantized
   bool causal = false;      // keys after a query's own (offset Skv - Sq) are masked: skipped
   FusedChain scores;                  // the score chain before the softmax (may be empty)
   std::vector<int64_t> scores_shape;  // [..., Sq, Skv]
