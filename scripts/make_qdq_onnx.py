@@ -7,7 +7,8 @@ int8 data behind a DequantizeLinear, and a Conv's or Gemm's bias int32 data behi
 The scales and zero points are placeholders (tunefleet's cost does not read them); the
 weights' data stays dropped, as in the model read (scripts/onnx_weights.py).
     /usr/bin/python3 scripts/make_qdq_onnx.py examples/resnet50.onnx examples/resnet50_int8.onnx
-    /usr/bin/python3 scripts/make_qdq_onnx.py examples/vit_b16.onnx examples/vit_b16_int8.onnx"""
+    /usr/bin/python3 scripts/make_qdq_onnx.py examples/vit_b16.onnx examples/vit_b16_int8.onnx
+    /usr/bin/python3 scripts/make_qdq_onnx.py examples/bert_base.onnx examples/bert_base_int8.onnx"""
 import sys
 
 import onnx
@@ -18,9 +19,11 @@ CUBE_OPS = ("Conv", "MatMul", "Gemm")
 
 def quantize(model):
     g = model.graph
-    if any(i.type.tensor_type.elem_type != TensorProto.FLOAT for i in g.input if i.type.tensor_type.elem_type):
-        # DequantizeLinear writes float32 before opset 19, as quantize_static's input is.
-        sys.exit(f"{g.name}: quantize a float32 model (this one has inputs of other types)")
+    floats = (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE)
+    if any(i.type.tensor_type.elem_type in floats for i in g.input):
+        # DequantizeLinear writes float32 before opset 19, as quantize_static's input is
+        # (integer inputs, a language model's token ids, are left as they are).
+        sys.exit(f"{g.name}: quantize a float32 model (this one has float inputs of other types)")
     weights = {t.name: t for t in g.initializer}
     g.initializer.extend([
         helper.make_tensor("qdq.scale", TensorProto.FLOAT, [], [0.05]),
@@ -50,13 +53,19 @@ def quantize(model):
         dequantized[name] = out
         return out
 
+    # torch's export shares equal weights through Identity nodes: read through them, so a
+    # shared weight is quantized offline as the others are, not at run time.
+    shared = {n.output[0]: n.input[0] for n in g.node if n.op_type == "Identity" and n.input[0] in weights}
     for n in list(g.node):
         if n.op_type in CUBE_OPS and len(n.input) >= 2:
             for k in (0, 1):
-                kind = "weight" if n.input[k] in weights else "activation"
-                n.input[k] = dequantize(n.input[k], kind)
-            if len(n.input) >= 3 and n.input[2] in weights:
-                n.input[2] = dequantize(n.input[2], "bias")
+                source = shared.get(n.input[k], n.input[k])
+                if source in weights:
+                    n.input[k] = dequantize(source, "weight")
+                else:
+                    n.input[k] = dequantize(n.input[k], "activation")
+            if len(n.input) >= 3 and shared.get(n.input[2], n.input[2]) in weights:
+                n.input[2] = dequantize(shared.get(n.input[2], n.input[2]), "bias")
         nodes.append(n)
     del g.node[:]
     g.node.extend(nodes)

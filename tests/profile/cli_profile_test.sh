@@ -535,6 +535,11 @@ fuse_says vit_int8 "$SRC/examples/vit_b16_int8.onnx" "356 -> 116 kernels" \
   "/layers/layers.0/attention/MatMul_1+/layers/layers.0/attention/Reshape_3_output_0/QuantizeLinear (FlashAttention, epilogue Quantize)" \
   "/layers/layers.0/layernorm_before/LayerNormalization+/layers/layers.0/layernorm_before/LayerNormalization_output_0/QuantizeLinear (LayerNorm, epilogue Quantize)" \
   "/layers/layers.0/attention/MatMul+/layers/layers.0/attention/Div+/layers/layers.0/attention/Softmax+/layers/layers.0/attention/Softmax_output_0/QuantizeLinear+/layers/layers.0/attention/MatMul_1 (FlashAttention, scores Div)"
+# BERT-base so (its token ids left as they are): the attention with its mask one int8
+# FlashAttention; a post-norm's LayerNorm also feeds the residual, so its quantize stays a
+# Cast kernel (24 of them).
+fuse_says bert_int8 "$SRC/examples/bert_base_int8.onnx" "371 -> 141 kernels" \
+  "/layer.0/MatMul+/layer.0/Div+/layer.0/Add+/layer.0/Softmax+/layer.0/Softmax_output_0/QuantizeLinear+/layer.0/MatMul_1 (FlashAttention, scores Div,Add)"
 # --resident keeps a graph input or output on the device whatever it is called (an ONNX
 # model's past* and present* already are): no H2D or D2H copy of it; fuse writes it into
 # the fused graph and passes it on to the report of the baseline; a name the graph has
