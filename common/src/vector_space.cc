@@ -323,14 +323,16 @@ Status ReadUnaryEpilogue(const OpKey& key, VectorShape& s, bool quantize_only = 
   const auto it = key.attrs.find("epilogue");
   if (it == key.attrs.end()) return Status::Ok();
   int temps = 0;
+  bool quantized = false;
   for (const std::string& name : SplitCommas(it->second)) {
-    if (s.out_dtype == DType::kInt8) {
+    if (quantized) {
       return InvalidArgument(key.op_type + " attr 'epilogue' '" + it->second +
                              "': Quantize writes the int8 output, so it is the epilogue's last op");
     }
     if (name == "Quantize") {
       s.epilogue.push_back(VectorOp::kCast);
       s.out_dtype = DType::kInt8;
+      quantized = true;
       continue;
     }
     if (quantize_only) {
