@@ -8,7 +8,8 @@ The scales and zero points are placeholders (tunefleet's cost does not read them
 weights' data stays dropped, as in the model read (scripts/onnx_weights.py).
     /usr/bin/python3 scripts/make_qdq_onnx.py examples/resnet50.onnx examples/resnet50_int8.onnx
     /usr/bin/python3 scripts/make_qdq_onnx.py examples/vit_b16.onnx examples/vit_b16_int8.onnx
-    /usr/bin/python3 scripts/make_qdq_onnx.py examples/bert_base.onnx examples/bert_base_int8.onnx"""
+    /usr/bin/python3 scripts/make_qdq_onnx.py examples/bert_base.onnx examples/bert_base_int8.onnx
+    /usr/bin/python3 scripts/make_qdq_onnx.py examples/mobilenet_v2.onnx examples/mobilenet_v2_int8.onnx"""
 import sys
 
 import onnx

@@ -912,8 +912,10 @@ std::vector<GraphNode> SoftmaxOverAxisNodes(const onnx::NodeProto& n, const std:
 // from): each MatMul, Gemm or 2-D Conv of one group whose x and weight (A and B) are both
 // DequantizeLinear outputs of int8 or uint8 data, every consumer of those dequantizes such
 // an op, as ATC runs them: the cube reads the int8 data and writes float16 (its dequant in
-// the fixpipe). Returns the dequantizes (by node index), each a view of its int8 input in
-// the graph, and the cube ops, which write float16 (attrs.out_dtype). Any other
+// the fixpipe). A depthwise Conv (one filter per channel, a DepthwiseConv2D: vector_space.h)
+// is taken so too: it reads the int8 data and writes float16. Returns the dequantizes (by
+// node index), each a view of its int8 input in the graph, and the ops, the cube ones
+// writing float16 by attrs.out_dtype. Any other
 // dequantize is a Cast kernel back to float; a weight's that no int8 cube op reads is
 // computed at compile time, as any node of constants.
 struct QuantizedCubes {
@@ -937,7 +939,11 @@ QuantizedCubes FindQuantizedCubes(const std::vector<std::pair<onnx::NodeProto, i
     if (!IsStandardDomain(n.domain()) || n.input_size() < 2) return false;
     if (n.op_type() == "MatMul" || n.op_type() == "Gemm") return true;
     const auto x = info.find(n.input(0));  // a 2-D convolution: a 1-D one is written as one (Conv1dNodes)
-    return n.op_type() == "Conv" && IntAttr(n, "group", 1) == 1 && x != info.end() && x->second.shape.size() == 4;
+    const auto w = info.find(n.input(1));
+    const int64_t g = IntAttr(n, "group", 1);
+    const bool depthwise = g > 1 && w != info.end() && w->second.shape.size() == 4 && w->second.shape[0] == g &&
+                           w->second.shape[1] == 1;  // as the conversion below writes a DepthwiseConv2D
+    return n.op_type() == "Conv" && (g == 1 || depthwise) && x != info.end() && x->second.shape.size() == 4;
   };
   QuantizedCubes q;
   for (const auto& [out, i] : dequantize_of) {
@@ -2360,7 +2366,8 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
                              "; shape arithmetic on a tensor's shape: export with fixed shapes and constant folding "
                              "on)");
     }
-    if (quantized.cubes.count(i)) node.attrs["out_dtype"] = desc.dtype;  // int8 in, dequantized out
+    // int8 in, dequantized out (a DepthwiseConv2D of int8 writes float16 without saying so)
+    if (quantized.cubes.count(i) && node.op_type != "DepthwiseConv2D") node.attrs["out_dtype"] = desc.dtype;
     node.outputs.push_back({n.output(0), std::move(desc)});
     out.nodes.push_back(std::move(node));
   }

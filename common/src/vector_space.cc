@@ -146,7 +146,7 @@ constexpr OpInfo kOps[] = {
     {"MaxPool", VectorOp::kMaxPool, VectorFamily::kElementwise, 1, 0, false},
     {"AveragePool", VectorOp::kAvgPool, VectorFamily::kElementwise, 1, 0, false},
     {"Clip", VectorOp::kClip, VectorFamily::kElementwise, 1, 0, true},
-    {"DepthwiseConv2D", VectorOp::kDepthwiseConv, VectorFamily::kElementwise, 2, 0, false},
+    {"DepthwiseConv2D", VectorOp::kDepthwiseConv, VectorFamily::kElementwise, 2, 0, true},
     {"Gather", VectorOp::kGather, VectorFamily::kElementwise, 2, 0, true},
     {"Resize", VectorOp::kResize, VectorFamily::kElementwise, 1, 0, false},
     {"Pad", VectorOp::kPad, VectorFamily::kElementwise, 1, 0, true},
@@ -491,6 +491,7 @@ Result<VectorShape> WindowShape(const OpKey& key, VectorShape s) {
   if (depthwise) {
     TF_ASSIGN_OR_RETURN(k, DepthwiseKernel(key, s));
     TF_ASSIGN_OR_RETURN(dilation, window_attrs::ReadHw(key, "dilations", 1, window_attrs::Hw{1, 1}));
+    if (s.dtype == DType::kInt8) s.out_dtype = DType::kFloat16;  // a QDQ model's: int8 in, dequantized out
     TF_RETURN_IF_ERROR(ReadUnaryEpilogue(key, s));
   } else {
     TF_ASSIGN_OR_RETURN(k, window_attrs::ReadHw(key, "kernel_shape", 1, std::nullopt));
@@ -627,7 +628,10 @@ Result<VectorShape> VectorShapeFromOpKey(const OpKey& key) {
                            ": a condition is bool, one byte an element; declare it int8");
   }
   for (size_t i = data + 1; i < key.inputs.size(); ++i) {
-    if (key.inputs[i].dtype != key.inputs[data].dtype) {
+    // An int8 depthwise convolution's bias is float (its dequantized int32 bias).
+    const bool int8_bias = info->op == VectorOp::kDepthwiseConv && i == 2 && key.inputs[0].dtype == "int8" &&
+                           (key.inputs[i].dtype == "float16" || key.inputs[i].dtype == "float32");
+    if (key.inputs[i].dtype != key.inputs[data].dtype && !int8_bias) {
       return InvalidArgument(op + " input " + N(static_cast<int64_t>(i)) + " dtype " + key.inputs[i].dtype +
                              " differs from input " + N(static_cast<int64_t>(data)) + "'s " + key.inputs[data].dtype);
     }

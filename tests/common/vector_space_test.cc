@@ -533,6 +533,20 @@ TEST_F(VectorSpace, ADepthwiseConvIsAWindowOpWithItsFilterBroadcast) {
   EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}, {16}})).find("bias) shape [16] must be [C] = [8]"),
             std::string::npos);
   EXPECT_NE(KeyError(Key("DepthwiseConv2D", {{1, 8, 9, 9}})).find("needs 2 or 3 inputs"), std::string::npos);
+  // int8 (a QDQ model's): its bias float, computed in float16, written float16 unless a
+  // Quantize ends its epilogue.
+  auto int8 = VectorShapeFromOpKey(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}}, "int8"));
+  ASSERT_TRUE(int8.ok()) << int8.status().ToString();
+  EXPECT_EQ(int8->compute_dtype, DType::kFloat16);
+  EXPECT_EQ(int8->out_dtype, DType::kFloat16);
+  std::vector<TensorDesc> biased = test_support::Inputs({{1, 8, 9, 9}, {8, 1, 3, 3}}, "int8");
+  biased.push_back(test_support::Inputs({{8}})[0]);
+  auto quantized = VectorShapeFromOpKey(test_support::TestKey("DepthwiseConv2D", biased, {{"epilogue", "Clip,Quantize"}}));
+  ASSERT_TRUE(quantized.ok()) << quantized.status().ToString();
+  EXPECT_EQ(quantized->out_dtype, DType::kInt8);
+  biased[1].dtype = "float16";
+  EXPECT_NE(KeyError(test_support::TestKey("DepthwiseConv2D", biased)).find("input 1 dtype float16 differs from input 0's int8"),
+            std::string::npos);
   // Its epilogue (fuse's ReLU6): unary element-wise ops, Gelu's temp added.
   auto fused = VectorShapeFromOpKey(Key("DepthwiseConv2D", {{1, 8, 9, 9}, {8, 1, 3, 3}}, "float16", {{"epilogue", "Clip,Gelu"}}));
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();

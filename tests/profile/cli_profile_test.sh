@@ -535,6 +535,10 @@ fuse_says vit_int8 "$SRC/examples/vit_b16_int8.onnx" "356 -> 116 kernels" \
   "/layers/layers.0/attention/MatMul_1+/layers/layers.0/attention/Reshape_3_output_0/QuantizeLinear (FlashAttention, epilogue Quantize)" \
   "/layers/layers.0/layernorm_before/LayerNormalization+/layers/layers.0/layernorm_before/LayerNormalization_output_0/QuantizeLinear (LayerNorm, epilogue Quantize)" \
   "/layers/layers.0/attention/MatMul+/layers/layers.0/attention/Div+/layers/layers.0/attention/Softmax+/layers/layers.0/attention/Softmax_output_0/QuantizeLinear+/layers/layers.0/attention/MatMul_1 (FlashAttention, scores Div)"
+# MobileNetV2 so: each depthwise convolution the int8 DepthwiseConv2D, its ReLU6 and the
+# quantize of its output its epilogue.
+fuse_says mobilenet_int8 "$SRC/examples/mobilenet_v2_int8.onnx" "152 -> 67 kernels" \
+  "/features/features.1/conv/conv.0/conv.0.0/Conv+/features/features.1/conv/conv.0/conv.0.2/Clip+/features/features.1/conv/conv.0/conv.0.2/Clip_output_0/QuantizeLinear (DepthwiseConv2D, epilogue Clip,Quantize)"
 # BERT-base so (its token ids left as they are): the attention with its mask one int8
 # FlashAttention; a post-norm's LayerNorm also feeds the residual, so its quantize stays a
 # Cast kernel (24 of them).

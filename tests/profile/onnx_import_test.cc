@@ -1843,9 +1843,10 @@ TEST(OnnxImport, AQdqMatMulIsAnInt8MatMulWritingFloat16) {
 
   // A convolution with its int32 bias dequantized, as quantize_static writes it: the bias
   // is computed at compile time, a float16 input of the int8 Conv2D.
-  auto conv = LoadChainModel(
-      dir.Path("qdq_conv.onnx"), 17,
-      [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
+  auto qdq_conv = [&](const std::string& file, std::vector<int64_t> filter, int64_t group) {
+    return LoadChainModel(
+      dir.Path(file), 17,
+      [filter, group](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
         AddInput(graph, "img", {2, 8, 16, 16}, onnx::TensorProto::FLOAT);
         AddScalar(graph, "s", 0.05f);
         auto* zp = graph.add_initializer();
@@ -1853,8 +1854,8 @@ TEST(OnnxImport, AQdqMatMulIsAnInt8MatMulWritingFloat16) {
         zp->set_data_type(onnx::TensorProto::UINT8);  // quantize_static's default activation type
         zp->add_int32_data(128);
         for (const auto& [name, type, dims] :
-             {std::tuple<std::string, int, std::vector<int64_t>>{"w", onnx::TensorProto::INT8, {16, 8, 3, 3}},
-              {"b", onnx::TensorProto::INT32, {16}}}) {
+             {std::tuple<std::string, int, std::vector<int64_t>>{"w", onnx::TensorProto::INT8, filter},
+              {"b", onnx::TensorProto::INT32, {filter[0]}}}) {
           auto* t = graph.add_initializer();
           t->set_name(name);
           t->set_data_type(type);
@@ -1864,15 +1865,33 @@ TEST(OnnxImport, AQdqMatMulIsAnInt8MatMulWritingFloat16) {
         AddNode(n, "DequantizeLinear", {"iq", "s", "zp"}, "id", "img.dequant");
         AddNode(n, "DequantizeLinear", {"w", "s"}, "wd", "w.dequant");
         AddNode(n, "DequantizeLinear", {"b", "s"}, "bd", "b.dequant");
-        WithInts(WithInts(AddNode(n, "Conv", {"id", "wd", "bd"}, "c", "conv"), "kernel_shape", {3, 3}), "pads", {1, 1, 1, 1});
+        auto* conv = WithInts(WithInts(AddNode(n, "Conv", {"id", "wd", "bd"}, "c", "conv"), "kernel_shape", {3, 3}),
+                              "pads", {1, 1, 1, 1});
+        if (group > 1) WithInt(conv, "group", group);
         AddNode(n, "Relu", {"c"}, "y", "act");
       },
       false, onnx::TensorProto::FLOAT);
+  };
+  auto conv = qdq_conv("qdq_conv.onnx", {16, 8, 3, 3}, 1);
   ASSERT_TRUE(conv.ok()) << Message(conv);
   auto conv_run = profile::RunGraph(*conv, testing::Soc910B2());
   ASSERT_TRUE(conv_run.ok()) << conv_run.status().ToString();
   EXPECT_EQ(OpKeysByName(*conv_run)["conv"],
             "Conv2D[int8:2x8x16x16,int8:16x8x3x3,16]{out_dtype=float16,pads=1,1,1,1}@Ascend910B2");
+
+  // A depthwise one (MobileNet's) is the int8 DepthwiseConv2D on the vector unit: it reads
+  // the int8 data, not a Cast kernel's float16 of it, and writes float16.
+  auto depthwise = qdq_conv("qdq_depthwise.onnx", {8, 1, 3, 3}, 8);
+  ASSERT_TRUE(depthwise.ok()) << Message(depthwise);
+  std::vector<std::string> dw_kernels;
+  for (const auto& node : depthwise->nodes) {
+    if (!node.IsView()) dw_kernels.push_back(node.name + " " + node.op_type);
+  }
+  EXPECT_EQ(dw_kernels, (std::vector<std::string>{"img.quant Cast", "conv DepthwiseConv2D", "act Relu"}));
+  EXPECT_EQ(FindNode(*depthwise, "conv")->outputs[0].desc.dtype, "float16");
+  auto dw_run = profile::RunGraph(*depthwise, testing::Soc910B2());
+  ASSERT_TRUE(dw_run.ok()) << dw_run.status().ToString();
+  EXPECT_EQ(OpKeysByName(*dw_run)["conv"], "DepthwiseConv2D[int8:2x8x16x16,int8:8x1x3x3,8]{pads=1,1,1,1}@Ascend910B2");
 }
 
 // A QDQ model's attention, as quantize_static writes BERT's: q, k and v quantized for

@@ -357,6 +357,9 @@ TEST_F(VectorModel, InstructionCountsFollowTheDocumentedDecompositions) {
   EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}, {4}})), 10) << "and a vadd of the bias";
   EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}, {4}}, "float16", {{"epilogue", "Clip"}})), 12)
       << "and its ReLU6's vmaxs, vmins";
+  EXPECT_EQ(count(Key("DepthwiseConv2D", {{1, 4, 8, 8}, {4, 1, 3, 3}}, "int8")), 12)
+      << "int8: a vconv per input in (x is 64 elements for 36 outputs: 2, the filter 1), none out (it writes the "
+         "float16 it computes)";
   EXPECT_EQ(count(Key("Add", {{16}, {16}}, "bfloat16")), 4) << "two casts in, add, one cast out";
   EXPECT_EQ(count(Key("Cast", {{16}}, "int32", {{"dst_type", "float16"}})), 1);
   EXPECT_EQ(count(Key("Resize", {{1, 1, 8, 8}}, "float16", {{"sizes", "16,16"}})), 0) << "nearest copies";

@@ -217,7 +217,10 @@ int CastInstructions(const VectorShape& s) {
   }
   if (s.compute_dtype == s.dtype) return 0;
   const int inputs = s.family == VectorFamily::kElementwise ? s.full_inputs + s.broadcast_inputs : 1;
-  return inputs + (IsReduce(s) ? 0 : 1);
+  // One out, unless the output is in the compute dtype (an int8 depthwise convolution's
+  // float16) or an epilogue's Quantize writes it (counted with the epilogue).
+  const bool quantized = !s.epilogue.empty() && s.epilogue.back() == VectorOp::kCast;
+  return inputs + (IsReduce(s) || s.out_dtype == s.compute_dtype || quantized ? 0 : 1);
 }
 
 // One tile kind on the busiest core: what its DMA moves and what its vector unit does.
