@@ -43,7 +43,7 @@ bool IsUnaryChainOp(const std::string& op) { return IsUnaryEpilogueOp(op); }
 bool QuantizeOnlyHead(const GraphNode& node) {
   return node.op_type == "LayerNorm" || node.op_type == "RmsNorm" || node.op_type == kFlashAttentionOp;
 }
-bool IsVectorEpilogueHead(const GraphNode& node) {
+bool IsEpilogueHead(const GraphNode& node) {
   return (node.op_type == "DepthwiseConv2D" || node.op_type == "InstanceNorm" || QuantizeOnlyHead(node)) &&
          node.outputs.size() == 1;
 }
@@ -227,14 +227,15 @@ bool IsAffineStep(const Graph& graph, const FusionChain& chain, size_t i, const 
 // through unary ops only, a norm head's also through views and its GroupNorm affine).
 FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::string x) {
   FusionChain chain{head, {}, cube != nullptr, {}};
-  const bool unary_only = IsVectorEpilogueHead(graph.nodes[head]);
+  const bool unary_only = IsEpilogueHead(graph.nodes[head]);
   const bool norm = IsNormHead(graph.nodes[head]);
+  const bool quantize_only = QuantizeOnlyHead(graph.nodes[head]);
+  const bool viewed = cube != nullptr || norm || quantize_only;
   for (;;) {
     int next = OnlyReader(graph, x);
     std::vector<int> views;
     std::string through = x;
     bool keeps_last_axis = true;  // every view so far
-    const bool viewed = cube != nullptr || norm || QuantizeOnlyHead(graph.nodes[head]);
     while (next >= 0 && viewed && IsPlainReshapeOf(graph, graph.nodes[next], through)) {
       keeps_last_axis = keeps_last_axis && IsReshapeOf(graph, graph.nodes[next], through);
       views.push_back(next);
@@ -244,7 +245,7 @@ FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::
     if (next < 0 || AsStep(graph, cube, graph.nodes[next], through).op.empty()) break;
     const bool quantize = IsQuantize(graph, graph.nodes[next]);
     if (cube != nullptr && !keeps_last_axis && !quantize) break;
-    if (unary_only && !quantize && QuantizeOnlyHead(graph.nodes[head])) break;
+    if (quantize_only && !quantize) break;
     if (unary_only && !quantize && !IsUnaryChainOp(graph.nodes[next].op_type)) {
       FusionChain with = chain;
       with.steps.push_back(next);
@@ -304,7 +305,7 @@ std::vector<FusionChain> FindFusionChains(const Graph& graph) {
   for (size_t h = 0; h < graph.nodes.size(); ++h) {
     const GraphNode& head = graph.nodes[h];
     const bool cube = IsCubeHead(graph, head);
-    if ((!cube && !IsVectorEpilogueHead(head)) || head.outputs.size() != 1) continue;
+    if ((!cube && !IsEpilogueHead(head)) || head.outputs.size() != 1) continue;
     FusionChain chain = WalkSteps(graph, static_cast<int>(h), cube ? &head : nullptr, head.outputs[0].name);
     if (chain.steps.empty()) continue;
     in_cube_chain.insert(chain.steps.begin(), chain.steps.end());
@@ -328,7 +329,7 @@ std::vector<FusionChain> FindFusionChains(const Graph& graph) {
 }
 
 std::string FusedOpType(const Graph& graph, const Fusion& fusion) {
-  if (IsVectorEpilogueHead(graph.nodes[fusion.chain.head])) return graph.nodes[fusion.chain.head].op_type;
+  if (IsEpilogueHead(graph.nodes[fusion.chain.head])) return graph.nodes[fusion.chain.head].op_type;
   if (!fusion.chain.cube) return kFusedElementwiseOp;
   const std::string& head = graph.nodes[fusion.chain.head].op_type;
   return head == "Gemm" ? "FusedMatMul" : "Fused" + head;
@@ -373,7 +374,7 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
     fused.name = FusedNodeName(graph, f);
     fused.op_type = FusedOpType(graph, f);
     std::string x;
-    if (IsVectorEpilogueHead(head)) {
+    if (IsEpilogueHead(head)) {
       fused.inputs = head.inputs;
       fused.attrs = head.attrs;
       if (const std::string epilogue = FusedEpilogue(graph, f); !epilogue.empty()) fused.attrs["epilogue"] = epilogue;

@@ -908,6 +908,15 @@ std::vector<GraphNode> SoftmaxOverAxisNodes(const onnx::NodeProto& n, const std:
   return nodes;
 }
 
+// One filter per channel (group = C_in = C_out, the filter [C, 1, kh, kw]): a depthwise
+// convolution, a vector op (vector_space.h); a Conv of other groups stays on the cube.
+bool IsDepthwiseConv(const onnx::NodeProto& n, const std::map<std::string, TensorInfo>& info) {
+  const int64_t g = IntAttr(n, "group", 1);
+  const auto filter = n.input_size() > 1 ? info.find(n.input(1)) : info.end();
+  return g > 1 && filter != info.end() && filter->second.shape.size() == 4 && filter->second.shape[0] == g &&
+         filter->second.shape[1] == 1;
+}
+
 // A QDQ model's int8 cube ops (onnxruntime's QDQ format, what int8 deployment starts
 // from): each MatMul, Gemm or 2-D Conv of one group whose x and weight (A and B) are both
 // DequantizeLinear outputs of int8 or uint8 data, every consumer of those dequantizes such
@@ -939,11 +948,8 @@ QuantizedCubes FindQuantizedCubes(const std::vector<std::pair<onnx::NodeProto, i
     if (!IsStandardDomain(n.domain()) || n.input_size() < 2) return false;
     if (n.op_type() == "MatMul" || n.op_type() == "Gemm") return true;
     const auto x = info.find(n.input(0));  // a 2-D convolution: a 1-D one is written as one (Conv1dNodes)
-    const auto w = info.find(n.input(1));
-    const int64_t g = IntAttr(n, "group", 1);
-    const bool depthwise = g > 1 && w != info.end() && w->second.shape.size() == 4 && w->second.shape[0] == g &&
-                           w->second.shape[1] == 1;  // as the conversion below writes a DepthwiseConv2D
-    return n.op_type() == "Conv" && (g == 1 || depthwise) && x != info.end() && x->second.shape.size() == 4;
+    return n.op_type() == "Conv" && (IntAttr(n, "group", 1) == 1 || IsDepthwiseConv(n, info)) && x != info.end() &&
+           x->second.shape.size() == 4;
   };
   QuantizedCubes q;
   for (const auto& [out, i] : dequantize_of) {
@@ -1034,12 +1040,8 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     if (auto s = IntsAttr(n, "strides"); !s.empty()) c.attrs["strides"] = Join(s);
     if (auto d = IntsAttr(n, "dilations"); !d.empty()) c.attrs["dilations"] = Join(d);
     TF_RETURN_IF_ERROR(CopyPads2d(n, where, "a 2-D convolution", c));
-    // One filter per channel (group = C_in = C_out, the filter [C, 1, kh, kw]) is a
-    // depthwise convolution, a vector op (vector_space.h); other groups stay on the cube.
     const int64_t g = IntAttr(n, "group", 1);
-    const auto filter = info.find(n.input(1));
-    const bool depthwise = g > 1 && filter != info.end() && filter->second.shape.size() == 4 &&
-                           filter->second.shape[0] == g && filter->second.shape[1] == 1;
+    const bool depthwise = IsDepthwiseConv(n, info);
     c.op = depthwise ? "DepthwiseConv2D" : "Conv2D";
     if (g != 1 && !depthwise) c.attrs["groups"] = std::to_string(g);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Relu" || op == "Sigmoid" ||
