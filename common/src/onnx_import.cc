@@ -23,6 +23,7 @@
 #include "tunefleet/common/vector_space.h"
 
 #include "onnx_const_fold.h"
+#include "onnx_pads.h"
 #include "onnx_util.h"
 #include "space_util.h"
 #include "window_attrs.h"
@@ -601,7 +602,7 @@ Result<std::vector<GraphNode>> OverlappingConvTransposeNodes(const onnx::NodePro
   const int64_t wo = dilated[1] + conv_pads[2] + conv_pads[3] - dilation[1] * (k[3] - 1);
   if (desc.shape != std::vector<int64_t>{x[0], cout, ho, wo}) {
     return InvalidArgument(fmt::format("{}: its output [{}] is not the [{}, {}, {}, {}] its strides, pads and "
-                                       "output_padding give (an output_shape attribute is not supported)",
+                                       "output_padding give",
                                        where, Join(desc.shape), x[0], cout, ho, wo));
   }
   const std::string out = n.output(0);
@@ -644,9 +645,6 @@ Result<std::vector<GraphNode>> ConvTransposeNodes(const onnx::NodeProto& n, cons
     const std::vector<int64_t> v = IntsAttr(n, attr);
     return std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == value; });
   };
-  if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
-    return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
-  }
   const int64_t groups = IntAttr(n, "group", 1);
   if (groups < 1 || k[0] != x[1] || x[1] % groups != 0) {
     return InvalidArgument(fmt::format("{}: its weight [{}] does not match x's {} channels in {} groups", where,
@@ -685,9 +683,6 @@ Result<std::vector<GraphNode>> Conv1dNodes(const onnx::NodeProto& n, const std::
   const auto w = n.input_size() >= 2 ? info.find(n.input(1)) : info.end();
   if (w == info.end() || w->second.shape.size() != 3 || desc.shape.size() != 3) {
     return InvalidArgument(where + ": a 1-D convolution takes x [N, C, L] and a weight [O, C / group, K]");
-  }
-  if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
-    return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
   }
   auto one = [&](const char* attr, int64_t fallback) -> Result<int64_t> {
     const std::vector<int64_t> v = IntsAttr(n, attr);
@@ -1033,9 +1028,6 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
     if (rank(0) != 4) {
       return InvalidArgument(where + ": only 1-D and 2-D convolutions (NCL or NCHW input) are supported");
     }
-    if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
-      return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
-    }
     c.inputs = first(3);
     if (auto s = IntsAttr(n, "strides"); !s.empty()) c.attrs["strides"] = Join(s);
     if (auto d = IntsAttr(n, "dilations"); !d.empty()) c.attrs["dilations"] = Join(d);
@@ -1128,9 +1120,6 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
   } else if (op == "MaxPool" || op == "AveragePool") {
     const std::string pooling = op == "MaxPool" ? "max pooling" : "average pooling";
     if (rank(0) != 4) return InvalidArgument(where + ": only 2-D " + pooling + " (NCHW input) is supported");
-    if (const auto* pad = Attr(n, "auto_pad"); pad && pad->s() != "NOTSET") {
-      return InvalidArgument(where + ": auto_pad '" + pad->s() + "' is not supported: export with explicit pads");
-    }
     if (IntAttr(n, "ceil_mode", 0) != 0) {
       return InvalidArgument(where + ": ceil_mode 1 is not supported: export with ceil_mode=False (the output "
                                      "rounded down)");
@@ -1449,7 +1438,9 @@ class Folds {
         conv.input(0) != pad.output(0)) {
       return;
     }
-    if (const auto* a = Attr(conv, "auto_pad"); a && a->s() != "NOTSET") return;
+    // VALID pads nothing (tf2onnx's Pad before a strided "same" convolution): the Pad's are its.
+    const auto* auto_pad = Attr(conv, "auto_pad");
+    if (auto_pad && auto_pad->s() != "NOTSET" && auto_pad->s() != "VALID") return;
     const auto w = constants_.find(conv.input(1));
     const auto hw = ZeroPadOfHW(pad);
     std::vector<int64_t> pads = IntsAttr(conv, "pads");
@@ -1459,6 +1450,10 @@ class Folds {
     onnx::NodeProto folded = conv;
     folded.clear_output();
     folded.set_input(0, pad.input(0));
+    folded.clear_attribute();
+    for (const auto& a : conv.attribute()) {
+      if (a.name() != "auto_pad") *folded.add_attribute() = a;
+    }
     onnx::AttributeProto* attr = nullptr;
     for (auto& a : *folded.mutable_attribute()) {
       if (a.name() == "pads") attr = &a;
@@ -2136,7 +2131,7 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
     if (auto c = constant_values.find(n.input(0)); c != constant_values.end()) constant_values[n.output(0)] = c->second;
   }
   Folds folds(g, constant_values, opset);
-  const std::vector<std::pair<onnx::NodeProto, int>> nodes = folds.Run();
+  std::vector<std::pair<onnx::NodeProto, int>> nodes = folds.Run();
   // Nodes that compute from constants only (RoPE's cos and sin tables from the positions, a
   // causal mask from torch.full and triu, when the exporter left them) are computed by ATC
   // at compile time (FoldAtCompileTime, once their outputs' types are inferred).
@@ -2191,6 +2186,18 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   }
 
   TF_ASSIGN_OR_RETURN(auto info, InferShapes(model, nodes, constants, opset, path));
+  // auto_pad, and a ConvTranspose's output_shape, as the explicit pads they stand for, now
+  // that inference has sized each input (onnx_pads.h).
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    onnx::NodeProto& n = nodes[i].first;
+    if (!onnx_pads::NeedsExplicitPads(n)) continue;
+    const std::string where = Where(path, node_names[i], n, folds.Folded(nodes[i].second));
+    const auto x = info.find(n.input(0));
+    const auto w = n.input_size() > 1 ? info.find(n.input(1)) : info.end();
+    if (x == info.end() || !x->second.known) return InvalidArgument(where + ": its input's shape is not known");
+    TF_ASSIGN_OR_RETURN(n, onnx_pads::WithExplicitPads(n, where, x->second.shape,
+                                                        w == info.end() ? std::vector<int64_t>{} : w->second.shape));
+  }
   // A QDQ model's int8 cube ops read their weights' int8 data, not a weight dequantized at
   // compile time.
   const QuantizedCubes quantized = FindQuantizedCubes(nodes, info, graph_outputs);

@@ -1117,6 +1117,113 @@ TEST(OnnxImport, AnOverlappingTransposedConvolutionIsAConvolutionOfItsDilatedInp
       << crop;
 }
 
+// TensorFlow's "same" and "valid" padding as tf2onnx and keras2onnx write it when a shape is
+// dynamic: auto_pad SAME_UPPER (the odd pad at the end), SAME_LOWER (at the beginning) or
+// VALID of a Conv, a 1-D Conv, a pool or a ConvTranspose, and a ConvTranspose's
+// output_shape (conv2d_transpose's), each the kernel the same node with those explicit pads
+// is. An auto_pad ONNX does not define is refused naming it.
+TEST(OnnxImport, AutoPadAndOutputShapeAreTheExplicitPadsTheyStandFor) {
+  testing::ScratchDir dir;
+  int file = 0;
+  // One node `op` reading "img" (and "w" for a convolution), its output "out" read by a Relu.
+  auto load = [&](const std::string& op, std::vector<int64_t> img, std::vector<int64_t> w,
+                  const std::function<void(onnx::NodeProto*)>& attrs) {
+    return LoadChainModel(dir.Path("autopad" + std::to_string(file++) + ".onnx"), 17,
+                          [&](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+                            AddInput(g, "img", img);
+                            std::vector<std::string> in{"img"};
+                            if (!w.empty()) {
+                              AddWeight(g, "w", w);
+                              in.push_back("w");
+                            }
+                            attrs(AddNode(n, op, in, "out", "node"));
+                            AddNode(n, "Relu", {"out"}, "r", "act");
+                            AddNode(n, "Relu", {"x"}, "y", "other");
+                            g.add_output()->set_name("r");
+                          });
+  };
+  auto key = [](const Result<Graph>& g, const std::string& node) -> std::string {
+    if (!g.ok()) return Message(g);
+    auto run = profile::RunGraph(*g, testing::Soc910B2());
+    return run.ok() ? OpKeysByName(*run)[node] : run.status().ToString();
+  };
+  auto shape = [](const Result<Graph>& g, const std::string& node) {
+    const GraphNode* n = g.ok() ? FindNode(*g, node) : nullptr;
+    return n == nullptr ? std::vector<int64_t>{} : n->outputs[0].desc.shape;
+  };
+  struct Case {
+    std::string op, mode;                // mode: auto_pad, or "output_shape"
+    std::vector<int64_t> img, w, extra;  // extra: kernel_shape of a pool, output_shape of a ConvTranspose
+    std::vector<int64_t> pads, out;      // the explicit pads (ONNX's order) it stands for, its output
+    std::string node;                    // the kernel named as the node
+  };
+  const std::vector<Case> cases{
+      // 3x3/2 of 16: 8 outputs need 17 rows, one pad, at the end (UPPER) or the beginning.
+      {"Conv", "SAME_UPPER", {2, 8, 16, 16}, {16, 8, 3, 3}, {}, {0, 0, 1, 1}, {2, 16, 8, 8}, "node"},
+      {"Conv", "SAME_LOWER", {2, 8, 16, 16}, {16, 8, 3, 3}, {}, {1, 1, 0, 0}, {2, 16, 8, 8}, "node"},
+      {"Conv", "VALID", {2, 8, 16, 16}, {16, 8, 3, 3}, {}, {0, 0, 0, 0}, {2, 16, 7, 7}, "node"},
+      // A 1-D convolution of kernel 5 at stride 1: two on each side (the Conv2D of height 1).
+      {"Conv", "SAME_UPPER", {2, 8, 100}, {16, 8, 5}, {}, {2, 2}, {2, 16, 1, 100}, "node"},
+      {"MaxPool", "SAME_UPPER", {2, 8, 15, 15}, {}, {3, 3}, {1, 1, 1, 1}, {2, 8, 8, 8}, "node"},
+      {"AveragePool", "VALID", {2, 8, 16, 16}, {}, {2, 2}, {0, 0, 0, 0}, {2, 8, 8, 8}, "node"},
+      // DCGAN's 4x4/2 up to 16 from 8: pads 1 on each side.
+      {"ConvTranspose", "output_shape", {2, 16, 8, 8}, {16, 8, 4, 4}, {16, 16}, {1, 1, 1, 1}, {2, 8, 16, 16}, "node"},
+      // 3x3/2 up to 16: 2 x 7 + 3 = 17 rows, one pad, at the end (UPPER).
+      {"ConvTranspose", "SAME_UPPER", {2, 16, 8, 8}, {16, 8, 3, 3}, {}, {0, 0, 1, 1}, {2, 8, 16, 16}, "node"},
+  };
+  for (const Case& c : cases) {
+    const size_t axes = c.img.size() - 2;
+    const std::vector<int64_t> strides(axes, c.op == "Conv" && axes == 1 ? 1 : 2);
+    auto common = [&](onnx::NodeProto* n) {
+      WithInts(n, "strides", strides);
+      if (!c.extra.empty() && c.op != "ConvTranspose") WithInts(n, "kernel_shape", c.extra);
+    };
+    auto implicit = load(c.op, c.img, c.w, [&](onnx::NodeProto* n) {
+      common(n);
+      if (c.mode == "output_shape") {
+        WithInts(n, "output_shape", c.extra);
+        WithInts(n, "pads", {5, 5, 5, 5});  // ignored: output_shape decides
+      } else {
+        WithString(n, "auto_pad", c.mode);
+      }
+    });
+    auto explicit_pads = load(c.op, c.img, c.w, [&](onnx::NodeProto* n) {
+      common(n);
+      WithInts(n, "pads", c.pads);
+    });
+    const std::string what = c.op + " " + c.mode;
+    ASSERT_TRUE(implicit.ok()) << what << ": " << Message(implicit);
+    ASSERT_TRUE(explicit_pads.ok()) << what << ": " << Message(explicit_pads);
+    EXPECT_EQ(shape(implicit, c.node), c.out) << what;
+    EXPECT_EQ(key(implicit, c.node), key(explicit_pads, c.node)) << what;
+    EXPECT_EQ(implicit->nodes.size(), explicit_pads->nodes.size()) << what;
+  }
+  // The two SAME conventions are different kernels (the odd pad's side is in the key).
+  auto upper = load("Conv", {2, 8, 16, 16}, {16, 8, 3, 3}, [](onnx::NodeProto* n) {
+    WithString(WithInts(n, "strides", {2, 2}), "auto_pad", "SAME_UPPER");
+  });
+  EXPECT_NE(key(upper, "node").find("pads=0,1,0,1"), std::string::npos) << key(upper, "node");
+
+  // tf2onnx's strided "same" convolution: an explicit Pad, then the Conv with VALID; one Conv2D.
+  auto tf = LoadChainModel(dir.Path("tf_same.onnx"), 17, [](onnx::GraphProto& g, std::vector<onnx::NodeProto>& n) {
+    AddInput(g, "img", {2, 8, 16, 16});
+    AddWeight(g, "w", {16, 8, 3, 3});
+    AddInts(g, "pads", {0, 0, 0, 0, 0, 0, 1, 1});
+    AddNode(n, "Pad", {"img", "pads"}, "padded", "down.pad");
+    WithString(WithInts(AddNode(n, "Conv", {"padded", "w"}, "y", "down.conv"), "strides", {2, 2}), "auto_pad", "VALID");
+  });
+  ASSERT_TRUE(tf.ok()) << Message(tf);
+  EXPECT_EQ(tf->nodes.size(), 1u) << "the Pad is the Conv's padding";
+  EXPECT_NE(key(tf, "down.conv").find("pads=0,1,0,1"), std::string::npos) << key(tf, "down.conv");
+
+  const std::string same = Message(load("Conv", {2, 8, 16, 16}, {16, 8, 3, 3}, [](onnx::NodeProto* n) {
+    WithString(n, "auto_pad", "SAME");
+  }));
+  EXPECT_NE(same.find("node 'node' (Conv): auto_pad 'SAME' is not one of NOTSET, SAME_UPPER, SAME_LOWER and VALID"),
+            std::string::npos)
+      << same;
+}
+
 // What a whole model computes from constants only, ATC computes at compile time: HF's
 // rotary embedding (transformers >= 4.38) takes its angles by a MatMul of the inverse
 // frequencies [1, 32, 1] and the positions [1, 1, 16], transposes them, joins two copies

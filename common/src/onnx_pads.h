@@ -1,0 +1,31 @@
+// Explicit pads for the ONNX nodes whose padding is computed from shapes (internal to
+// onnx_import.cc): a Conv's, ConvTranspose's, MaxPool's or AveragePool's auto_pad
+// SAME_UPPER, SAME_LOWER or VALID (what tf2onnx and keras2onnx write for TensorFlow's
+// "same" and "valid" padding when a shape is dynamic), and a ConvTranspose's output_shape
+// (TensorFlow's conv2d_transpose). The importer rewrites such a node once shape inference
+// has sized its input, so every conversion after it reads `pads` alone.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tunefleet/common/status.h"
+
+namespace tunefleet::onnx_pads {
+
+// Whether `n` is such a node: one of those ops with an auto_pad other than NOTSET, or a
+// ConvTranspose with an output_shape.
+bool NeedsExplicitPads(const onnx::NodeProto& n);
+
+// `n` with `pads` (ONNX's order: each spatial axis's begin, then each one's end) in place of
+// its auto_pad and output_shape, as the ONNX operators' definitions compute them. x: its
+// input's shape [N, C, spatial...]; weight: a Conv's or ConvTranspose's weight shape [.., ..,
+// kernel...] (empty for a pool, whose kernel_shape gives its window). An unknown auto_pad, or
+// strides, dilations, kernel or output_shape of the wrong length, is refused naming it.
+Result<onnx::NodeProto> WithExplicitPads(const onnx::NodeProto& n, const std::string& where,
+                                         const std::vector<int64_t>& x, const std::vector<int64_t>& weight);
+
+}  // namespace tunefleet::onnx_pads
