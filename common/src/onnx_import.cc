@@ -1120,10 +1120,7 @@ Result<Converted> Convert(const onnx::NodeProto& n, const std::string& where,
   } else if (op == "MaxPool" || op == "AveragePool") {
     const std::string pooling = op == "MaxPool" ? "max pooling" : "average pooling";
     if (rank(0) != 4) return InvalidArgument(where + ": only 2-D " + pooling + " (NCHW input) is supported");
-    if (IntAttr(n, "ceil_mode", 0) != 0) {
-      return InvalidArgument(where + ": ceil_mode 1 is not supported: export with ceil_mode=False (the output "
-                                     "rounded down)");
-    }
+    // auto_pad and ceil_mode are pads by now (onnx_pads.h).
     for (int64_t d : IntsAttr(n, "dilations")) {
       if (d != 1) return InvalidArgument(where + ": dilated " + pooling + " is not supported");
     }
@@ -2186,16 +2183,18 @@ Result<Graph> GraphFromOnnxFile(const std::string& path, const OnnxImportOptions
   }
 
   TF_ASSIGN_OR_RETURN(auto info, InferShapes(model, nodes, constants, opset, path));
-  // auto_pad, and a ConvTranspose's output_shape, as the explicit pads they stand for, now
-  // that inference has sized each input (onnx_pads.h).
+  // auto_pad, a ConvTranspose's output_shape and a pool's ceil_mode as the explicit pads
+  // they stand for, now that inference has sized each input and output (onnx_pads.h).
   for (size_t i = 0; i < nodes.size(); ++i) {
     onnx::NodeProto& n = nodes[i].first;
     if (!onnx_pads::NeedsExplicitPads(n)) continue;
     const std::string where = Where(path, node_names[i], n, folds.Folded(nodes[i].second));
     const auto x = info.find(n.input(0));
+    const auto y = n.output_size() > 0 ? info.find(n.output(0)) : info.end();
     const auto w = n.input_size() > 1 ? info.find(n.input(1)) : info.end();
     if (x == info.end() || !x->second.known) return InvalidArgument(where + ": its input's shape is not known");
     TF_ASSIGN_OR_RETURN(n, onnx_pads::WithExplicitPads(n, where, x->second.shape,
+                                                        y == info.end() ? std::vector<int64_t>{} : y->second.shape,
                                                         w == info.end() ? std::vector<int64_t>{} : w->second.shape));
   }
   // A QDQ model's int8 cube ops read their weights' int8 data, not a weight dequantized at

@@ -12,10 +12,12 @@ using onnx_util::Attr;
 using onnx_util::IntsAttr;
 using onnx_util::IsStandardDomain;
 
+bool IsPool(const onnx::NodeProto& n) {
+  return IsStandardDomain(n.domain()) && (n.op_type() == "MaxPool" || n.op_type() == "AveragePool");
+}
+
 bool IsPadded(const onnx::NodeProto& n) {
-  const std::string& op = n.op_type();
-  return IsStandardDomain(n.domain()) &&
-         (op == "Conv" || op == "ConvTranspose" || op == "MaxPool" || op == "AveragePool");
+  return IsPool(n) || (IsStandardDomain(n.domain()) && (n.op_type() == "Conv" || n.op_type() == "ConvTranspose"));
 }
 
 std::string AutoPad(const onnx::NodeProto& n) {
@@ -39,11 +41,13 @@ Result<std::vector<int64_t>> PerAxis(const onnx::NodeProto& n, const std::string
 
 bool NeedsExplicitPads(const onnx::NodeProto& n) {
   if (!IsPadded(n)) return false;
-  return AutoPad(n) != "NOTSET" || (n.op_type() == "ConvTranspose" && Attr(n, "output_shape") != nullptr);
+  return AutoPad(n) != "NOTSET" || (n.op_type() == "ConvTranspose" && Attr(n, "output_shape") != nullptr) ||
+         (IsPool(n) && onnx_util::IntAttr(n, "ceil_mode", 0) != 0);
 }
 
 Result<onnx::NodeProto> WithExplicitPads(const onnx::NodeProto& n, const std::string& where,
-                                         const std::vector<int64_t>& x, const std::vector<int64_t>& weight) {
+                                         const std::vector<int64_t>& x, const std::vector<int64_t>& y,
+                                         const std::vector<int64_t>& weight) {
   const std::string mode = AutoPad(n);
   if (mode != "NOTSET" && mode != "VALID" && mode != "SAME_UPPER" && mode != "SAME_LOWER") {
     return InvalidArgument(fmt::format("{}: auto_pad '{}' is not one of NOTSET, SAME_UPPER, SAME_LOWER and VALID",
@@ -52,6 +56,7 @@ Result<onnx::NodeProto> WithExplicitPads(const onnx::NodeProto& n, const std::st
   if (x.size() < 3) return InvalidArgument(where + ": its input needs a batch, a channel and a spatial axis");
   const size_t axes = x.size() - 2;
   const bool transposed = n.op_type() == "ConvTranspose";
+  const bool same = mode == "SAME_UPPER" || mode == "SAME_LOWER";
   std::vector<int64_t> kernel = IntsAttr(n, "kernel_shape");
   if (kernel.empty() && weight.size() == x.size()) kernel.assign(weight.begin() + 2, weight.end());
   if (kernel.size() != axes) {
@@ -66,6 +71,7 @@ Result<onnx::NodeProto> WithExplicitPads(const onnx::NodeProto& n, const std::st
     return InvalidArgument(fmt::format("{}: output_shape [{}] must have one size for each of its input's {} spatial axes",
                                        where, fmt::join(target, ","), axes));
   }
+  const bool shaped = transposed && !target.empty();
 
   std::vector<int64_t> pads = IntsAttr(n, "pads");
   if (pads.size() != 2 * axes) pads.assign(2 * axes, 0);
@@ -75,34 +81,35 @@ Result<onnx::NodeProto> WithExplicitPads(const onnx::NodeProto& n, const std::st
       return InvalidArgument(fmt::format("{}: strides [{}] and its window [{}] must be positive", where,
                                          fmt::join(strides, ","), fmt::join(kernel, ",")));
     }
-    int64_t total = 0;
-    if (transposed) {
-      // ConvTranspose: the padding that makes its output output_shape, or in * stride for SAME.
-      if (target.empty() && mode != "SAME_UPPER" && mode != "SAME_LOWER") {
-        pads[a] = pads[axes + a] = 0;  // VALID
-        continue;
-      }
-      const int64_t out = target.empty() ? in * s : target[a];
+    int64_t total = 0;  // VALID's
+    if (transposed && (same || shaped)) {
+      // The padding that makes a ConvTranspose's output output_shape, or in * stride for SAME.
+      const int64_t out = shaped ? target[a] : in * s;
       total = s * (in - 1) + extra[a] + window - out;
-    } else {
-      if (mode == "VALID") {
-        pads[a] = pads[axes + a] = 0;
-        continue;
-      }
-      const int64_t out = (in + s - 1) / s;  // SAME: ceil(in / stride)
+    } else if (same) {
+      const int64_t out = (in + s - 1) / s;  // ceil(in / stride)
       total = std::max<int64_t>(0, (out - 1) * s + window - in);
     }
-    // SAME_UPPER puts the odd one at the end; SAME_LOWER, and a ConvTranspose's output_shape
-    // without auto_pad, at the beginning.
-    const int64_t half = total / 2;
-    pads[a] = mode == "SAME_UPPER" ? half : total - half;
-    pads[axes + a] = mode == "SAME_UPPER" ? total - half : half;
+    if (mode != "NOTSET" || shaped) {
+      // SAME_UPPER puts the odd one at the end; SAME_LOWER, and a ConvTranspose's
+      // output_shape without auto_pad, at the beginning.
+      const int64_t half = total / 2;
+      pads[a] = mode == "SAME_UPPER" ? half : total - half;
+      pads[axes + a] = mode == "SAME_UPPER" ? total - half : half;
+    }
+    if (IsPool(n) && onnx_util::IntAttr(n, "ceil_mode", 0) != 0) {
+      // Rounded up, the last window reaches past the input and its padding: as far again
+      // of padding at the end.
+      if (y.size() != x.size()) return InvalidArgument(where + ": its output's shape is not known");
+      pads[axes + a] += std::max<int64_t>(0, (y[2 + a] - 1) * s + window - (in + pads[a] + pads[axes + a]));
+    }
   }
 
   onnx::NodeProto out = n;
   out.clear_attribute();
   for (const auto& a : n.attribute()) {
-    if (a.name() != "auto_pad" && a.name() != "output_shape" && a.name() != "pads") *out.add_attribute() = a;
+    const std::string& name = a.name();
+    if (name != "auto_pad" && name != "output_shape" && name != "pads" && name != "ceil_mode") *out.add_attribute() = a;
   }
   onnx::AttributeProto* p = out.add_attribute();
   p->set_name("pads");

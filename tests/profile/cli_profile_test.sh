@@ -452,6 +452,13 @@ check_onnx_tune densenet "$SRC/examples/densenet121.onnx" 367 \
   "^/features/features.4/layers.1/norm1/BatchNormalization  FusedMulAdd\[32x96x56x56,96x1x1,96x1x1\]" \
   "^/features/features.4/layers.1/Concat  Concat\[32x64x56x56,32x32x56x56\]{axis=1}" \
   "^/features/features.5/features.5.3/AveragePool  AveragePool\[32x128x56x56\]{kernel_shape=2,2,strides=2,2}@Ascend910B2  \[done\]"
+# GoogLeNet (scripts/make_googlenet_onnx.py): every max pooling rounds its output up
+# (ceil_mode=True, refused before): 3x3/2 of 112 is 56 windows, the last reading a row and
+# a column of padding at the end; the inception blocks' four branches join by Concat.
+check_onnx_tune googlenet "$SRC/examples/googlenet.onnx" 138 \
+  "^/features/features.1/MaxPool  MaxPool\[32x64x112x112\]{kernel_shape=3,3,pads=0,1,0,1,strides=2,2}@Ascend910B2  \[done\]" \
+  "^/features/features.5/Concat  Concat\[32x64x28x28,32x128x28x28,32x32x28x28,32x32x28x28\]{axis=1}"
+fuse_says googlenet "$SRC/examples/googlenet.onnx" "57 of 57 fusion chains fused, 0 of 0 transposes folded, 138 -> 81 kernels"
 # MobileNetV2 (scripts/make_mobilenet_onnx.py): each depthwise 3x3 (a Conv with group =
 # channels) is a DepthwiseConv2D on the vector unit, each ReLU6 a Clip, and the 1x1
 # expansions stay Conv2D.

@@ -770,10 +770,15 @@ TEST(OnnxImport, AResNetsMaxPoolAndGlobalAveragePoolImport) {
   EXPECT_NE(keys["stem.conv"].find("pads=1,1,0,2"), std::string::npos) << keys["stem.conv"];
   EXPECT_EQ(keys["stem.maxpool"], "MaxPool[2x16x16x16]{kernel_shape=3,3,pads=1,1,0,0,strides=2,2}@Ascend910B2");
   EXPECT_EQ(keys["head.avgpool"], "ReduceMean[32x56]@Ascend910B2") << "2 x 16 channels, each a mean of 8 x 7";
-  const std::string ceil = Message(load(1, 4));
-  EXPECT_NE(ceil.find("node 'stem.maxpool' (MaxPool): ceil_mode 1 is not supported: export with ceil_mode=False"),
-            std::string::npos)
-      << ceil;
+  // Rounded up (ceil_mode 1), 9 x 8 windows: the last row and column of them read one more
+  // row and column of padding at the end.
+  auto ceil = load(1, 4);
+  ASSERT_TRUE(ceil.ok()) << Message(ceil);
+  EXPECT_EQ(FindNode(*ceil, "stem.maxpool")->outputs[0].desc.shape, (std::vector<int64_t>{2, 16, 9, 8}));
+  auto ceil_run = profile::RunGraph(*ceil, testing::Soc910B2());
+  ASSERT_TRUE(ceil_run.ok()) << ceil_run.status().ToString();
+  EXPECT_EQ(OpKeysByName(*ceil_run)["stem.maxpool"],
+            "MaxPool[2x16x16x16]{kernel_shape=3,3,pads=1,2,0,1,strides=2,2}@Ascend910B2");
   const std::string one_d = Message(load(0, 3));
   EXPECT_NE(one_d.find("only 2-D max pooling (NCHW input) is supported"), std::string::npos) << one_d;
 }
@@ -1121,7 +1126,8 @@ TEST(OnnxImport, AnOverlappingTransposedConvolutionIsAConvolutionOfItsDilatedInp
 // dynamic: auto_pad SAME_UPPER (the odd pad at the end), SAME_LOWER (at the beginning) or
 // VALID of a Conv, a 1-D Conv, a pool or a ConvTranspose, and a ConvTranspose's
 // output_shape (conv2d_transpose's), each the kernel the same node with those explicit pads
-// is. An auto_pad ONNX does not define is refused naming it.
+// is; so is a pool's ceil_mode 1 (GoogLeNet's), its last window reading padding at the end.
+// An auto_pad ONNX does not define is refused naming it.
 TEST(OnnxImport, AutoPadAndOutputShapeAreTheExplicitPadsTheyStandFor) {
   testing::ScratchDir dir;
   int file = 0;
@@ -1152,7 +1158,7 @@ TEST(OnnxImport, AutoPadAndOutputShapeAreTheExplicitPadsTheyStandFor) {
     return n == nullptr ? std::vector<int64_t>{} : n->outputs[0].desc.shape;
   };
   struct Case {
-    std::string op, mode;                // mode: auto_pad, or "output_shape"
+    std::string op, mode;                // mode: auto_pad, "output_shape" or "ceil_mode"
     std::vector<int64_t> img, w, extra;  // extra: kernel_shape of a pool, output_shape of a ConvTranspose
     std::vector<int64_t> pads, out;      // the explicit pads (ONNX's order) it stands for, its output
     std::string node;                    // the kernel named as the node
@@ -1166,6 +1172,10 @@ TEST(OnnxImport, AutoPadAndOutputShapeAreTheExplicitPadsTheyStandFor) {
       {"Conv", "SAME_UPPER", {2, 8, 100}, {16, 8, 5}, {}, {2, 2}, {2, 16, 1, 100}, "node"},
       {"MaxPool", "SAME_UPPER", {2, 8, 15, 15}, {}, {3, 3}, {1, 1, 1, 1}, {2, 8, 8, 8}, "node"},
       {"AveragePool", "VALID", {2, 8, 16, 16}, {}, {2, 2}, {0, 0, 0, 0}, {2, 8, 8, 8}, "node"},
+      // GoogLeNet's 3x3/2 of 112 rounded up: 56 windows need 113 rows (55 rounded down).
+      {"MaxPool", "ceil_mode", {2, 8, 112, 112}, {}, {3, 3}, {0, 0, 1, 1}, {2, 8, 56, 56}, "node"},
+      // 2x2/2 of 15 with a pad of 1 at the beginning: 8 windows of the 16 rows, rounded either way.
+      {"AveragePool", "ceil_mode", {2, 8, 15, 15}, {}, {2, 2}, {1, 1, 0, 0}, {2, 8, 8, 8}, "node"},
       // DCGAN's 4x4/2 up to 16 from 8: pads 1 on each side.
       {"ConvTranspose", "output_shape", {2, 16, 8, 8}, {16, 8, 4, 4}, {16, 16}, {1, 1, 1, 1}, {2, 8, 16, 16}, "node"},
       // 3x3/2 up to 16: 2 x 7 + 3 = 17 rows, one pad, at the end (UPPER).
@@ -1183,6 +1193,9 @@ TEST(OnnxImport, AutoPadAndOutputShapeAreTheExplicitPadsTheyStandFor) {
       if (c.mode == "output_shape") {
         WithInts(n, "output_shape", c.extra);
         WithInts(n, "pads", {5, 5, 5, 5});  // ignored: output_shape decides
+      } else if (c.mode == "ceil_mode") {
+        WithInt(n, "ceil_mode", 1);
+        if (c.pads[0] != 0) WithInts(n, "pads", {c.pads[0], c.pads[1], 0, 0});
       } else {
         WithString(n, "auto_pad", c.mode);
       }
@@ -1319,7 +1332,8 @@ TEST(OnnxImport, ABatchNormalizationIsAFusedMulAddPerChannel) {
 
 // DenseNet's transition as torch exports it in eval mode: BatchNormalization before the
 // convolution (not folded: it comes first), Relu, a 1x1 Conv, and an AveragePool 2x2 at
-// stride 2, a pooling kernel of its own. ceil_mode is refused as MaxPool's is.
+// stride 2, a pooling kernel of its own; with ceil_mode 1 the same kernel, its windows
+// already covering the input.
 TEST(OnnxImport, ADenseNetTransitionsAveragePoolImports) {
   testing::ScratchDir dir;
   int file = 0;
@@ -1351,8 +1365,11 @@ TEST(OnnxImport, ADenseNetTransitionsAveragePoolImports) {
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   EXPECT_EQ(run->ops.back().op_key, "AveragePool[2x8x8x8]{kernel_shape=2,2,strides=2,2}@Ascend910B2");
   EXPECT_TRUE(FindNode(*g, "pad")->IsView()) << "a Pad of zeros moves nothing";
-  const std::string ceil = Message(load(1));
-  EXPECT_NE(ceil.find("node 'pool' (AveragePool): ceil_mode 1 is not supported"), std::string::npos) << ceil;
+  auto ceil = load(1);
+  ASSERT_TRUE(ceil.ok()) << Message(ceil);
+  auto ceil_run = profile::RunGraph(*ceil, testing::Soc910B2());
+  ASSERT_TRUE(ceil_run.ok()) << ceil_run.status().ToString();
+  EXPECT_EQ(ceil_run->ops.back().op_key, run->ops.back().op_key);
   const std::string padding = Message(LoadChainModel(dir.Path("pad.onnx"), 17, [](onnx::GraphProto& graph, std::vector<onnx::NodeProto>& n) {
     AddInts(graph, "pads", {0, 1, 0, 0, 1, 0});
     AddNode(n, "Pad", {"x", "pads"}, "y", "pad");
