@@ -15,7 +15,7 @@ shift || true
 here=$(cd "$(dirname "$0")/.." && pwd)
 models=("$@")
 if ((${#models[@]} == 0)); then
-  models=(llama_layer llama_layer@mask llama3_layer llama3_layer@mask gpt2_layer gpt2 bert_base bert_base_int8
+  models=(llama_layer llama_layer@mask llama_layer_int8@mask llama3_layer llama3_layer@mask gpt2_layer gpt2 bert_base bert_base_int8
     resnet50 resnet50_int8 densenet121 googlenet vit_b16 vit_b16_int8 mobilenet_v2 mobilenet_v2_int8 whisper_base_encoder
     wav2vec2_base convnext_tiny mobilenet_v3_large efficientnet_b0 roberta_base mpnet_base t5_encoder minilm_l6
     unet sd_unet sd_vae_encoder sd_vae_decoder cyclegan_generator patchgan_discriminator

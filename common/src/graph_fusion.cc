@@ -743,12 +743,26 @@ std::vector<TransposeFold> FindTransposeFolds(const Graph& graph) {
   for (size_t t = 0; t < graph.nodes.size(); ++t) {
     const GraphNode& node = graph.nodes[t];
     if (!SwapsLastTwoAxes(node, graph)) continue;
-    const int consumer = OnlyReader(graph, node.outputs[0].name);
+    std::string x = node.outputs[0].name;
+    int consumer = OnlyReader(graph, x);
+    std::vector<int> between;
+    bool cast = false;  // one at most
+    while (consumer >= 0) {
+      const GraphNode& n = graph.nodes[consumer];
+      const bool elementwise = (n.op_type == "Cast" && !cast && n.inputs.size() == 1 && n.outputs.size() == 1) ||
+                               (n.IsView() && !n.attrs.count(kSliceStartsAttr) && n.inputs.size() == 1 &&
+                                n.outputs.size() == 1 && n.outputs[0].desc.shape == node.outputs[0].desc.shape);
+      if (!elementwise) break;
+      cast = cast || n.op_type == "Cast";
+      between.push_back(consumer);
+      x = n.outputs[0].name;
+      consumer = OnlyReader(graph, x);
+    }
     if (consumer < 0) continue;
     const GraphNode& c = graph.nodes[consumer];
     if (c.op_type != "MatMul" && c.op_type != "BatchMatMul") continue;
     for (int input = 0; input < 2 && input < static_cast<int>(c.inputs.size()); ++input) {
-      if (c.inputs[input] == node.outputs[0].name) folds.push_back({static_cast<int>(t), consumer, input});
+      if (c.inputs[input] == x) folds.push_back({static_cast<int>(t), consumer, input, between});
     }
   }
   return folds;
@@ -761,10 +775,17 @@ Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<Transpos
   Graph out = graph;
   std::vector<bool> removed(graph.nodes.size(), false);
   for (const TransposeFold& f : folds) {
-    if (f.transpose < 0 || f.consumer < 0 || static_cast<size_t>(std::max(f.transpose, f.consumer)) >= graph.nodes.size() ||
-        f.input < 0 || f.input > 1 || removed[f.transpose] ||
-        graph.nodes[f.consumer].inputs.size() <= static_cast<size_t>(f.input) ||
-        graph.nodes[f.consumer].inputs[f.input] != graph.nodes[f.transpose].outputs[0].name) {
+    auto in_graph = [&](int i) { return i >= 0 && static_cast<size_t>(i) < graph.nodes.size(); };
+    // What each node of the path reads: the Transpose's output, then each one's before.
+    bool path = in_graph(f.transpose) && in_graph(f.consumer) && !removed[f.transpose];
+    std::string x = path ? graph.nodes[f.transpose].outputs[0].name : "";
+    for (int b : f.between) {
+      path = path && in_graph(b) && graph.nodes[b].inputs.size() == 1 && graph.nodes[b].inputs[0] == x &&
+             graph.nodes[b].outputs.size() == 1;
+      x = path ? graph.nodes[b].outputs[0].name : "";
+    }
+    if (!path || f.input < 0 || f.input > 1 || graph.nodes[f.consumer].inputs.size() <= static_cast<size_t>(f.input) ||
+        graph.nodes[f.consumer].inputs[f.input] != x) {
       return InvalidArgument("a transpose fold that is not one of this graph's");
     }
     GraphNode& c = out.nodes[f.consumer];
@@ -776,7 +797,15 @@ Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<Transpos
       }
     }
     c.attrs[kFlagNames[f.input][0]] = set ? "0" : "1";
-    c.inputs[f.input] = graph.nodes[f.transpose].inputs[0];
+    const std::string& untransposed = graph.nodes[f.transpose].inputs[0];
+    if (f.between.empty()) {
+      c.inputs[f.input] = untransposed;
+    } else {
+      out.nodes[f.between.front()].inputs[0] = untransposed;
+      const NamedTensor* in = graph.FindTensor(untransposed);
+      if (in == nullptr) return InvalidArgument("a transpose fold of '" + untransposed + "', which the graph has not");
+      for (int b : f.between) out.nodes[b].outputs[0].desc.shape = in->desc.shape;
+    }
     removed[f.transpose] = true;
   }
   std::vector<GraphNode> kept;

@@ -551,6 +551,13 @@ fuse_says mobilenet_int8 "$SRC/examples/mobilenet_v2_int8.onnx" "152 -> 67 kerne
 # Cast kernel (24 of them).
 fuse_says bert_int8 "$SRC/examples/bert_base_int8.onnx" "371 -> 141 kernels" \
   "/layer.0/MatMul+/layer.0/Div+/layer.0/Add+/layer.0/Softmax+/layer.0/Softmax_output_0/QuantizeLinear+/layer.0/MatMul_1 (FlashAttention, scores Div,Add)"
+# A Llama-2-7B layer so (W8A8): its RMSNorms write int8 (CANN's RmsNormQuant), its
+# attention one int8 FlashAttention writing int8 for o_proj, the SwiGLU's quantize
+# gate_proj's epilogue's last step; q and k stay float16 for the RoPE, then Cast kernels.
+fuse_says llama_int8 "$SRC/examples/llama_layer_int8.onnx" "8 of 9 fusion chains fused, 1 of 1 transposes folded, 29 -> 14 kernels" \
+  "/self_attn/MatMul+/self_attn/Div+/self_attn/Add_2+/self_attn/Softmax+/self_attn/Cast_1_output_0/QuantizeLinear+/self_attn/MatMul_1 (FlashAttention, scores Div,Add)" \
+  "/input_layernorm/Mul_1+/input_layernorm/Mul_1_output_0/QuantizeLinear (RmsNorm, epilogue Quantize)" \
+  "/mlp/gate_proj/MatMul+/mlp/Mul+/mlp/Mul_1+/mlp/Mul_1_output_0/QuantizeLinear (FusedBatchMatMul, epilogue Silu,Mul,Quantize)"
 # --resident keeps a graph input or output on the device whatever it is called (an ONNX
 # model's past* and present* already are): no H2D or D2H copy of it; fuse writes it into
 # the fused graph and passes it on to the report of the baseline; a name the graph has

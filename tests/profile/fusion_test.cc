@@ -651,6 +651,52 @@ TEST(TransposeFolds, ATransposeOfTheLastTwoAxesReadOnlyByAMatMulFoldsIntoItsFlag
   EXPECT_EQ(applied->nodes.size(), g->nodes.size() - 2);
 }
 
+// An int8 model quantizes k^T before the scores' BatchMatMul (a QDQ Llama's RoPE writes k in
+// float16): the quantize and the dequantize view are element-wise, so the transpose folds
+// through them, each then reading and writing k's own layout. Not when the quantized k^T
+// has another reader.
+TEST(TransposeFolds, ATransposeFoldsThroughTheQuantizeAndDequantizeOfItsOutput) {
+  for (const bool also_output : {false, true}) {
+    nlohmann::json q = Tensor("q", {8, 256, 64}), quantized = Tensor("kt_q", {8, 64, 256}),
+                   dequantized = Tensor("kt_d", {8, 64, 256});
+    q["dtype"] = quantized["dtype"] = dequantized["dtype"] = "int8";
+    nlohmann::json j{{"soc", "Ascend910B2"},
+                     {"inputs", {q, Tensor("k", {8, 256, 64})}},
+                     {"outputs", also_output ? nlohmann::json{"s", "kt_q"} : nlohmann::json{"s"}},
+                     {"nodes",
+                      {Node("t", "Transpose", {"k"}, Tensor("kt", {8, 64, 256})), Node("quant", "Cast", {"kt"}, quantized),
+                       Node("dequant", kReshapeOp, {"kt_q"}, dequantized),
+                       Node("scores", "BatchMatMul", {"q", "kt_d"}, Tensor("s", {8, 256, 256}))}}};
+    j["nodes"][0]["attrs"] = {{"perm", "0,2,1"}};
+    j["nodes"][1]["attrs"] = {{"dst_type", "int8"}};
+    j["nodes"][3]["attrs"] = {{"out_dtype", "float16"}};
+    auto g = GraphFromJson(j);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    const auto folds = FindTransposeFolds(*g);
+    if (also_output) {
+      EXPECT_TRUE(folds.empty()) << "the quantized k^T is a graph output too";
+      continue;
+    }
+    ASSERT_EQ(folds.size(), 1u);
+    EXPECT_EQ(g->nodes[folds[0].consumer].name, "scores");
+    EXPECT_EQ(folds[0].between, (std::vector<int>{1, 2}));
+    auto folded = ApplyTransposeFolds(*g, folds, testing::Soc910B2());
+    ASSERT_TRUE(folded.ok()) << folded.status().ToString();
+    EXPECT_EQ(FindNode(*folded, "t"), nullptr);
+    EXPECT_EQ(FindNode(*folded, "quant")->inputs, (std::vector<std::string>{"k"}));
+    EXPECT_EQ(FindNode(*folded, "quant")->outputs[0].desc.shape, (std::vector<int64_t>{8, 256, 64}));
+    EXPECT_EQ(FindNode(*folded, "dequant")->outputs[0].desc.shape, (std::vector<int64_t>{8, 256, 64}));
+    const GraphNode* scores = FindNode(*folded, "scores");
+    EXPECT_EQ(scores->inputs, (std::vector<std::string>{"q", "kt_d"}));
+    EXPECT_EQ(scores->attrs.at("transpose_b"), "1");
+    auto chosen = ChooseFusions(*g, testing::Soc910B2());
+    ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+    ASSERT_EQ(chosen->folds.size(), 1u);
+    EXPECT_TRUE(chosen->folds[0].applied) << "one kernel fewer";
+    EXPECT_LT(chosen->result_us, chosen->baseline_us);
+  }
+}
+
 // A MatMul reads B transposed when either spelling is set (transpose_b, CANN's adj_x2):
 // a fold flips what it computes as a whole, and writes one spelling (an audit found only
 // adj_x2 flipped while transpose_b stayed set, a wrong product on square shapes). Any

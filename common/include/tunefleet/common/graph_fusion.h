@@ -116,17 +116,21 @@ Result<Graph> ApplyAttentionFusions(const Graph& graph, const std::vector<Attent
 
 // MatMul + Transpose: a Transpose (it swaps its input's last two axes: attrs.perm "0,1,3,2",
 // "[0, 1, 3, 2]" or none) whose output only a MatMul or BatchMatMul reads, as A (input 0)
-// or B (input 1).
+// or B (input 1); or reads through a Cast and views of the whole of it (an int8 model's
+// quantize and dequantize of k^T before the scores' BatchMatMul), each the only reader of
+// what it reads: element-wise, they commute with the transpose.
 struct TransposeFold {
   int transpose = -1, consumer = -1;  // indices in Graph::nodes
   int input = 0;
+  std::vector<int> between;  // the Cast and views, in order from the Transpose
 };
 std::vector<TransposeFold> FindTransposeFolds(const Graph& graph);
 // The consumer's flag a fold flips: transpose_a (input 0) or transpose_b.
 std::string TransposeFlag(const GraphNode& consumer, int input);
 // The graph with each fold applied: the consumer reads the Transpose's input with its flag
 // flipped (set when neither spelling, transpose_b or CANN's adj_x2, was; the other spelling
-// erased), and the Transpose is gone. Validated as ApplyFusions.
+// erased), and the Transpose is gone; nodes between them read and write the untransposed
+// layout. Validated as ApplyFusions.
 Result<Graph> ApplyTransposeFolds(const Graph& graph, const std::vector<TransposeFold>& folds, const SocSpec& soc,
                                   OpChecks* checks = nullptr);
 
