@@ -37,6 +37,7 @@ void PrintText(const profile::FusionReport& r, const std::string& written, const
       const std::string op = o["op_type"].get<std::string>(), chain = o["epilogue"].get<std::string>();
       std::string what = o.value("attention", false) ? (chain.empty() ? op : op + ", scores " + chain) : op + ", epilogue " + chain;
       if (o.value("causal", false)) what += ", causal";
+      if (o.value("value_out", false)) what += ", also the value before Quantize";
       fmt::print("  {:9.3f}  {} ({})\n", o["step_saved_us"].get<double>(), o["name"].get<std::string>(), what);
     }
   }

@@ -144,6 +144,7 @@ Result<OpKey> FusedCubeInnerKey(const OpKey& key) {
   }
   inner.inputs.resize(2);
   inner.attrs.erase("epilogue");
+  inner.attrs.erase("value_out");
   // Inside the fused kernel the cube hands its fp32 accumulator to the epilogue.
   auto in = ParseDType(inner.inputs[0].dtype);
   if (!in.ok() || *in != DType::kInt8) inner.attrs["out_dtype"] = "float32";
@@ -177,6 +178,16 @@ Result<FusedCubeShape> FusedCubeShapeFromOpKey(const OpKey& key) {
   s.dequant = s.gemm.in_dtype == DType::kInt8;
   s.out_dtype = s.gemm.in_dtype == DType::kBFloat16 ? DType::kBFloat16 : DType::kFloat16;
   TF_ASSIGN_OR_RETURN(s.epilogue, ParseChain(key, "epilogue"));
+  if (auto v = key.attrs.find("value_out"); v != key.attrs.end()) {
+    // The value before the Quantize, in the dtype the op writes unquantized.
+    const DType value = s.out_dtype;
+    if (!s.epilogue.quantized || v->second != DTypeName(value)) {
+      return InvalidArgument(key.op_type + " attrs.value_out='" + v->second + "': only an epilogue ending in Quantize " +
+                             "also writes its value, in " + std::string(DTypeName(value)) + " (epilogue '" +
+                             key.attrs.at("epilogue") + "')");
+    }
+    s.value_out_bytes = DTypeBytes(value);
+  }
   if (s.epilogue.quantized) s.out_dtype = DType::kInt8;
   const size_t want = 2 + s.epilogue.operands.size();
   if (key.inputs.size() != want) {
@@ -231,7 +242,8 @@ EpilogueBlocking ComputeEpilogueBlocking(const FusedCubeShape& shape, const Matm
   b.rows_per_vector = CeilDiv(t.base_m, b.vector_per_cube);
   b.sub_rows = CeilDiv(b.rows_per_vector, std::max<int64_t>(1, epi_split));
   b.sub_elements = b.sub_rows * t.base_n;
-  b.bytes_per_element = kAccBytes + DTypeBytes(shape.out_dtype) + shape.epilogue.temps * kAccBytes;
+  b.bytes_per_element =
+      kAccBytes + DTypeBytes(shape.out_dtype) + shape.value_out_bytes + shape.epilogue.temps * kAccBytes;
   // Every operand takes a sub-tile buffer, broadcast ones too (conservative, as the
   // element-wise space counts them).
   for (const FusedOperand& o : shape.epilogue.operands) b.bytes_per_element += DTypeBytes(o.dtype);

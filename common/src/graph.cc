@@ -638,6 +638,23 @@ Status ValidateGraphOps(const GraphIndex& index, const SocSpec& soc, OpChecks* c
                                          node.name, node.op_type, node.outputs[0].name, Elements(node.outputs[0].desc),
                                          *writes));
     }
+    // A second output is a fused cube op's value before its Quantize (attrs.value_out,
+    // fused_space.h), which the op's key has already checked: of the first's elements.
+    if (node.outputs.size() > 1) {
+      const auto value = node.attrs.find("value_out");
+      if (value == node.attrs.end() || node.outputs.size() != 2) {
+        return InvalidArgument(fmt::format("node '{}' ({}): it declares {} outputs; an op writes one (a fused cube op "
+                                           "with attrs.value_out also the value before its Quantize)",
+                                           node.name, node.op_type, node.outputs.size()));
+      }
+      const NamedTensor& second = node.outputs[1];
+      if (Elements(second.desc) != Elements(out.desc) || second.desc.dtype != value->second) {
+        return InvalidArgument(fmt::format("node '{}' ({}): its second output '{}' must be the value before its "
+                                           "Quantize: {} elements of {}, declared {} of {}",
+                                           node.name, node.op_type, second.name, Elements(out.desc), value->second,
+                                           Elements(second.desc), second.desc.dtype));
+      }
+    }
   }
   return Status::Ok();
 }

@@ -89,6 +89,15 @@ int Readers(const Graph& graph, const std::string& tensor) {
   return n;
 }
 
+// The first node that quantizes `tensor` itself (IsQuantize), or -1.
+int QuantizeReader(const Graph& graph, const std::string& tensor) {
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& node = graph.nodes[i];
+    if (IsQuantize(graph, node) && node.inputs[0] == tensor) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 // The only node reading `tensor`, or -1 (also when the graph outputs it).
 int OnlyReader(const Graph& graph, const std::string& tensor) {
   if (Readers(graph, tensor) != 1) return -1;
@@ -241,6 +250,15 @@ FusionChain WalkSteps(const Graph& graph, int head, const GraphNode* cube, std::
       views.push_back(next);
       through = graph.nodes[next].outputs[0].name;
       next = OnlyReader(graph, through);
+    }
+    if (next < 0 && views.empty() && cube != nullptr && cube->op_type == "Conv2D") {
+      // Read by others too: the value is written as well as its quantize (value_out).
+      if (const int q = QuantizeReader(graph, x); q >= 0) {
+        chain.steps.push_back(q);
+        chain.views.push_back({});
+        chain.value_out = true;
+      }
+      break;
     }
     if (next < 0 || AsStep(graph, cube, graph.nodes[next], through).op.empty()) break;
     const bool quantize = IsQuantize(graph, graph.nodes[next]);
@@ -442,13 +460,23 @@ Result<Graph> ApplyFusions(const Graph& graph, const std::vector<Fusion>& fusion
       }
     }
     fused.outputs = graph.nodes[steps[f.length - 1]].outputs;
+    // With the value before its Quantize as a second output, the fused op stands where that
+    // value was made: its other readers may come before the Quantize.
+    int at = steps[f.length - 1];
+    if (f.chain.value_out && f.length == steps.size()) {
+      const NamedTensor* value = graph.FindTensor(graph.nodes[steps.back()].inputs[0]);
+      if (value == nullptr) return InvalidArgument("fusion '" + fused.name + "': its quantize reads no tensor");
+      fused.outputs.push_back(*value);
+      fused.attrs["value_out"] = value->desc.dtype;
+      at = f.length >= 2 ? steps[f.length - 2] : f.chain.head;
+    }
     members.insert(members.end(), steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(f.length));
     for (int m : members) {
       if (removed[m]) return InvalidArgument("fusion '" + fused.name + "' shares node '" + graph.nodes[m].name + "' with another");
       removed[m] = true;
     }
     operand_views.push_back(std::move(fused));
-    replacement[steps[f.length - 1]] = std::move(operand_views);
+    replacement[at] = std::move(operand_views);
   }
   Graph out = graph;
   out.nodes.clear();

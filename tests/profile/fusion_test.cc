@@ -340,6 +340,79 @@ TEST(FusionChains, ACubeChainReadsThroughAnyViewToAQuantize) {
   EXPECT_EQ(Names(relu, relu_chains[0]), (std::vector<std::string>{"q.proj", "q.bias"}));
 }
 
+// An int8 ResNet block's end: conv3 with its bias, the residual Add and the ReLU, whose
+// output the next block both quantizes (its int8 conv1) and adds as its residual in
+// float16. The conv chain takes the quantize anyway (value_out, CANN's multi-output quant
+// fusion): the fused op writes int8 for the quantize's readers and the float16 value for
+// the others, and stands where the value was made, before its other reader. A MatMul chain
+// does not (CANN's multi-output patterns are the convolution's), nor a chain whose value
+// has no quantize reader.
+TEST(FusionChains, AConvChainWritesTheValueAndItsQuantizeWhenBothAreRead) {
+  auto graph = [](const std::string& head) {
+    const bool conv = head == "Conv2D";
+    const std::vector<int64_t> shape = conv ? std::vector<int64_t>{8, 256, 14, 14} : std::vector<int64_t>{1568, 256};
+    nlohmann::json x = Tensor("x", conv ? std::vector<int64_t>{8, 64, 14, 14} : std::vector<int64_t>{1568, 64}),
+                   w = Tensor("w", conv ? std::vector<int64_t>{256, 64, 1, 1} : std::vector<int64_t>{64, 256}),
+                   q = Tensor("q", shape), c = Tensor("c", shape);
+    x["dtype"] = w["dtype"] = q["dtype"] = "int8";
+    nlohmann::json cube = Node("conv3", head, conv ? std::vector<std::string>{"x", "w", "b"} : std::vector<std::string>{"x", "w"}, c);
+    cube["attrs"] = {{"out_dtype", "float16"}};
+    nlohmann::json quant = Node("next.quant", "Cast", {"r"}, q);
+    quant["attrs"] = {{"dst_type", "int8"}};
+    nlohmann::json j{{"soc", "Ascend910B2"},
+                     {"inputs", {x, Tensor("shortcut", shape), Tensor("other", shape)}},
+                     {"weights", {w, Tensor("b", {256})}},
+                     {"outputs", {"q", "y"}},
+                     {"nodes", {cube, Node("add", "Add", {"c", "shortcut"}, Tensor("s", shape)),
+                                Node("relu", "Relu", {"s"}, Tensor("r", shape)),
+                                Node("next.residual", "Add", {"r", "other"}, Tensor("y", shape)), quant}}};
+    auto g = GraphFromJson(j);
+    EXPECT_TRUE(g.ok()) << g.status().ToString();
+    return *g;
+  };
+  const Graph g = graph("Conv2D");
+  ASSERT_TRUE(ValidateGraphOps(g, testing::Soc910B2()).ok());
+  const auto chains = FindFusionChains(g);
+  ASSERT_GE(chains.size(), 1u);
+  EXPECT_EQ(Names(g, chains[0]), (std::vector<std::string>{"conv3", "add", "relu", "next.quant"}));
+  EXPECT_TRUE(chains[0].value_out);
+  auto fused = ApplyFusions(g, {{chains[0], 3}}, testing::Soc910B2());
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  ASSERT_EQ(fused->nodes.size(), 2u);
+  const GraphNode& node = fused->nodes[0];
+  EXPECT_EQ(node.name, "conv3+add+relu+next.quant") << "before next.residual, which reads its value";
+  EXPECT_EQ(node.attrs.at("epilogue"), "BiasAdd,Add,Relu,Quantize");
+  EXPECT_EQ(node.attrs.at("value_out"), "float16");
+  ASSERT_EQ(node.outputs.size(), 2u);
+  EXPECT_EQ(node.outputs[0].name, "q");
+  EXPECT_EQ(node.outputs[0].desc.dtype, "int8");
+  EXPECT_EQ(node.outputs[1].name, "r");
+  EXPECT_EQ(node.outputs[1].desc.dtype, "float16");
+  EXPECT_EQ(fused->nodes[1].name, "next.residual");
+  // Shorter, the chain is as before: the ReLU writes float16 and the quantize is a Cast.
+  auto shorter = ApplyFusions(g, {{chains[0], 2}}, testing::Soc910B2());
+  ASSERT_TRUE(shorter.ok()) << shorter.status().ToString();
+  EXPECT_EQ(shorter->nodes.size(), 3u);
+  EXPECT_FALSE(FindNode(*shorter, "conv3+add+relu")->attrs.contains("value_out"));
+  auto chosen = ChooseFusions(g, testing::Soc910B2());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->kernels_after, 2) << "the conv with its epilogue and both outputs, then the next residual";
+  EXPECT_LT(chosen->result_us, chosen->baseline_us);
+  ASSERT_TRUE(RunGraph(chosen->fused, testing::Soc910B2()).ok());
+
+  const Graph matmul = graph("MatMul");
+  const auto matmul_chains = FindFusionChains(matmul);
+  ASSERT_GE(matmul_chains.size(), 1u);
+  EXPECT_EQ(Names(matmul, matmul_chains[0]), (std::vector<std::string>{"conv3", "add", "relu"}));
+  EXPECT_FALSE(matmul_chains[0].value_out);
+
+  // A second output is only a fused op's value before its Quantize.
+  Graph two = *fused;
+  two.nodes[0].attrs.erase("value_out");
+  const Status refused = ValidateGraphOps(two, testing::Soc910B2());
+  EXPECT_NE(refused.message().find("declares 2 outputs"), std::string::npos) << refused.ToString();
+}
+
 // GroupNorm and SiLU as torch exports them (a diffusion UNet's ResNet block): x viewed
 // [N, G, -1], an InstanceNorm of ones and zeros, viewed back, scaled and shifted per
 // channel, then the SiLU. Fused, as CANN's GroupNormSilu runs it: one InstanceNorm reading

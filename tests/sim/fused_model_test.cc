@@ -373,6 +373,40 @@ TEST_F(FusedModel, Bf16AndInt8RunAndTheirEpiloguesCostTheirCasts) {
             Default(Chain("Add,Relu", {x, x})).latency_us);
 }
 
+// An int8 ResNet block's output is both the next block's quantized input and its float16
+// residual: with attrs.value_out the fused convolution writes both (CANN's multi-output
+// quant fusion), its epilogue one vconv and one float16 write more than the int8 one
+// alone, and cheaper than writing float16 and quantizing it in a Cast kernel after.
+TEST_F(FusedModel, AValueOutIsOneMoreWriteOfTheValueBeforeTheQuantize) {
+  const std::vector<TensorDesc> in{{{32, 64, 56, 56}, "int8"}, {{256, 64, 1, 1}, "int8"}, {{256}}, {{32, 256, 56, 56}}};
+  const OpKey int8_only = Fused("FusedConv2D", in, "BiasAdd,Add,Relu,Quantize");
+  const OpKey both = Fused("FusedConv2D", in, "BiasAdd,Add,Relu,Quantize", {{"value_out", "float16"}});
+  const OpKey float_only = Fused("FusedConv2D", in, "BiasAdd,Add,Relu");
+  const OpKey cast = Key("Cast", {{{32, 256, 56, 56}}}, {{"dst_type", "int8"}});
+  auto prepared = Prepare(Problem(both), soc());
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  EXPECT_EQ(prepared->fused.out_dtype, DType::kInt8);
+  EXPECT_EQ(prepared->fused.value_out_bytes, 2);
+  // One config for both: the bytes differ by the float16 value exactly.
+  const TuningProblem p = Problem(int8_only);
+  const MatmulTiling t = FusedCubeTilingFromConfig(p.default_config);
+  const int64_t split = FusedEpiSplitFromConfig(p.default_config);
+  FusedCubePlan alone, twice;
+  const KernelEstimate a = EstimateFusedCube(Prepare(p, soc())->fused, t, split, soc(), &alone);
+  const KernelEstimate b = EstimateFusedCube(prepared->fused, t, split, soc(), &twice);
+  EXPECT_DOUBLE_EQ(b.hbm_bytes - a.hbm_bytes, 32.0 * 256 * 56 * 56 * 2);
+  EXPECT_EQ(twice.epilogue.instructions_per_element, alone.epilogue.instructions_per_element + 1);
+  EXPECT_GT(b.latency_us, a.latency_us);
+  EXPECT_LT(Default(both).latency_us, Default(float_only).latency_us + Default(cast).latency_us);
+  // Only a quantized epilogue has a value before its Quantize, in the dtype it computes.
+  for (const auto& [epilogue, dtype] : {std::pair{"BiasAdd,Add,Relu", "float16"}, {"BiasAdd,Add,Relu,Quantize", "float32"}}) {
+    auto refused = FusedCubeShapeFromOpKey(Fused("FusedConv2D", in, epilogue, {{"value_out", dtype}}));
+    ASSERT_FALSE(refused.ok()) << epilogue << " " << dtype;
+    EXPECT_NE(refused.status().message().find("attrs.value_out='" + std::string(dtype) + "'"), std::string::npos)
+        << refused.status().ToString();
+  }
+}
+
 TEST_F(FusedModel, RunsOnEverySoc) {
   for (const char* name : {"Ascend910B2", "Ascend910B4", "Ascend910"}) {
     const SocSpec& s = *catalog_.Find(name).value();

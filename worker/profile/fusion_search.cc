@@ -122,6 +122,7 @@ nlohmann::json FusionReport::ToJson() const {
                            {"kernel_saved_us", d.unfused_kernel_us - o->kernel_us}});
       if (o->attention) fused_ops.back()["attention"] = true;  // its "epilogue" is the score chain
       if (o->causal) fused_ops.back()["causal"] = true;
+      if (o->value_out) fused_ops.back()["value_out"] = true;
     }
     // What was left out of each chain, and why: refused by the op, or not faster.
     const size_t from = d.chosen;  // options after the chosen length
@@ -248,6 +249,7 @@ Result<FusionReport> ChooseFusions(const Graph& graph, const SocSpec& soc, int t
     o.name = FusedNodeName(folded, f);
     o.op_type = FusedOpType(folded, f);
     o.epilogue = FusedEpilogue(folded, f);
+    o.value_out = f.chain.value_out && length == f.chain.steps.size();
     TimeOption(ApplyFusions(folded, {f}, soc, &mine.checks), soc, mine, o);
   });
   // Chains may meet (a residual Add reading two convs' outputs): the one whose best fusion

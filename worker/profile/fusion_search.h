@@ -24,6 +24,7 @@ struct FusionOption {
   std::string name, op_type, epilogue;  // an attention's epilogue: its score chain
   bool attention = false;             // a FlashAttention made of an attention (not a chain after one)
   bool causal = false;                // a FlashAttention that skips the blocks a causal mask masks
+  bool value_out = false;             // also writes the value before its Quantize (FusionChain::value_out)
   double step_us = 0, kernel_us = 0;  // the step and its summed kernel time, with it
   std::string refused;                // why the fused op is not valid (then not timed)
 };

@@ -21,7 +21,8 @@ using pipe_costs::VectorCycles;
 // int32 accumulator, vmuls by the scale), each op as the unfused element-wise op costs
 // it (vector_model.cc), a vconv per operand that is not fp32 and one for the output.
 int EpilogueInstructions(const FusedCubeShape& s) {
-  return (s.dequant ? 2 : 0) + pipe_costs::ChainInstructions(s.epilogue) + 1;  // out_dtype is float16 or bfloat16
+  // out_dtype is float16 or bfloat16; a second output (value_out) is one vconv more.
+  return (s.dequant ? 2 : 0) + pipe_costs::ChainInstructions(s.epilogue) + 1 + (s.value_out_bytes ? 1 : 0);
 }
 
 // The cube plan and, for a conv, its A side.
@@ -57,7 +58,8 @@ EpiloguePlan PlanEpilogue(const FusedCubeShape& s, const MatmulTiling& t, int64_
     }
     ++mte2_instrs;
   }
-  const double write_eq = TransferEq(e * DTypeBytes(s.out_dtype), bursts, soc);
+  double write_eq = TransferEq(e * DTypeBytes(s.out_dtype), bursts, soc);
+  if (s.value_out_bytes) write_eq += TransferEq(e * static_cast<double>(s.value_out_bytes), bursts, soc);
   // The vector cores of every busy cube core stream together and share HBM.
   const double cycles_per_us = soc.CyclesPerUs();
   const double hbm_bytes_per_cycle = soc.hbm_bandwidth_gbps * 1e3 * soc.hbm_stream_efficiency / cycles_per_us;
@@ -66,7 +68,7 @@ EpiloguePlan PlanEpilogue(const FusedCubeShape& s, const MatmulTiling& t, int64_
   p.mte2_latency = mte2_instrs * lat;
   p.mte2 = p.mte2_latency + std::max((l2_eq + hbm_read_eq) / soc.mte2_bytes_per_cycle,
                                      hbm_read_eq * tau + l2_eq / soc.mte2_bytes_per_cycle);
-  p.mte3 = lat + std::max(write_eq / soc.mte3_bytes_per_cycle, write_eq * tau);
+  p.mte3 = (s.value_out_bytes ? 2 : 1) * lat + std::max(write_eq / soc.mte3_bytes_per_cycle, write_eq * tau);
   p.hbm_cycles = (hbm_read_eq + write_eq) * tau;
   p.instructions_per_element = EpilogueInstructions(s);
   const auto [vec_cycles, vec_instrs] =
@@ -176,7 +178,7 @@ KernelEstimate EstimateFusedCube(const FusedCubeShape& s, const MatmulTiling& t,
       operand_l2 += std::max(0.0, subs * per_sub * DTypeBytes(o.dtype) - bytes);
     }
   }
-  const double out_bytes = static_cast<double>(s.out_elements * DTypeBytes(s.out_dtype));
+  const double out_bytes = static_cast<double>(s.out_elements * (DTypeBytes(s.out_dtype) + s.value_out_bytes));
   KernelEstimate est = cube;
   est.hbm_bytes = cube.hbm_bytes - acc + operand_bytes + out_bytes;
   est.l2_bytes = cube.l2_bytes + 2 * acc + operand_l2;

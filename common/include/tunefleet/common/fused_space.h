@@ -57,8 +57,8 @@ struct FusedChain {
 // ---- Cube op + element-wise epilogue ----
 
 // The cube part is MatMul, BatchMatMul or Conv2D exactly as the unfused op parses it
-// (its first two inputs and every attribute but `epilogue`); the epilogue's operand
-// inputs follow. The epilogue computes in fp32 on the accumulator tile and writes the
+// (its first two inputs and every attribute but `epilogue` and `value_out`); the
+// epilogue's operand inputs follow. The epilogue computes in fp32 on the accumulator tile and writes the
 // output once, in float16 (float16 or int8 inputs: int8 is dequantised first) or
 // bfloat16 (bfloat16 inputs). The unfused bias input of Conv2D is expressed as a BiasAdd.
 bool IsFusedCubeOpType(std::string_view op_type);
@@ -72,6 +72,11 @@ struct FusedCubeShape {
   FusedChain epilogue;
   bool dequant = false;     // int8 inputs: the int32 accumulator is scaled to fp16 first
   DType out_dtype = DType::kFloat16;
+  // attrs.value_out (float16 or bfloat16), with an epilogue ending in Quantize: the op also
+  // writes the value before the Quantize, as a second output, for the readers that take
+  // it as it is (a ResNet block's output, both the next block's quantized input and its
+  // float16 residual: CANN's TbeConvDequantVaddMultiOutReluQuantFusion). 0: no second output.
+  int64_t value_out_bytes = 0;
   std::vector<int64_t> out_shape;  // [M, N], [..., M, N] or NCHW [N, Cout, Ho, Wo]
   int64_t out_elements = 0;
 };

@@ -40,6 +40,11 @@ struct FusionChain {
   // op writes the last step's output, and an operand of that step's full shape is read
   // through a view at the head's output shape.
   std::vector<std::vector<int>> views;
+  // The last step is a Quantize whose input other nodes read too (a ResNet block's output:
+  // the next block's quantized input and its float16 residual). A Conv2D chain takes it
+  // anyway, as CANN's multi-output quant fusions do (TbeConvDequantVaddMultiOutReluQuantFusion):
+  // fused with it, the op also writes that input (attrs.value_out, a second output).
+  bool value_out = false;
 };
 
 // Every chain of the graph, longest: the cube ones in node order, then the element-wise
