@@ -84,6 +84,9 @@ std::vector<OpKey> FusedSweepKeys() {
       // event simulation of a whole Llama MLP is minutes).
       Fused("FusedMatMul", {{{256, 512}}, {{512, 1376}}, {{256, 1376}}}, "Silu,Mul"),
       Fused("FusedConv2D", {{{2, 16, 28, 28}}, {{96, 16, 1, 1}}, {{96}}}, "BiasAdd,Clip"),
+      // An int8 ResNet block's end, writing its value and its quantize (value_out).
+      Fused("FusedConv2D", {{{2, 64, 14, 14}, "int8"}, {{256, 64, 1, 1}, "int8"}, {{256}}, {{2, 256, 14, 14}}},
+            "BiasAdd,Add,Relu,Quantize", {{"value_out", "float16"}}),
   };
 }
 

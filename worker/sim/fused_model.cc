@@ -68,14 +68,15 @@ EpiloguePlan PlanEpilogue(const FusedCubeShape& s, const MatmulTiling& t, int64_
   p.mte2_latency = mte2_instrs * lat;
   p.mte2 = p.mte2_latency + std::max((l2_eq + hbm_read_eq) / soc.mte2_bytes_per_cycle,
                                      hbm_read_eq * tau + l2_eq / soc.mte2_bytes_per_cycle);
-  p.mte3 = (s.value_out_bytes ? 2 : 1) * lat + std::max(write_eq / soc.mte3_bytes_per_cycle, write_eq * tau);
+  const int mte3_instrs = s.value_out_bytes ? 2 : 1;  // the output, and the value before its Quantize
+  p.mte3 = mte3_instrs * lat + std::max(write_eq / soc.mte3_bytes_per_cycle, write_eq * tau);
   p.hbm_cycles = (hbm_read_eq + write_eq) * tau;
   p.instructions_per_element = EpilogueInstructions(s);
   const auto [vec_cycles, vec_instrs] =
       VectorCycles(blk.sub_elements, static_cast<int64_t>(kAccBytes), p.instructions_per_element, soc);
   p.vec = vec_cycles;
   p.scalar = soc.scalar_cycles_per_tile +
-             soc.scalar_cycles_per_iteration * static_cast<double>(vec_instrs + mte2_instrs + 1);
+             soc.scalar_cycles_per_iteration * static_cast<double>(vec_instrs + mte2_instrs + mte3_instrs);
   return p;
 }
 
